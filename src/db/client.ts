@@ -1,0 +1,44 @@
+// The database handle: postgres.js underneath Drizzle, one driver for Node, Workers (Hyperdrive)
+// and the embedded server. Built by the entry points and passed in; no module-level connection.
+import { drizzle } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import * as schema from './schema.ts';
+
+export type Database = ReturnType<typeof createDrizzle>;
+export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
+/** A database or a transaction: what domain functions accept. */
+export type Executor = Database | Transaction;
+
+export interface DatabaseOptions {
+  url: string;
+  maxConnections: number;
+  /** Server-side bound on one statement, and on a transaction left idle. */
+  statementTimeoutMs: number;
+  /** Workers have no process-wide connection reuse; fetch_types costs a round trip there. */
+  fetchTypes?: boolean;
+}
+
+export interface DatabaseHandle {
+  db: Database;
+  sql: postgres.Sql;
+  close(): Promise<void>;
+}
+
+function createDrizzle(sql: postgres.Sql) {
+  return drizzle({ client: sql, schema, casing: 'snake_case' });
+}
+
+export function connectDatabase(options: DatabaseOptions): DatabaseHandle {
+  const sql = postgres(options.url, {
+    max: options.maxConnections,
+    connect_timeout: Math.max(1, Math.ceil(options.statementTimeoutMs / 1000)),
+    fetch_types: options.fetchTypes ?? true,
+    onnotice: () => {},
+    connection: {
+      application_name: 'webhook-inbox',
+      statement_timeout: options.statementTimeoutMs,
+      idle_in_transaction_session_timeout: options.statementTimeoutMs,
+    },
+  });
+  return { db: createDrizzle(sql), sql, close: () => sql.end({ timeout: 5 }) };
+}

@@ -1,0 +1,70 @@
+// Telling database trouble (retry later: 503) from everything else, and describing any error in a
+// bounded line that can be stored: error classes and SQLSTATE codes only, never messages that may
+// quote parameters (Drizzle's query errors carry the whole parameter list).
+import { LAST_ERROR_MAX } from './schema.ts';
+
+const TRANSIENT_NODE_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
+
+/** SQLSTATE classes that say "the database could not do it now", not "this can never work". */
+const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '40', '53', '57', '58']);
+
+function errorChain(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = error; current !== undefined && chain.length < 8; ) {
+    chain.push(current);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return chain;
+}
+
+function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
+}
+
+function sqlStateOf(error: unknown): string | undefined {
+  if (!(error instanceof Error) || error.name !== 'PostgresError') return undefined;
+  return codeOf(error);
+}
+
+export function isTransientDatabaseError(error: unknown): boolean {
+  return errorChain(error).some((link) => {
+    const sqlState = sqlStateOf(link);
+    if (sqlState !== undefined) return TRANSIENT_SQLSTATE_CLASSES.has(sqlState.slice(0, 2));
+    const code = codeOf(link);
+    return code !== undefined && TRANSIENT_NODE_CODES.has(code);
+  });
+}
+
+/**
+ * A safe, bounded description: the innermost error's class, its SQLSTATE or system code and, for
+ * our own error types, the message we wrote. Postgres messages can quote values, so they are left out.
+ */
+export function describeError(error: unknown): string {
+  const chain = errorChain(error);
+  const innermost = chain[chain.length - 1];
+  const parts: string[] = [];
+  if (innermost instanceof Error) {
+    parts.push(innermost.name);
+    const code = codeOf(innermost);
+    if (code !== undefined) parts.push(code);
+    const constraint = (innermost as { constraint_name?: unknown }).constraint_name;
+    if (typeof constraint === 'string') parts.push(`constraint ${constraint}`);
+    if (innermost.name === 'DomainRejection' || innermost.name === 'AppError') parts.push(innermost.message);
+  } else {
+    parts.push(typeof innermost);
+  }
+  return parts.join(': ').slice(0, LAST_ERROR_MAX);
+}

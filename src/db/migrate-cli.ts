@@ -1,0 +1,13 @@
+// `npm run db:migrate`: applies pending migrations to DATABASE_URL; exits non-zero on failure.
+import { ConfigError, parseConfig } from '../config.ts';
+import { migrateDatabase } from './migrate.ts';
+
+try {
+  const config = parseConfig(process.env);
+  if (config.DATABASE_URL === undefined) throw new ConfigError(['DATABASE_URL: required to migrate']);
+  await migrateDatabase(config.DATABASE_URL);
+  console.log('migrations applied');
+} catch (error) {
+  console.error(`migration failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,65 @@
+// Event type -> handler, per provider: an explicit map, never a function name built from payload
+// text. A handler declares the payload schema it needs (checked before any database work) and applies
+// its change inside the caller's transaction.
+import { z } from 'zod';
+import type { Transaction } from '../db/client.ts';
+import { subscriptionStatuses } from '../db/schema.ts';
+import type { AuthenticatedEvent } from '../providers/types.ts';
+import { applySubscriptionChange } from './subscriptions.ts';
+
+export interface HandlerContext {
+  tx: Transaction;
+  event: AuthenticatedEvent;
+}
+
+export interface EventHandler<Payload = unknown> {
+  /** Validates the payload beyond the provider's envelope; a failure answers 400. */
+  schema: z.ZodType<Payload>;
+  apply(context: HandlerContext, payload: Payload): Promise<void>;
+}
+
+/** Keeps each handler's payload type tied to its own schema inside a heterogeneous map. */
+export function defineHandler<Payload>(handler: EventHandler<Payload>): EventHandler<unknown> {
+  return handler as EventHandler<unknown>;
+}
+
+export type HandlerMap = Readonly<Record<string, Readonly<Record<string, EventHandler<unknown>>>>>;
+
+const acmeSubscriptionEvent = z.looseObject({
+  version: z.int().nonnegative(),
+  data: z.looseObject({
+    id: z.string().min(1).max(255),
+    status: z.enum(subscriptionStatuses),
+  }),
+});
+
+const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>
+  defineHandler({
+    schema: acmeSubscriptionEvent,
+    async apply({ tx, event }, payload) {
+      await applySubscriptionChange(tx, {
+        externalId: payload.data.id,
+        status: forcedStatus ?? payload.data.status,
+        providerVersion: payload.version,
+        occurredAt: event.occurredAt ?? new Date(0),
+      });
+    },
+  });
+
+export const defaultHandlers: HandlerMap = {
+  acme: {
+    'subscription.created': acmeSubscriptionHandler(),
+    'subscription.updated': acmeSubscriptionHandler(),
+    // The event type is the authoritative fact: a cancellation cancels, whatever status it lists.
+    'subscription.canceled': acmeSubscriptionHandler('canceled'),
+  },
+};
+
+export function findHandler(
+  handlers: HandlerMap,
+  provider: string,
+  eventType: string,
+): EventHandler<unknown> | undefined {
+  const byType = handlers[provider];
+  return byType !== undefined && Object.hasOwn(byType, eventType) ? byType[eventType] : undefined;
+}

@@ -1,0 +1,38 @@
+// Development convenience: with no provider secret at all (and not in production), an `acme`
+// secret is made once, kept in DATA_DIR, and announced with a signed curl that works as printed.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { encodeHex, importHmacKey, prefixed, signHmac, utf8 } from '../providers/hmac.ts';
+
+export async function developmentSecret(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'acme-development-secret');
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  await mkdir(dataDir, { recursive: true, mode: 0o755 });
+  const secret = randomBytes(32).toString('hex');
+  await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+/** A ready-to-paste `curl` delivering one signed acme event; valid while its timestamp is fresh. */
+export async function signedCurlExample(options: { port: number; secret: string; nowMs: number }): Promise<string> {
+  const created = Math.floor(options.nowMs / 1000);
+  const body = JSON.stringify({
+    id: `evt_${randomBytes(8).toString('hex')}`,
+    type: 'subscription.updated',
+    api_version: '2024-06-01',
+    created,
+    version: 1,
+    data: { id: 'sub_demo', status: 'active' },
+  });
+  const key = await importHmacKey(options.secret);
+  const signature = encodeHex(await signHmac(key, prefixed(`${created}.`, utf8(body))));
+  return [
+    `curl -sS -X POST http://127.0.0.1:${options.port}/webhooks/acme`,
+    `-H 'content-type: application/json'`,
+    `-H 'x-acme-timestamp: ${created}'`,
+    `-H 'x-acme-signature: ${signature}'`,
+    `--data-binary '${body}'`,
+  ].join(' ');
+}

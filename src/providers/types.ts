@@ -1,0 +1,39 @@
+// The interface every signature scheme implements. A scheme owns its headers, its signed content
+// and where its event id lives; nothing outside src/providers knows any of that.
+import type { JsonValue } from '../inbox/payload.ts';
+import type { Bytes, HmacKey } from './hmac.ts';
+
+export interface Delivery {
+  /** The request body exactly as received. */
+  body: Bytes;
+  headers: Headers;
+}
+
+export interface VerificationTime {
+  nowSeconds: number;
+  toleranceSeconds: number;
+}
+
+/** What a verified, validated delivery tells us. */
+export interface AuthenticatedEvent {
+  eventId: string;
+  eventType: string;
+  occurredAt: Date | null;
+  /** The whole parsed payload, unknown fields included: stored for investigation and replay. */
+  payload: JsonValue;
+  /** The payload follows a schema version this service does not know: park it, do not guess. */
+  unknownSchemaVersion: boolean;
+}
+
+export type Verification =
+  | { outcome: 'unauthorized' }
+  | { outcome: 'invalid_payload' }
+  | { outcome: 'verified'; event: AuthenticatedEvent };
+
+export interface WebhookProvider {
+  /** The route segment and the `provider` column. */
+  readonly name: string;
+  /** Turns configured secrets into keys; called once per configuration, never per request. */
+  importKeys(secrets: readonly string[]): Promise<readonly HmacKey[]>;
+  verify(delivery: Delivery, keys: readonly HmacKey[], time: VerificationTime): Promise<Verification>;
+}
