@@ -1,0 +1,93 @@
+// Linux /proc readers for benchmarks: CPU time and peak memory of a process (or a process tree), and
+// whole-machine CPU use, so a run can say where its cores went. Linux only, by design.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+let cachedClockTicks: number | undefined;
+
+/** Kernel clock ticks per second (USER_HZ), the unit of utime/stime in /proc/<pid>/stat. */
+export function clockTicksPerSecond(): number {
+  if (cachedClockTicks === undefined) {
+    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+    if (!Number.isInteger(ticks) || ticks <= 0) throw new Error(`getconf CLK_TCK answered ${ticks}`);
+    cachedClockTicks = ticks;
+  }
+  return cachedClockTicks;
+}
+
+export function ticksToMs(ticks: number): number {
+  return (ticks * 1000) / clockTicksPerSecond();
+}
+
+interface ProcStat {
+  ppid: number;
+  utime: number;
+  stime: number;
+  /** CPU of children that exited and were waited for. */
+  cutime: number;
+  cstime: number;
+}
+
+function readStat(pid: number): ProcStat {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) is in parentheses and may itself contain spaces or parentheses.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state) of proc(5).
+  const field = (n: number) => Number(fields[n - 3]);
+  return { ppid: field(4), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
+}
+
+/** utime + stime of one process, in clock ticks (all its threads). */
+export function processCpuTicks(pid: number): number {
+  const stat = readStat(pid);
+  return stat.utime + stat.stime;
+}
+
+/**
+ * CPU ticks of a parent and its direct children, including children already reaped: a server such as
+ * PostgreSQL forks a process per connection, and a backend that exits mid-run must still count.
+ */
+export function processTreeCpuTicks(parentPid: number): number {
+  const parent = readStat(parentPid);
+  let total = parent.utime + parent.stime + parent.cutime + parent.cstime;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readStat(Number(entry));
+      if (stat.ppid === parentPid) total += stat.utime + stat.stime;
+    } catch {
+      // The process ended between readdir and read.
+    }
+  }
+  return total;
+}
+
+/** VmHWM (peak resident set size) in KiB. */
+export function peakRssKiB(pid: number): number {
+  const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (match?.[1] === undefined) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  return Number(match[1]);
+}
+
+export interface MachineCpu {
+  busy: number;
+  total: number;
+}
+
+/** Aggregate CPU counters of the machine (first line of /proc/stat), in clock ticks. */
+export function machineCpu(): MachineCpu {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const [, ...values] = line.trim().split(/\s+/);
+  const ticks = values.map(Number);
+  const total = ticks.reduce((sum, value) => sum + value, 0);
+  // idle + iowait are the not-busy columns; guest time is already inside user.
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  const guest = (ticks[8] ?? 0) + (ticks[9] ?? 0);
+  return { busy: total - guest - idle, total: total - guest };
+}
+
+/** Share of all cores busy between two readings, 0..1. */
+export function machineBusyShare(before: MachineCpu, after: MachineCpu): number {
+  const total = after.total - before.total;
+  return total > 0 ? (after.busy - before.busy) / total : 0;
+}

@@ -1,0 +1,105 @@
+// The service under test as a child process: `node --import tsx src/entry/node.ts`, one process (no
+// tsx launcher in between), so /proc/<pid> measures the server itself. Output goes to log files;
+// start-up waits for /healthz; stop() sends SIGTERM and waits for the orderly exit.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './net.ts';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ServiceOptions {
+  /** Variables added to (and overriding) this process's environment; PORT is chosen here. */
+  env: Record<string, string>;
+  /** Files receiving the child's stdout and stderr. */
+  stdoutFile: string;
+  stderrFile: string;
+  /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/x']. */
+  nodeArgs?: readonly string[];
+  startTimeoutMs?: number;
+}
+
+export interface RunningService {
+  pid: number;
+  origin: string;
+  /** Exit code once stopped (null when killed by a signal). */
+  stop(timeoutMs?: number): Promise<number | null>;
+  /** Whether the process has exited. */
+  exited(): boolean;
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+export function tail(file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+async function waitForHealth(origin: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`the service exited during start-up (code ${child.exitCode ?? child.signalCode})`);
+    }
+    try {
+      const response = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(1000) });
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the service did not answer /healthz within ${timeoutMs} ms`);
+}
+
+export async function startService(options: ServiceOptions): Promise<RunningService> {
+  const port = await freePort();
+  const stdout = openSync(options.stdoutFile, 'a');
+  const stderr = openSync(options.stderrFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/entry/node.ts'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...options.env, PORT: String(port) },
+      stdio: ['ignore', stdout, stderr],
+    });
+  } finally {
+    // The child holds its own copies of the descriptors.
+    closeSync(stdout);
+    closeSync(stderr);
+  }
+  const exit = exitOf(child);
+  const origin = `http://127.0.0.1:${port}`;
+  const stop = async (timeoutMs = 15_000): Promise<number | null> => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await exit;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  try {
+    if (child.pid === undefined) throw new Error('the service could not be spawned');
+    await waitForHealth(origin, child, options.startTimeoutMs ?? 30_000);
+  } catch (error) {
+    await stop(5_000);
+    const detail = tail(options.stderrFile) || tail(options.stdoutFile);
+    throw new Error(`${error instanceof Error ? error.message : String(error)}${detail ? `\n${detail}` : ''}`);
+  }
+  return {
+    pid: child.pid,
+    origin,
+    stop,
+    exited: () => child.exitCode !== null || child.signalCode !== null,
+  };
+}

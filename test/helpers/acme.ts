@@ -1,0 +1,61 @@
+// Signing exact bytes the way an acme sender does, and event factories with ids of their own.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { encodeHex, importHmacKey, prefixed, signHmac } from '../../src/providers/hmac.ts';
+
+export const TEST_SECRET = 'test-acme-secret-current';
+export const PREVIOUS_SECRET = 'test-acme-secret-previous';
+
+/** 2026-01-01T00:00:00Z, the tests' "now" unless a test moves the clock. */
+export const TEST_NOW_MS = Date.UTC(2026, 0, 1);
+export const TEST_NOW_SECONDS = TEST_NOW_MS / 1000;
+
+export function uniqueId(prefix: string): string {
+  return `${prefix}_${randomBytes(8).toString('hex')}`;
+}
+
+export interface AcmeEventShape {
+  id: string;
+  type: string;
+  api_version: string;
+  created: number;
+  version: number;
+  data: Record<string, unknown>;
+  [extra: string]: unknown;
+}
+
+export function acmeEvent(overrides: Partial<AcmeEventShape> = {}): AcmeEventShape {
+  return {
+    id: uniqueId('evt'),
+    type: 'subscription.updated',
+    api_version: '2024-06-01',
+    created: TEST_NOW_SECONDS - 10,
+    version: 1,
+    data: { id: uniqueId('sub'), status: 'active' },
+    ...overrides,
+  };
+}
+
+export async function signAcme(
+  body: Uint8Array | string,
+  options: { secret?: string; timestamp?: number | string } = {},
+) {
+  const timestamp = String(options.timestamp ?? TEST_NOW_SECONDS);
+  const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body;
+  const key = await importHmacKey(options.secret ?? TEST_SECRET);
+  const signature = encodeHex(await signHmac(key, prefixed(`${timestamp}.`, new Uint8Array(bytes))));
+  return { timestamp, signature };
+}
+
+/** Headers for a signed acme delivery of exactly `body`. */
+export async function signedHeaders(
+  body: Uint8Array | string,
+  options: { secret?: string; timestamp?: number | string } = {},
+): Promise<Record<string, string>> {
+  const { timestamp, signature } = await signAcme(body, options);
+  return { 'content-type': 'application/json', 'x-acme-timestamp': timestamp, 'x-acme-signature': signature };
+}
+
+export function readFixture(name: string): Buffer {
+  return readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
+}

@@ -1,0 +1,47 @@
+// The app as the tests drive it: real database, injected clock, captured logs, default handlers
+// unless a test brings its own.
+import { randomUUID } from 'node:crypto';
+import type { Hono } from 'hono';
+import { createApp } from '../../src/app.ts';
+import type { Database } from '../../src/db/client.ts';
+import { expectedMigration } from '../../src/db/migrations.ts';
+import type { AppDeps } from '../../src/deps.ts';
+import { defaultHandlers } from '../../src/domain/handlers.ts';
+import { createLogger } from '../../src/ops/logger.ts';
+import { enableProviders } from '../../src/providers/registry.ts';
+import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
+
+export interface TestApp {
+  app: Hono;
+  /** Log lines as written, for assertions that nothing secret leaks. */
+  logs: string[];
+  setNow(ms: number): void;
+  request(path: string, init: RequestInit): Promise<Response>;
+}
+
+export async function buildTestApp(
+  db: Database,
+  overrides: Partial<Omit<AppDeps, 'config'>> & { config?: Partial<AppDeps['config']> } = {},
+): Promise<TestApp> {
+  let now = TEST_NOW_MS;
+  const logs: string[] = [];
+  const app = createApp({
+    db,
+    providers: await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }),
+    handlers: defaultHandlers,
+    clock: () => now,
+    newId: () => randomUUID().replaceAll('-', ''),
+    logger: createLogger({ level: 'debug', now: () => new Date(now), write: (line) => logs.push(line) }),
+    expectedMigration,
+    ...overrides,
+    config: { HANDLER_DEADLINE_MS: 5000, MAX_BODY_BYTES: 262144, WEBHOOK_TOLERANCE_SECONDS: 300, ...overrides.config },
+  });
+  return {
+    app,
+    logs,
+    setNow: (ms) => {
+      now = ms;
+    },
+    request: async (path, init) => app.request(path, init),
+  };
+}

@@ -1,0 +1,59 @@
+// Reading database facts back, with plain SQL so the assertions do not share code with the product.
+import type postgres from 'postgres';
+
+export interface EventRow {
+  provider: string;
+  event_id: string;
+  event_type: string;
+  status: string;
+  payload: unknown;
+  completed_at: Date | null;
+  attempt_count: number;
+  last_error: string | null;
+}
+
+export async function eventRows(sql: postgres.Sql): Promise<EventRow[]> {
+  return sql<EventRow[]>`select provider, event_id, event_type, status::text as status, payload, completed_at,
+    attempt_count, last_error from webhook_events order by received_at, event_id`;
+}
+
+export async function eventRow(sql: postgres.Sql, eventId: string, provider = 'acme'): Promise<EventRow | undefined> {
+  const rows = await sql<EventRow[]>`select provider, event_id, event_type, status::text as status, payload,
+    completed_at, attempt_count, last_error from webhook_events where provider = ${provider} and event_id = ${eventId}`;
+  return rows[0];
+}
+
+export async function countEvents(sql: postgres.Sql, eventId?: string): Promise<number> {
+  const rows =
+    eventId === undefined
+      ? await sql<{ n: number }[]>`select count(*)::int as n from webhook_events`
+      : await sql<{ n: number }[]>`select count(*)::int as n from webhook_events where event_id = ${eventId}`;
+  return rows[0]?.n ?? 0;
+}
+
+export interface SubscriptionRow {
+  external_id: string;
+  status: string;
+  provider_version: string;
+  updated_at: Date;
+}
+
+export async function subscriptionRow(sql: postgres.Sql, externalId: string): Promise<SubscriptionRow | undefined> {
+  const rows = await sql<SubscriptionRow[]>`select external_id, status::text as status, provider_version::text as
+    provider_version, updated_at from subscriptions where external_id = ${externalId}`;
+  return rows[0];
+}
+
+/** Resolves every waiter once `parties` of them have arrived: requests reach the claim together. */
+export function barrier(parties: number): () => Promise<void> {
+  let arrived = 0;
+  let release: () => void = () => {};
+  const open = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return () => {
+    arrived += 1;
+    if (arrived === parties) release();
+    return open;
+  };
+}

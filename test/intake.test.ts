@@ -1,0 +1,267 @@
+// The guide's cases for the synchronous intake path, each asserted on database facts.
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { sql as drizzleSql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { DomainRejection } from '../src/errors.ts';
+import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { barrier, countEvents, eventRow, subscriptionRow } from './helpers/facts.ts';
+
+const database = await useTestDatabase();
+const { sql, db } = database;
+
+async function deliver(test: { request: (path: string, init: RequestInit) => Promise<Response> }, event: object) {
+  const body = JSON.stringify(event);
+  return test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+}
+
+/**
+ * A deliberately non-idempotent domain change (a counter bumped by every application), so applying
+ * an event twice shows up as a database fact instead of being hidden by the version guard.
+ */
+async function countingHandlers(counterId: string): Promise<HandlerMap> {
+  await sql`insert into subscriptions (external_id, status, provider_version, updated_at)
+    values (${counterId}, 'active', 0, now())`;
+  const bump = defineHandler({
+    schema: z.unknown(),
+    async apply({ tx }) {
+      await tx.execute(
+        drizzleSql`update subscriptions set provider_version = provider_version + 1 where external_id = ${counterId}`,
+      );
+    },
+  });
+  return { acme: { 'counter.bump': bump } };
+}
+
+const counterValue = async (counterId: string) => Number((await subscriptionRow(sql, counterId))?.provider_version);
+
+describe('POST /webhooks/acme, synchronous mode', () => {
+  it('applies one valid event and records its completion', async () => {
+    const test = await buildTestApp(db);
+    const event = acmeEvent({ version: 7, data: { id: uniqueId('sub'), status: 'past_due' } });
+    const response = await deliver(test, event);
+
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('{"received":true}');
+    const row = await eventRow(sql, event.id);
+    expect(row).toMatchObject({ status: 'completed', event_type: 'subscription.updated', attempt_count: 0 });
+    expect(row?.completed_at).toBeInstanceOf(Date);
+    expect(row?.payload).toEqual(event);
+    const subscription = await subscriptionRow(sql, String(event.data.id));
+    expect(subscription).toMatchObject({ status: 'past_due', provider_version: '7' });
+    expect(subscription?.updated_at.getTime()).toBe(event.created * 1000);
+  });
+
+  it('changes state once when the same event is delivered twice in a row', async () => {
+    const counter = uniqueId('counter');
+    const test = await buildTestApp(db, { handlers: await countingHandlers(counter) });
+    const event = acmeEvent({ type: 'counter.bump' });
+
+    const first = await deliver(test, event);
+    const firstRow = await eventRow(sql, event.id);
+    const second = await deliver(test, event);
+
+    expect(first.status).toBe(200);
+    expect(await first.text()).toBe('{"received":true}');
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe('{"received":true,"duplicate":true}');
+    expect(await counterValue(counter)).toBe(1);
+    expect(await countEvents(sql, event.id)).toBe(1);
+    expect((await eventRow(sql, event.id))?.completed_at).toEqual(firstRow?.completed_at);
+  });
+
+  it('changes state once when twenty requests with one id reach the claim together', async () => {
+    const counter = uniqueId('counter');
+    const parties = 20;
+    const test = await buildTestApp(db, { handlers: await countingHandlers(counter), beforeClaim: barrier(parties) });
+    const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const body = JSON.stringify(acmeEvent({ type: 'counter.bump' }));
+      const headers = await signedHeaders(body);
+      const responses = await Promise.all(
+        Array.from({ length: parties }, () =>
+          fetch(`http://127.0.0.1:${port}/webhooks/acme`, { method: 'POST', body, headers }).then(async (r) => ({
+            status: r.status,
+            body: await r.text(),
+          })),
+        ),
+      );
+      expect(responses.every((r) => r.status === 200)).toBe(true);
+      expect(responses.filter((r) => r.body === '{"received":true}')).toHaveLength(1);
+      expect(responses.filter((r) => r.body === '{"received":true,"duplicate":true}')).toHaveLength(parties - 1);
+      expect(await counterValue(counter)).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('never lets an older resource version overwrite a newer one', async () => {
+    const test = await buildTestApp(db);
+    const subscription = uniqueId('sub');
+    const newer = acmeEvent({ version: 9, data: { id: subscription, status: 'past_due' } });
+    const older = acmeEvent({ version: 4, created: newer.created + 60, data: { id: subscription, status: 'active' } });
+
+    expect((await deliver(test, newer)).status).toBe(200);
+    const stale = await deliver(test, older);
+
+    expect(stale.status).toBe(200);
+    expect(await stale.text()).toBe('{"received":true}');
+    expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'past_due', provider_version: '9' });
+    expect((await eventRow(sql, older.id))?.status).toBe('completed');
+  });
+
+  it('keeps a canceled subscription canceled, whatever later versions say', async () => {
+    const test = await buildTestApp(db);
+    const subscription = uniqueId('sub');
+    await deliver(
+      test,
+      acmeEvent({ type: 'subscription.canceled', version: 3, data: { id: subscription, status: 'active' } }),
+    );
+    await deliver(
+      test,
+      acmeEvent({ type: 'subscription.updated', version: 5, data: { id: subscription, status: 'active' } }),
+    );
+
+    expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'canceled', provider_version: '3' });
+  });
+
+  it('rolls back the claim and the state when the domain handler fails, then recovers on redelivery', async () => {
+    const subscription = uniqueId('sub');
+    const failing: HandlerMap = {
+      acme: {
+        'subscription.updated': defineHandler({
+          schema: z.unknown(),
+          async apply(context, payload) {
+            await defaultHandlers.acme?.['subscription.updated']?.apply(context, payload);
+            throw new DomainRejection('ledger refused the change');
+          },
+        }),
+      },
+    };
+    const event = acmeEvent({ version: 2, data: { id: subscription, status: 'active', card: '4242424242424242' } });
+
+    const broken = await buildTestApp(db, { handlers: failing });
+    const failed = await deliver(broken, event);
+    expect(failed.status).toBe(500);
+    expect(await failed.text()).toBe('{"error":"processing_failed"}');
+    expect(await subscriptionRow(sql, subscription)).toBeUndefined();
+    const failedRow = await eventRow(sql, event.id);
+    expect(failedRow).toMatchObject({ status: 'failed', attempt_count: 1, completed_at: null });
+    expect(failedRow?.last_error).toContain('ledger refused the change');
+    expect(failedRow?.last_error).not.toContain('4242');
+
+    await deliver(broken, event);
+    expect((await eventRow(sql, event.id))?.attempt_count).toBe(2);
+
+    const fixed = await buildTestApp(db);
+    const recovered = await deliver(fixed, event);
+    expect(recovered.status).toBe(200);
+    expect(await recovered.text()).toBe('{"received":true}');
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 2, last_error: null });
+    expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'active', provider_version: '2' });
+    expect(broken.logs.join('\n')).not.toContain('4242');
+  });
+
+  it('answers 2xx to the provider retry that follows a lost response', async () => {
+    const counter = uniqueId('counter');
+    const handlers = await countingHandlers(counter);
+    let dropConnection: () => void = () => {};
+    const claimReached = new Promise<void>((resolve) => {
+      dropConnection = resolve;
+    });
+    const test = await buildTestApp(db, {
+      handlers,
+      beforeClaim: async () => dropConnection(),
+    });
+    const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const event = acmeEvent({ type: 'counter.bump' });
+      const body = JSON.stringify(event);
+      const headers = await signedHeaders(body);
+      const url = `http://127.0.0.1:${port}/webhooks/acme`;
+      // The provider gives up on the first attempt (its timeout) while we are processing it.
+      const abort = new AbortController();
+      const lost = fetch(url, { method: 'POST', body, headers, signal: abort.signal }).catch((error: unknown) => error);
+      await claimReached;
+      abort.abort();
+      expect(await lost).toBeInstanceOf(Error);
+      await expect.poll(async () => (await eventRow(sql, event.id))?.status).toBe('completed');
+
+      const retry = await fetch(url, { method: 'POST', body, headers });
+      expect(retry.status).toBe(200);
+      expect(await retry.text()).toBe('{"received":true,"duplicate":true}');
+      expect(await counterValue(counter)).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('stores an event type without a handler as ignored', async () => {
+    const test = await buildTestApp(db);
+    const event = acmeEvent({ type: 'invoice.paid', data: { anything: ['goes', 1] } });
+    const response = await deliver(test, event);
+
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('{"received":true}');
+    const row = await eventRow(sql, event.id);
+    expect(row?.status).toBe('ignored');
+    expect(row?.completed_at).toBeInstanceOf(Date);
+    expect((await deliver(test, event)).status).toBe(200);
+  });
+
+  it('parks an unknown api_version with 202, applies nothing and raises an alert', async () => {
+    const test = await buildTestApp(db);
+    const subscription = uniqueId('sub');
+    const event = acmeEvent({ api_version: '2031-01-01', data: { id: subscription, status: 'active' } });
+    const response = await deliver(test, event);
+
+    expect(response.status).toBe(202);
+    expect(await response.text()).toBe('{"received":true,"queued":true}');
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'parked', completed_at: null });
+    expect(await subscriptionRow(sql, subscription)).toBeUndefined();
+    const alert = test.logs.map((line) => JSON.parse(line)).find((line) => line.outcome === 'parked');
+    expect(alert).toMatchObject({ level: 'warn', alert: true, event_id: event.id });
+    const again = await deliver(test, event);
+    expect(await again.text()).toBe('{"received":true,"duplicate":true}');
+  });
+
+  it('keeps unknown extra fields in the stored payload', async () => {
+    const test = await buildTestApp(db);
+    const event = acmeEvent({ livemode: true, request: { idempotency_key: 'k1' } });
+    event.data = { ...event.data, plan: { nickname: 'pro' } };
+    await deliver(test, event);
+    expect((await eventRow(sql, event.id))?.payload).toEqual(event);
+  });
+
+  it('logs one line per outcome with ids and trace, never the payload or the secret', async () => {
+    const test = await buildTestApp(db);
+    const event = acmeEvent({ data: { id: uniqueId('sub'), status: 'active', email: 'someone@example.com' } });
+    const body = JSON.stringify(event);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    await test.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { ...(await signedHeaders(body)), traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
+    expect(test.logs).toHaveLength(1);
+    expect(JSON.parse(test.logs[0] ?? '')).toMatchObject({
+      level: 'info',
+      provider: 'acme',
+      event_id: event.id,
+      event_type: 'subscription.updated',
+      outcome: 'completed',
+      attempt: 1,
+      trace_id: traceId,
+    });
+    expect(test.logs[0]).not.toContain('someone@example.com');
+    expect(test.logs[0]).not.toContain('test-acme-secret');
+  });
+});
