@@ -1,0 +1,167 @@
+// The answers before and around the signature check: unknown provider, size, content type, the
+// request deadline and an unreachable database. Each leaves nothing behind.
+import { sql as drizzleSql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { connectDatabase } from '../src/db/client.ts';
+import { defineHandler } from '../src/domain/handlers.ts';
+import { enableProviders } from '../src/providers/registry.ts';
+import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
+import { countEvents, subscriptionRow } from './helpers/facts.ts';
+
+const { sql, db } = await useTestDatabase();
+const test = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
+
+describe('answers before the signature check', () => {
+  it('404 for a provider that does not exist or is not enabled', async () => {
+    const disabled = await buildTestApp(db, { providers: await enableProviders({}) });
+    const body = JSON.stringify(acmeEvent());
+    for (const [app, path] of [
+      [disabled, '/webhooks/acme'],
+      [test, '/webhooks/nosuchprovider'],
+      [test, '/webhooks/stripe'],
+    ] as const) {
+      const response = await app.request(path, { method: 'POST', body, headers: await signedHeaders(body) });
+      expect(response.status).toBe(404);
+      expect(await response.text()).toBe('{"error":"not_found"}');
+    }
+    expect((await test.request('/nowhere', { method: 'GET' })).status).toBe(404);
+  });
+
+  it('413 from the declared length, before content type or signature are looked at', async () => {
+    const body = JSON.stringify(acmeEvent({ data: { id: 'sub_1', status: 'active', pad: 'x'.repeat(2000) } }));
+    const response = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'text/plain', 'content-length': String(body.length) },
+    });
+    expect(response.status).toBe(413);
+    expect(await response.text()).toBe('{"error":"payload_too_large"}');
+  });
+
+  it('413 for a body without a length as soon as the stream passes the cap', async () => {
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += 1;
+        controller.enqueue(new Uint8Array(512).fill(0x20));
+        if (pulled > 1000) controller.close();
+      },
+    });
+    const response = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body: endless,
+      headers: { 'content-type': 'application/json' },
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expect(pulled).toBeLessThan(10);
+    expect(await countEvents(sql)).toBe(0);
+  });
+
+  it('415 unless the content type is application/json (parameters allowed)', async () => {
+    const body = JSON.stringify(acmeEvent());
+    const signed = await signedHeaders(body);
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', undefined]) {
+      const headers: Record<string, string> = { ...signed };
+      if (contentType === undefined) delete headers['content-type'];
+      else headers['content-type'] = contentType;
+      const response = await test.request('/webhooks/acme', { method: 'POST', body, headers });
+      expect(response.status, String(contentType)).toBe(415);
+      expect(await response.text()).toBe('{"error":"unsupported_media_type"}');
+    }
+    expect(await countEvents(sql)).toBe(0);
+    const charset = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { ...signed, 'content-type': 'Application/JSON; charset=utf-8' },
+    });
+    expect(charset.status).toBe(200);
+  });
+});
+
+describe('503 when the event cannot be committed in time', () => {
+  it('answers 503 with Retry-After at the deadline and commits nothing', async () => {
+    const subscription = uniqueId('sub');
+    const slow = await buildTestApp(db, {
+      config: { HANDLER_DEADLINE_MS: 300 },
+      handlers: {
+        acme: {
+          'subscription.updated': defineHandler({
+            schema: z.unknown(),
+            async apply({ tx }) {
+              await tx.execute(drizzleSql`insert into subscriptions (external_id, status, provider_version, updated_at)
+                values (${subscription}, 'active', 1, now())`);
+              await tx.execute(drizzleSql`select pg_sleep(1)`);
+            },
+          }),
+        },
+      },
+    });
+    const event = acmeEvent();
+    const body = JSON.stringify(event);
+    const started = Date.now();
+    const response = await slow.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+    expect(Date.now() - started).toBeLessThan(900);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await response.text()).toBe('{"error":"unavailable"}');
+
+    // The transaction was still sleeping when we answered; once it wakes it must roll back.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    expect(await countEvents(sql, event.id)).toBe(0);
+    expect(await subscriptionRow(sql, subscription)).toBeUndefined();
+    const idle = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and state like 'idle in transaction%'`;
+    expect(idle[0]?.n).toBe(0);
+  });
+
+  it('answers 503 with Retry-After when the database is unreachable', async () => {
+    const unreachable = connectDatabase({
+      url: 'postgres://nobody@127.0.0.1:9/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      const app = await buildTestApp(unreachable.db, { config: { HANDLER_DEADLINE_MS: 2000 } });
+      const body = JSON.stringify(acmeEvent());
+      const response = await app.request('/webhooks/acme', {
+        method: 'POST',
+        body,
+        headers: await signedHeaders(body),
+      });
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await response.text()).toBe('{"error":"unavailable"}');
+      expect(app.logs.join('\n')).not.toContain('nobody@');
+    } finally {
+      await unreachable.close();
+    }
+  });
+});
+
+describe('health', () => {
+  it('healthz answers while the process runs; readyz needs a reachable, migrated database', async () => {
+    expect((await test.request('/healthz', { method: 'GET' })).status).toBe(200);
+    expect((await test.request('/readyz', { method: 'GET' })).status).toBe(200);
+
+    const empty = await useEmptyDatabase();
+    const unmigrated = connectDatabase({ url: empty.url, maxConnections: 1, statementTimeoutMs: 1000 });
+    const down = connectDatabase({
+      url: 'postgres://nobody@127.0.0.1:9/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      const notMigrated = await (await buildTestApp(unmigrated.db)).request('/readyz', { method: 'GET' });
+      expect(notMigrated.status).toBe(503);
+      const unreachable = await (await buildTestApp(down.db)).request('/readyz', { method: 'GET' });
+      expect(unreachable.status).toBe(503);
+    } finally {
+      await unmigrated.close();
+      await down.close();
+    }
+  });
+});
