@@ -18,7 +18,7 @@ import { countEvents, eventRow } from './helpers/facts.ts';
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db);
 
-const post = (body: BodyInit, headers: Record<string, string>) =>
+const post = (body: string | Uint8Array, headers: Record<string, string>) =>
   test.request('/webhooks/acme', { method: 'POST', body, headers });
 
 describe('acme signature verification', () => {
@@ -109,7 +109,7 @@ describe('acme signature verification', () => {
     const other = await signedHeaders(body, { secret: 'not-the-secret' });
     const without = (name: string) => Object.fromEntries(Object.entries(good).filter(([key]) => key !== name));
 
-    const variants: Array<[string, BodyInit, Record<string, string>]> = [
+    const variants: Array<[string, string, Record<string, string>]> = [
       ['no signature header', body, without('x-acme-signature')],
       ['no timestamp header', body, without('x-acme-timestamp')],
       ['signed with another secret', body, other],
