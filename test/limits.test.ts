@@ -13,6 +13,7 @@ import { countEvents, subscriptionRow } from './helpers/facts.ts';
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
+const empty = await useEmptyDatabase();
 
 describe('answers before the signature check', () => {
   it('404 for a provider that does not exist or is not enabled', async () => {
@@ -147,7 +148,6 @@ describe('health', () => {
     expect((await test.request('/healthz', { method: 'GET' })).status).toBe(200);
     expect((await test.request('/readyz', { method: 'GET' })).status).toBe(200);
 
-    const empty = await useEmptyDatabase();
     const unmigrated = connectDatabase({ url: empty.url, maxConnections: 1, statementTimeoutMs: 1000 });
     const down = connectDatabase({
       url: 'postgres://nobody@127.0.0.1:9/none',

@@ -28,7 +28,7 @@ async function createDatabase(admin: postgres.Sql, name: string, template: strin
   }
 }
 
-/** An empty, migrated database of this file's own; also registers its removal. */
+/** An empty, migrated database of this file's own; also registers its removal (call at file level). */
 export async function useTestDatabase(options: { statementTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminDatabaseUrl');
   const name = `wi_test_${randomBytes(6).toString('hex')}`;
@@ -46,7 +46,7 @@ export async function useTestDatabase(options: { statementTimeoutMs?: number } =
   return { db: handle.db, sql: facts, url, name };
 }
 
-/** A database that exists but was never migrated, for start-up and readiness checks. */
+/** A database that exists but was never migrated, for start-up and readiness checks (call at file level). */
 export async function useEmptyDatabase(): Promise<{ url: string }> {
   const adminUrl = inject('adminDatabaseUrl');
   const name = `wi_empty_${randomBytes(6).toString('hex')}`;

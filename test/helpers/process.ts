@@ -1,0 +1,55 @@
+// Running the real entry points as child processes, with an environment the test controls fully.
+import { type ChildProcess, spawn } from 'node:child_process';
+
+export interface Running {
+  child: ChildProcess;
+  output: () => string;
+  /** Resolves with the first output line that matches. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** The parent's PATH and HOME only: no DATABASE_URL or secrets leak in from the test run. */
+export function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...extra };
+}
+
+export function run(command: string, args: string[], env: Record<string, string>): Running {
+  const child = spawn(command, args, { env, cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    for (const waiter of [...waiters]) {
+      const line = output.split('\n').find((candidate) => waiter.pattern.test(candidate));
+      if (line !== undefined) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    output: () => output,
+    exited,
+    waitForLine: (pattern, timeoutMs = 30_000) =>
+      new Promise((resolve, reject) => {
+        const existing = output.split('\n').find((line) => pattern.test(line));
+        if (existing !== undefined) return resolve(existing);
+        const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} in:\n${output}`)), timeoutMs);
+        waiters.push({
+          pattern,
+          resolve: (line) => {
+            clearTimeout(timer);
+            resolve(line);
+          },
+        });
+        void exited.then(() => setTimeout(() => reject(new Error(`exited before ${pattern}:\n${output}`)), 100));
+      }),
+  };
+}

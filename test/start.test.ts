@@ -1,0 +1,92 @@
+// `npm start` and `npm run db:migrate` as real processes: the zero-setup path with the embedded
+// server and the printed curl, refusal to serve an unmigrated database, configuration errors.
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useEmptyDatabase } from './helpers/database.ts';
+import { cleanEnv, run } from './helpers/process.ts';
+
+const exec = promisify(execFile);
+// The `start` script itself, run without npm in between so signals reach the service directly.
+const startScript = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start.split(' ') as string[];
+const startService = (env: Record<string, string>) =>
+  run(process.execPath, startScript.slice(startScript[0] === 'node' ? 1 : 0), cleanEnv(env));
+const migrate = (env: Record<string, string>) => run('npm', ['run', '--silent', 'db:migrate'], cleanEnv(env));
+
+const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-start-'));
+const unmigrated = await useEmptyDatabase();
+const productionDatabase = await useEmptyDatabase();
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+describe('npm start', () => {
+  it('with nothing set: embedded PostgreSQL, a development secret and a curl that gets 200', async () => {
+    const service = startService({ PORT: '0', DATA_DIR: dataDir });
+    try {
+      const curl = await service.waitForLine(/^curl /, 60_000);
+      const first = await exec('sh', ['-c', curl]);
+      expect(first.stdout).toBe('{"received":true}');
+      const again = await exec('sh', ['-c', curl]);
+      expect(again.stdout).toBe('{"received":true,"duplicate":true}');
+      expect(existsSync(join(dataDir, 'acme-development-secret'))).toBe(true);
+      expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(true);
+    } finally {
+      service.child.kill('SIGTERM');
+    }
+    expect(await service.exited).toEqual({ code: 0, signal: null });
+    // The embedded server was stopped too, not left behind.
+    expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 90_000);
+
+  it('with DATABASE_URL and pending migrations: exit 1 naming npm run db:migrate; serves after it', async () => {
+    const { url } = unmigrated;
+    const refused = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret' });
+    const { code } = await refused.exited;
+    expect(code).toBe(1);
+    const lines = refused.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('npm run db:migrate');
+
+    const migration = migrate({ DATABASE_URL: url });
+    expect((await migration.exited).code).toBe(0);
+    const rerun = migrate({ DATABASE_URL: url });
+    expect((await rerun.exited).code).toBe(0);
+
+    const service = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret' });
+    try {
+      const listening = JSON.parse(await service.waitForLine(/"msg":"listening"/));
+      const ready = await fetch(`http://127.0.0.1:${listening.port}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(service.output()).not.toContain('s3cret');
+      expect(service.output()).not.toContain(url);
+    } finally {
+      service.child.kill('SIGTERM');
+    }
+    expect((await service.exited).code).toBe(0);
+  });
+
+  it('db:migrate exits non-zero when it cannot migrate', async () => {
+    const failed = migrate({ DATABASE_URL: 'postgres://nobody@127.0.0.1:9/none' });
+    expect((await failed.exited).code).not.toBe(0);
+    expect(failed.output()).toContain('migration failed');
+  });
+
+  it('refuses to start in production without any provider secret', async () => {
+    const refused = startService({ NODE_ENV: 'production', DATABASE_URL: productionDatabase.url, PORT: '0' });
+    expect((await refused.exited).code).toBe(1);
+    expect(refused.output()).toContain('no provider secret');
+  });
+
+  it('names every bad variable, without echoing its value', async () => {
+    const refused = startService({ PORT: 'eighty', DB_POOL_MAX: '0', DATABASE_URL: 'mysql://secret-host/db' });
+    expect((await refused.exited).code).toBe(1);
+    const output = refused.output();
+    expect(output).toContain('PORT');
+    expect(output).toContain('DB_POOL_MAX');
+    expect(output).toContain('DATABASE_URL');
+    expect(output).not.toContain('secret-host');
+  });
+});
