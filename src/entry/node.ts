@@ -42,6 +42,9 @@ async function main(): Promise<void> {
   if (url === undefined) {
     embedded = await startEmbeddedPostgres(config.DATA_DIR, (line) => logger.debug('embedded postgres', { line }));
     url = embedded.url;
+    for (const folder of embedded.madeTraversable) {
+      logger.warn('made a folder traversable for the postgres OS user', { folder });
+    }
     await migrateDatabase(url);
   }
   const database = connectDatabase({
