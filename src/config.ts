@@ -23,8 +23,30 @@ const envSchema = z.object({
   HANDLER_DEADLINE_MS: integer(5000, 1),
   MAX_BODY_BYTES: integer(262144, 1),
   WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
+  INBOX_MAX_BACKLOG: integer(10000, 1),
+  INBOX_MAX_ATTEMPTS: integer(10, 1),
+  INBOX_LEASE_MS: integer(30000, 1),
+  INBOX_BACKOFF_BASE_MS: integer(1000, 1),
+  INBOX_BACKOFF_MAX_MS: integer(300000, 1),
+  WORKER_INTERVAL_MS: integer(1000, 0),
+  OUTBOX_TARGET_URL: z.url({ protocol: /^https?$/ }).optional(),
+  OUTBOX_MAX_ATTEMPTS: integer(10, 1),
+  OUTBOX_BACKOFF_BASE_MS: integer(1000, 1),
+  OUTBOX_BACKOFF_MAX_MS: integer(3600000, 1),
+  OUTBOX_LEASE_MS: integer(30000, 1),
+  OUTBOX_TIMEOUT_MS: integer(10000, 1),
+  RELAY_INTERVAL_MS: integer(1000, 0),
+  PAYLOAD_RETENTION_DAYS: integer(7, 0),
+  EVENT_RETENTION_DAYS: integer(30, 0),
+  ADMIN_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   ACME_WEBHOOK_SECRET: secretList,
+  STANDARD_WEBHOOK_SECRET: secretList,
+  STRIPE_WEBHOOK_SECRET: secretList,
+  GITHUB_WEBHOOK_SECRET: secretList,
+  SHOPIFY_WEBHOOK_SECRET: secretList,
+  SLACK_SIGNING_SECRET: secretList,
 });
 
 export type Config = z.infer<typeof envSchema>;
@@ -49,6 +71,14 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   throw new ConfigError(problems);
 }
 
+/** The `provider` column's names, each with its secret variable (the contract's provider table). */
 export function providerSecrets(config: Config): ProviderSecrets {
-  return { acme: config.ACME_WEBHOOK_SECRET };
+  return {
+    acme: config.ACME_WEBHOOK_SECRET,
+    standard: config.STANDARD_WEBHOOK_SECRET,
+    stripe: config.STRIPE_WEBHOOK_SECRET,
+    github: config.GITHUB_WEBHOOK_SECRET,
+    shopify: config.SHOPIFY_WEBHOOK_SECRET,
+    slack: config.SLACK_SIGNING_SECRET,
+  };
 }

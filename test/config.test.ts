@@ -35,3 +35,32 @@ describe('parseConfig', () => {
     }
   });
 });
+
+describe('the rest of the contract', () => {
+  it('defaults every worker, outbox and retention setting as the contract says', () => {
+    expect(parseConfig({})).toMatchObject({
+      INBOX_MAX_BACKLOG: 10000,
+      INBOX_MAX_ATTEMPTS: 10,
+      INBOX_LEASE_MS: 30000,
+      INBOX_BACKOFF_BASE_MS: 1000,
+      INBOX_BACKOFF_MAX_MS: 300000,
+      WORKER_INTERVAL_MS: 1000,
+      OUTBOX_MAX_ATTEMPTS: 10,
+      OUTBOX_BACKOFF_BASE_MS: 1000,
+      OUTBOX_BACKOFF_MAX_MS: 3600000,
+      OUTBOX_LEASE_MS: 30000,
+      OUTBOX_TIMEOUT_MS: 10000,
+      RELAY_INTERVAL_MS: 1000,
+      PAYLOAD_RETENTION_DAYS: 7,
+      EVENT_RETENTION_DAYS: 30,
+    });
+  });
+
+  it('refuses a non-HTTP outbox target and short tokens', () => {
+    expect(() => parseConfig({ OUTBOX_TARGET_URL: 'ftp://example.com/x' })).toThrow(/OUTBOX_TARGET_URL/);
+    expect(() => parseConfig({ ADMIN_TOKEN: 'short' })).toThrow(/ADMIN_TOKEN/);
+    expect(parseConfig({ OUTBOX_TARGET_URL: 'http://127.0.0.1:9999/hook' }).OUTBOX_TARGET_URL).toBe(
+      'http://127.0.0.1:9999/hook',
+    );
+  });
+});

