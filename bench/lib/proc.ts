@@ -28,8 +28,8 @@ interface ProcStat {
   cstime: number;
 }
 
-function readStat(pid: number): ProcStat {
-  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+function readStat(pid: number, path = `/proc/${pid}/stat`): ProcStat {
+  const text = readFileSync(path, 'utf8');
   // The command name (field 2) is in parentheses and may itself contain spaces or parentheses.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state) of proc(5).
@@ -37,10 +37,33 @@ function readStat(pid: number): ProcStat {
   return { ppid: field(4), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
 }
 
-/** utime + stime of one process, in clock ticks (all its threads). */
-export function processCpuTicks(pid: number): number {
+export interface CpuTicks {
+  user: number;
+  system: number;
+}
+
+/** utime and stime of one process, in clock ticks (all its threads). */
+export function processCpuTicks(pid: number): CpuTicks {
   const stat = readStat(pid);
-  return stat.utime + stat.stime;
+  return { user: stat.utime, system: stat.stime };
+}
+
+/**
+ * utime and stime of a process's main thread alone: for Node, the event loop, whose saturation
+ * caps throughput however idle the other cores are.
+ */
+export function mainThreadCpuTicks(pid: number): CpuTicks {
+  const stat = readStat(pid, `/proc/${pid}/task/${pid}/stat`);
+  return { user: stat.utime, system: stat.stime };
+}
+
+/**
+ * Nanoseconds a thread has run on a CPU and waited runnable for one (/proc/<pid>/task/<tid>/schedstat):
+ * on a machine with few cores, the waiting is what a busy neighbour costs the service.
+ */
+export function threadSchedule(pid: number, tid = pid): { runNs: number; waitNs: number } {
+  const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(/\s+/);
+  return { runNs: Number(run), waitNs: Number(wait) };
 }
 
 /**

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './net.ts';
+import { freePort } from '../../src/entry/free-port.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

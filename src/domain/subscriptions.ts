@@ -1,8 +1,8 @@
 // The example domain: subscriptions kept in step with the provider. Every write is conditional, so
 // replays, duplicates and out-of-order deliveries cannot move a subscription backwards.
-import { and, lt, ne, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { type SubscriptionStatus, subscriptions } from '../db/schema.ts';
+import type { SubscriptionStatus } from '../db/schema.ts';
 
 export interface SubscriptionChange {
   externalId: string;
@@ -17,26 +17,13 @@ export interface SubscriptionChange {
  * subscription (canceled is terminal at every provider we model). True when a row changed.
  */
 export async function applySubscriptionChange(db: Executor, change: SubscriptionChange): Promise<boolean> {
-  const changed = await db
-    .insert(subscriptions)
-    .values({
-      externalId: change.externalId,
-      status: change.status,
-      providerVersion: change.providerVersion,
-      updatedAt: change.occurredAt,
-    })
-    .onConflictDoUpdate({
-      target: subscriptions.externalId,
-      set: {
-        status: sql`excluded.status`,
-        providerVersion: sql`excluded.provider_version`,
-        updatedAt: sql`excluded.updated_at`,
-      },
-      setWhere: and(
-        lt(subscriptions.providerVersion, sql`excluded.provider_version`),
-        ne(subscriptions.status, 'canceled'),
-      ),
-    })
-    .returning({ externalId: subscriptions.externalId });
+  // A SQL template, not the insert builder: this runs once per event on the hot path.
+  const changed = await db.execute<{ external_id: string }>(sql`
+    insert into subscriptions (external_id, status, provider_version, updated_at)
+    values (${change.externalId}, ${change.status}, ${change.providerVersion}, ${change.occurredAt.toISOString()})
+    on conflict (external_id) do update
+      set status = excluded.status, provider_version = excluded.provider_version, updated_at = excluded.updated_at
+      where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
+    returning external_id`);
   return changed.length > 0;
 }

@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
+import { freePort } from './free-port.ts';
 
 export interface EmbeddedServer {
   /** postgres:// URL of the `postgres` database. */
@@ -31,19 +31,6 @@ async function grantTraversal(target: string): Promise<string[]> {
     }
     if (dirname(folder) === folder) return changed;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address !== null ? resolvePort(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 /** The cluster's password is chosen once, at initdb, and kept beside the data (mode 0600). */

@@ -8,7 +8,7 @@ import { findHandler } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
 import type { LogFields } from '../ops/logger.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
-import { startDeadline } from './deadline.ts';
+import { Deadline } from './deadline.ts';
 import { type InboxEvent, type Outcome, type Plan, ProcessingFailure, processEvent } from './process.ts';
 
 type IntakeEnv = { Variables: { enabled: EnabledProvider } };
@@ -70,7 +70,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
     }),
     async (c) => {
       const started = performance.now();
-      const deadline = startDeadline(config.HANDLER_DEADLINE_MS);
+      const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
       const { provider, keys } = c.get('enabled');
       let log: LogFields = { provider: provider.name };
       try {
@@ -90,7 +90,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
         };
         const plan = planFor(event);
         await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
-        const { outcome, attempt } = await processEvent(deps.db, deadline.signal, event, plan);
+        const { outcome, attempt } = await processEvent(deps.db, deadline, event, plan);
 
         const fields = { ...log, outcome, attempt, duration_ms: elapsedSince(started) };
         if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });

@@ -8,7 +8,7 @@ import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { EventHandler } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
-import { transactionBefore } from './deadline.ts';
+import { type Deadline, transactionBefore } from './deadline.ts';
 
 export type Outcome = 'completed' | 'ignored' | 'parked' | 'duplicate';
 
@@ -32,26 +32,21 @@ const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'parked' }
  * with: nobody can see the row before COMMIT, so an intermediate `processing` write would only cost
  * a round trip. Answers the failures recorded so far, or null when the event is already stored in
  * any other state (a duplicate).
+ *
+ * Written as one SQL template rather than with Drizzle's insert builder: this runs for every
+ * delivery, and the builder costs about twenty times more CPU to render the same statement.
  */
 async function claimEvent(tx: Transaction, event: InboxEvent, status: WebhookEventStatus): Promise<number | null> {
-  const completedAt = status === 'parked' ? null : sql`now()`;
-  const claimed = await tx
-    .insert(webhookEvents)
-    .values({
-      provider: event.provider,
-      eventId: event.eventId,
-      eventType: event.eventType,
-      status,
-      payload: event.payload,
-      completedAt,
-    })
-    .onConflictDoUpdate({
-      target: [webhookEvents.provider, webhookEvents.eventId],
-      set: { status: sql`excluded.status`, completedAt: sql`excluded.completed_at`, lastError: null },
-      setWhere: eq(webhookEvents.status, 'failed'),
-    })
-    .returning({ attemptCount: webhookEvents.attemptCount });
-  return claimed[0]?.attemptCount ?? null;
+  // A parked event is not finished: it waits for an operator's replay.
+  const completedAt = status === 'parked' ? sql`null` : sql`now()`;
+  const claimed = await tx.execute<{ attempt_count: number }>(sql`
+    insert into webhook_events (provider, event_id, event_type, status, payload, completed_at)
+    values (${event.provider}, ${event.eventId}, ${event.eventType}, ${status}, ${JSON.stringify(event.payload)}, ${completedAt})
+    on conflict (provider, event_id) do update
+      set status = excluded.status, completed_at = excluded.completed_at, last_error = null
+      where webhook_events.status = 'failed'
+    returning attempt_count`);
+  return claimed[0]?.attempt_count ?? null;
 }
 
 /** Records a failed application; leaves the row alone if another delivery completed it meanwhile. */
@@ -94,12 +89,12 @@ export interface Processed {
 
 export async function processEvent(
   db: Database,
-  signal: AbortSignal,
+  deadline: Deadline,
   event: InboxEvent,
   plan: Plan,
 ): Promise<Processed> {
   try {
-    return await transactionBefore(db, signal, async (tx): Promise<Processed> => {
+    return await transactionBefore(db, deadline, async (tx): Promise<Processed> => {
       const failuresSoFar = await claimEvent(tx, event, finalStatus[plan.kind]);
       if (failuresSoFar === null) return { outcome: 'duplicate' };
       if (plan.kind === 'apply') await plan.handler.apply({ tx, event }, plan.payload);

