@@ -28,7 +28,12 @@ function loadConfig(): Config {
 async function main(): Promise<void> {
   const config = loadConfig();
   const clock = () => Date.now();
-  const logger = createLogger({ level: config.LOG_LEVEL, now: () => new Date(clock()) });
+  // Straight to stdout: console.log's formatting machinery showed up in the intake profile.
+  const logger = createLogger({
+    level: config.LOG_LEVEL,
+    now: () => new Date(clock()),
+    write: (line) => process.stdout.write(`${line}\n`),
+  });
 
   const secrets = { ...providerSecrets(config) };
   const anySecret = Object.values(secrets).some((list) => list.length > 0);
