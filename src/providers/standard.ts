@@ -41,7 +41,8 @@ export function standardSignedContent(id: string, timestamp: string, body: Bytes
 
 export const standard: WebhookProvider = {
   name: 'standard',
-  importKeys: (secrets) => Promise.all(secrets.map((secret) => importHmacKey(standardKeyBytes(secret)))),
+  // async, so a bad secret is a rejection like any other import failure, not a synchronous throw.
+  importKeys: async (secrets) => Promise.all(secrets.map((secret) => importHmacKey(standardKeyBytes(secret)))),
   async verify({ body, headers }, keys, time) {
     const id = tokenHeader(headers, 'webhook-id');
     const timestamp = headers.get('webhook-timestamp');
