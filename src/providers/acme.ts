@@ -2,7 +2,7 @@
 // HMAC-SHA256 over `${timestamp}.` + the raw body; the event id is the signed payload's `id`.
 import { z } from 'zod';
 import { decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
-import { boundedString, isAuthentic, parsePayload } from './scheme.ts';
+import { boundedString, isAuthentic, payloadEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 export const ACME_API_VERSIONS: ReadonlySet<string> = new Set(['2024-06-01']);
@@ -30,18 +30,11 @@ export const acme: WebhookProvider = {
     };
     if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
 
-    const parsed = parsePayload(body, acmeEnvelope);
-    if (parsed === undefined) return { outcome: 'invalid_payload' };
-    const { payload, envelope: event } = parsed;
-    return {
-      outcome: 'verified',
-      event: {
-        eventId: event.id,
-        eventType: event.type,
-        occurredAt: new Date(event.created * 1000),
-        payload,
-        unknownSchemaVersion: !ACME_API_VERSIONS.has(event.api_version),
-      },
-    };
+    return payloadEvent(body, acmeEnvelope, (event) => ({
+      eventId: event.id,
+      eventType: event.type,
+      occurredAt: new Date(event.created * 1000),
+      unknownSchemaVersion: !ACME_API_VERSIONS.has(event.api_version),
+    }));
   },
 };

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { type JsonValue, parseJsonPayload } from '../inbox/payload.ts';
 import { type Bytes, type HmacKey, isFreshTimestamp, sha256Hex, verifyWithAnyKey } from './hmac.ts';
-import type { Verification, VerificationTime } from './types.ts';
+import type { AuthenticatedEvent, Verification, VerificationTime } from './types.ts';
 
 /**
  * Signatures a header may carry at once. Senders list two while they rotate; more is refused rather
@@ -107,6 +107,20 @@ export function parsePayload<Envelope>(body: Bytes, schema: z.ZodType<Envelope>)
   if (payload === undefined) return undefined;
   const parsed = schema.safeParse(payload);
   return parsed.success ? { payload, envelope: parsed.data } : undefined;
+}
+
+/**
+ * The event of a scheme whose facts are all in the signed payload: 400 unless the body satisfies
+ * `schema`, else what `describe` reads from it, with the whole payload kept.
+ */
+export function payloadEvent<Envelope>(
+  body: Bytes,
+  schema: z.ZodType<Envelope>,
+  describe: (envelope: Envelope) => Omit<AuthenticatedEvent, 'payload'>,
+): Verification {
+  const parsed = parsePayload(body, schema);
+  if (parsed === undefined) return { outcome: 'invalid_payload' };
+  return { outcome: 'verified', event: { ...describe(parsed.envelope), payload: parsed.payload } };
 }
 
 export interface DeliveryFields {

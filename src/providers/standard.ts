@@ -9,7 +9,7 @@ import {
   dateOrNull,
   isAuthentic,
   parseEntries,
-  parsePayload,
+  payloadEvent,
   signaturesOf,
   tokenHeader,
 } from './scheme.ts';
@@ -54,17 +54,11 @@ export const standard: WebhookProvider = {
     };
     if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
 
-    const parsed = parsePayload(body, standardEnvelope);
-    if (parsed === undefined) return { outcome: 'invalid_payload' };
-    return {
-      outcome: 'verified',
-      event: {
-        eventId: id,
-        eventType: parsed.envelope.type,
-        occurredAt: dateOrNull(parsed.envelope.timestamp),
-        payload: parsed.payload,
-        unknownSchemaVersion: false,
-      },
-    };
+    return payloadEvent(body, standardEnvelope, (event) => ({
+      eventId: id,
+      eventType: event.type,
+      occurredAt: dateOrNull(event.timestamp),
+      unknownSchemaVersion: false,
+    }));
   },
 };

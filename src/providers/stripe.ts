@@ -4,7 +4,7 @@
 // id is the signed payload's `id`.
 import { z } from 'zod';
 import { type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
-import { boundedString, isAuthentic, parseEntries, parsePayload, signaturesOf } from './scheme.ts';
+import { boundedString, isAuthentic, parseEntries, payloadEvent, signaturesOf } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /**
@@ -41,18 +41,11 @@ export const stripe: WebhookProvider = {
     };
     if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
 
-    const parsed = parsePayload(body, stripeEnvelope);
-    if (parsed === undefined) return { outcome: 'invalid_payload' };
-    const { payload, envelope: event } = parsed;
-    return {
-      outcome: 'verified',
-      event: {
-        eventId: event.id,
-        eventType: event.type,
-        occurredAt: new Date(event.created * 1000),
-        payload,
-        unknownSchemaVersion: false,
-      },
-    };
+    return payloadEvent(body, stripeEnvelope, (event) => ({
+      eventId: event.id,
+      eventType: event.type,
+      occurredAt: new Date(event.created * 1000),
+      unknownSchemaVersion: false,
+    }));
   },
 };
