@@ -1,5 +1,6 @@
 // HMAC-SHA256 over exact bytes with Web Crypto: key import (once per secret), strict decoding of the
-// signatures providers send, and verification against every configured key.
+// signatures providers send (hex, base64), verification against every configured key, and the
+// SHA-256 digest that keys schemes whose delivery id is not signed.
 export type Bytes = Uint8Array<ArrayBuffer>;
 /** Web Crypto's key type, named through the API so Node's and workerd's typings both fit. */
 export type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
