@@ -121,13 +121,19 @@ describe('chaos', () => {
       );
       await cutting;
 
-      expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
+      expect(
+        answers.filter((a) => a.status !== 200 && a.status !== 503),
+        'answers other than 200/503',
+      ).toEqual([]);
       const unavailable = answers.filter((a) => a.status === 503);
-      expect(unavailable.length).toBeGreaterThan(0);
+      expect(unavailable.length, 'deliveries refused with 503 while connections were cut').toBeGreaterThan(0);
       expect(unavailable.every((a) => a.body === '{"error":"unavailable"}')).toBe(true);
       const committed = await sql<{ event_id: string }[]>`select event_id from webhook_events`;
       const committedIds = new Set(committed.map((row) => row.event_id));
-      expect(answers.filter((a) => a.status === 200 && !committedIds.has(a.eventId))).toEqual([]);
+      expect(
+        answers.filter((a) => a.status === 200 && !committedIds.has(a.eventId)),
+        '2xx without a row',
+      ).toEqual([]);
 
       // It recovers by itself: the provider's retries of the refused ones now succeed.
       const retried = await send(
@@ -135,7 +141,10 @@ describe('chaos', () => {
         8,
         () => service.origin,
       );
-      expect(retried.filter((a) => a.status !== 200)).toEqual([]);
+      expect(
+        retried.filter((a) => a.status !== 200),
+        'retries after the cut that still failed',
+      ).toEqual([]);
       const [facts] = await sql<{ events: number }[]>`select count(*)::int as events from webhook_events`;
       expect(facts?.events).toBe(1500);
     } finally {

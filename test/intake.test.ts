@@ -1,13 +1,13 @@
 // The guide's cases for the synchronous intake path, each asserted on database facts.
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { sql as drizzleSql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { DomainRejection } from '../src/errors.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, countEvents, eventRow, subscriptionRow } from './helpers/facts.ts';
 
@@ -19,25 +19,11 @@ async function deliver(test: { request: (path: string, init: RequestInit) => Pro
   return test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
 }
 
-/**
- * A deliberately non-idempotent domain change (a counter bumped by every application), so applying
- * an event twice shows up as a database fact instead of being hidden by the version guard.
- */
-async function countingHandlers(counterId: string): Promise<HandlerMap> {
-  await sql`insert into subscriptions (external_id, status, provider_version, updated_at)
-    values (${counterId}, 'active', 0, now())`;
-  const bump = defineHandler({
-    schema: z.unknown(),
-    async apply({ tx }) {
-      await tx.execute(
-        drizzleSql`update subscriptions set provider_version = provider_version + 1 where external_id = ${counterId}`,
-      );
-    },
-  });
-  return { acme: { 'counter.bump': bump } };
+/** Handlers where `counter.bump` counts its applications. */
+async function counting(): Promise<{ handlers: HandlerMap; value: () => Promise<number> }> {
+  const counter = await newCounter(sql);
+  return { handlers: { acme: { 'counter.bump': counter.handler } }, value: counter.value };
 }
-
-const counterValue = async (counterId: string) => Number((await subscriptionRow(sql, counterId))?.provider_version);
 
 describe('POST /webhooks/acme, synchronous mode', () => {
   it('applies one valid event and records its completion', async () => {
@@ -57,8 +43,8 @@ describe('POST /webhooks/acme, synchronous mode', () => {
   });
 
   it('changes state once when the same event is delivered twice in a row', async () => {
-    const counter = uniqueId('counter');
-    const test = await buildTestApp(db, { handlers: await countingHandlers(counter) });
+    const counter = await counting();
+    const test = await buildTestApp(db, { handlers: counter.handlers });
     const event = acmeEvent({ type: 'counter.bump' });
 
     const first = await deliver(test, event);
@@ -69,15 +55,15 @@ describe('POST /webhooks/acme, synchronous mode', () => {
     expect(await first.text()).toBe('{"received":true}');
     expect(second.status).toBe(200);
     expect(await second.text()).toBe('{"received":true,"duplicate":true}');
-    expect(await counterValue(counter)).toBe(1);
+    expect(await counter.value()).toBe(1);
     expect(await countEvents(sql, event.id)).toBe(1);
     expect((await eventRow(sql, event.id))?.completed_at).toEqual(firstRow?.completed_at);
   });
 
   it('changes state once when twenty requests with one id reach the claim together', async () => {
-    const counter = uniqueId('counter');
+    const counter = await counting();
     const parties = 20;
-    const test = await buildTestApp(db, { handlers: await countingHandlers(counter), beforeClaim: barrier(parties) });
+    const test = await buildTestApp(db, { handlers: counter.handlers, beforeClaim: barrier(parties) });
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
     const { port } = server.address() as AddressInfo;
@@ -95,7 +81,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
       expect(responses.every((r) => r.status === 200)).toBe(true);
       expect(responses.filter((r) => r.body === '{"received":true}')).toHaveLength(1);
       expect(responses.filter((r) => r.body === '{"received":true,"duplicate":true}')).toHaveLength(parties - 1);
-      expect(await counterValue(counter)).toBe(1);
+      expect(await counter.value()).toBe(1);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
@@ -169,8 +155,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
   });
 
   it('answers 2xx to the provider retry that follows a lost response', async () => {
-    const counter = uniqueId('counter');
-    const handlers = await countingHandlers(counter);
+    const { handlers, value } = await counting();
     let dropConnection: () => void = () => {};
     const claimReached = new Promise<void>((resolve) => {
       dropConnection = resolve;
@@ -198,7 +183,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
       const retry = await fetch(url, { method: 'POST', body, headers });
       expect(retry.status).toBe(200);
       expect(await retry.text()).toBe('{"received":true,"duplicate":true}');
-      expect(await counterValue(counter)).toBe(1);
+      expect(await value()).toBe(1);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
+import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange } from './subscriptions.ts';
 
 export interface HandlerContext {
@@ -46,12 +47,25 @@ const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>
     },
   });
 
+const stripeSubscriptionHandler = (lifecycle: StripeLifecycle) =>
+  defineHandler({
+    schema: stripeSubscriptionEvent,
+    async apply({ tx }, payload) {
+      await applySubscriptionChange(tx, stripeSubscriptionChange(payload, lifecycle));
+    },
+  });
+
 export const defaultHandlers: HandlerMap = {
   acme: {
     'subscription.created': acmeSubscriptionHandler(),
     'subscription.updated': acmeSubscriptionHandler(),
     // The event type is the authoritative fact: a cancellation cancels, whatever status it lists.
     'subscription.canceled': acmeSubscriptionHandler('canceled'),
+  },
+  stripe: {
+    'customer.subscription.created': stripeSubscriptionHandler('created'),
+    'customer.subscription.updated': stripeSubscriptionHandler('updated'),
+    'customer.subscription.deleted': stripeSubscriptionHandler('deleted'),
   },
 };
 

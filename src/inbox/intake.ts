@@ -101,6 +101,15 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
           nowSeconds: Math.floor(deps.clock() / 1000),
           toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
         });
+        if (verification.outcome === 'respond') {
+          // A protocol message the scheme answers itself (Slack's url_verification): nothing stored.
+          logger.info('answered without storing', {
+            ...log,
+            reason: verification.reason,
+            duration_ms: elapsedSince(started),
+          });
+          return c.body(verification.body, 200, { 'content-type': 'application/json' });
+        }
         if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
 
         const event: InboxEvent = { provider: provider.name, ...verification.event };

@@ -1,5 +1,6 @@
 // HMAC-SHA256 over exact bytes with Web Crypto: key import (once per secret), strict decoding of the
-// signatures providers send, and verification against every configured key.
+// signatures providers send (hex, base64), verification against every configured key, and the
+// SHA-256 digest that keys schemes whose delivery id is not signed.
 export type Bytes = Uint8Array<ArrayBuffer>;
 /** Web Crypto's key type, named through the API so Node's and workerd's typings both fit. */
 export type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
@@ -16,20 +17,37 @@ export function importHmacKey(secret: string | Bytes): Promise<HmacKey> {
   return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
 }
 
+/** One key per secret, each secret's UTF-8 bytes as the key (every scheme here but Standard Webhooks). */
+export function importHmacKeys(secrets: readonly string[]): Promise<HmacKey[]> {
+  return Promise.all(secrets.map((secret) => importHmacKey(secret)));
+}
+
 export async function signHmac(key: HmacKey, data: Bytes): Promise<Bytes> {
   return new Uint8Array(await crypto.subtle.sign('HMAC', key, data));
 }
 
 /**
- * True when `signature` is the HMAC of `data` under any of `keys`. Every key is tried, whatever the
- * earlier ones answered, and crypto.subtle.verify compares in constant time.
+ * True when any of `signatures` is the HMAC of `data` under any of `keys` (rotation on our side,
+ * several signatures on the sender's). Every pair is tried, whatever the earlier ones answered, and
+ * crypto.subtle.verify compares in constant time.
  */
-export async function verifyWithAnyKey(keys: readonly HmacKey[], signature: Bytes, data: Bytes): Promise<boolean> {
+export async function verifyWithAnyKey(
+  keys: readonly HmacKey[],
+  signatures: readonly Bytes[],
+  data: Bytes,
+): Promise<boolean> {
   let valid = false;
   for (const key of keys) {
-    if (await crypto.subtle.verify('HMAC', key, signature, data)) valid = true;
+    for (const signature of signatures) {
+      if (await crypto.subtle.verify('HMAC', key, signature, data)) valid = true;
+    }
   }
   return valid;
+}
+
+/** Hex SHA-256 of exact bytes: the content digest of schemes whose delivery id is not signed. */
+export async function sha256Hex(data: Bytes): Promise<string> {
+  return encodeHex(new Uint8Array(await crypto.subtle.digest('SHA-256', data)));
 }
 
 /** `prefix` as UTF-8 followed by `body`: the signed content of timestamped schemes. */
@@ -49,6 +67,32 @@ export function decodeSha256Hex(text: string | null | undefined): Bytes | null {
   const bytes = new Uint8Array(32);
   for (let i = 0; i < 32; i++) bytes[i] = Number.parseInt(text.slice(i * 2, i * 2 + 2), 16);
   return bytes;
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Padded standard base64 only, else null. atob alone would accept whitespace, missing padding and
+ * non-zero trailing bits, so the text is checked first and must survive a round trip.
+ */
+export function decodeBase64(text: string | null | undefined): Bytes | null {
+  if (text == null || !BASE64.test(text)) return null;
+  const binary = atob(text);
+  if (btoa(binary) !== text) return null;
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/** A base64 SHA-256 MAC (exactly 32 bytes), else null. */
+export function decodeSha256Base64(text: string | null | undefined): Bytes | null {
+  const bytes = decodeBase64(text);
+  return bytes?.byteLength === 32 ? bytes : null;
+}
+
+/** The rest of `text` after `prefix`, or null when it does not start with it. */
+export function afterPrefix(text: string | null | undefined, prefix: string): string | null {
+  return text?.startsWith(prefix) ? text.slice(prefix.length) : null;
 }
 
 export function encodeHex(bytes: Uint8Array): string {

@@ -1,10 +1,15 @@
 // The schemes this service speaks, one line each. A provider is enabled when its secret is set.
 import type { ProviderSecrets } from '../config.ts';
 import { acme } from './acme.ts';
+import { github } from './github.ts';
 import type { HmacKey } from './hmac.ts';
+import { shopify } from './shopify.ts';
+import { slack } from './slack.ts';
+import { standard } from './standard.ts';
+import { stripe } from './stripe.ts';
 import type { WebhookProvider } from './types.ts';
 
-export const providers: readonly WebhookProvider[] = [acme];
+export const providers: readonly WebhookProvider[] = [acme, standard, stripe, github, shopify, slack];
 
 export interface EnabledProvider {
   provider: WebhookProvider;

@@ -23,12 +23,22 @@ export interface AuthenticatedEvent {
   payload: JsonValue;
   /** The payload follows a schema version this service does not know: park it, do not guess. */
   unknownSchemaVersion: boolean;
+  /**
+   * Hex SHA-256 of the signed bytes, for schemes whose event id is not signed (GitHub, Shopify): a
+   * second key, so the same signed body is a duplicate whatever id it arrives under.
+   */
+  contentDigest?: string;
 }
 
 export type Verification =
   | { outcome: 'unauthorized' }
   | { outcome: 'invalid_payload' }
-  | { outcome: 'verified'; event: AuthenticatedEvent };
+  | { outcome: 'verified'; event: AuthenticatedEvent }
+  /**
+   * Authentic, but a protocol message rather than an event (Slack's `url_verification`): answered
+   * 200 with `body` (JSON text) and nothing is stored. `reason` names it in the log.
+   */
+  | { outcome: 'respond'; body: string; reason: string };
 
 export interface WebhookProvider {
   /** The route segment and the `provider` column. */

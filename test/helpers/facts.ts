@@ -10,17 +10,27 @@ export interface EventRow {
   completed_at: Date | null;
   attempt_count: number;
   last_error: string | null;
+  content_digest: string | null;
 }
 
+const eventColumns = (sql: postgres.Sql) =>
+  sql`provider, event_id, event_type, status::text as status, payload, completed_at, attempt_count, last_error,
+    content_digest`;
+
 export async function eventRows(sql: postgres.Sql): Promise<EventRow[]> {
-  return sql<EventRow[]>`select provider, event_id, event_type, status::text as status, payload, completed_at,
-    attempt_count, last_error from webhook_events order by received_at, event_id`;
+  return sql<EventRow[]>`select ${eventColumns(sql)} from webhook_events order by received_at, event_id`;
 }
 
 export async function eventRow(sql: postgres.Sql, eventId: string, provider = 'acme'): Promise<EventRow | undefined> {
-  const rows = await sql<EventRow[]>`select provider, event_id, event_type, status::text as status, payload,
-    completed_at, attempt_count, last_error from webhook_events where provider = ${provider} and event_id = ${eventId}`;
+  const rows = await sql<EventRow[]>`select ${eventColumns(sql)} from webhook_events
+    where provider = ${provider} and event_id = ${eventId}`;
   return rows[0];
+}
+
+/** Rows of one provider: everything deliveries to that route left behind. */
+export async function providerRows(sql: postgres.Sql, provider: string): Promise<EventRow[]> {
+  return sql<EventRow[]>`select ${eventColumns(sql)} from webhook_events where provider = ${provider}
+    order by received_at, event_id`;
 }
 
 export async function countEvents(sql: postgres.Sql, eventId?: string): Promise<number> {

@@ -1,0 +1,61 @@
+// Slack Events API: `X-Slack-Request-Timestamp` (unix seconds) and `X-Slack-Signature: v0=<hex>`, an
+// HMAC over `v0:${timestamp}:` + the raw body, keyed with the app's signing secret. Events arrive as
+// `event_callback` envelopes whose `event_id` (signed, in the body) is the event id. A signed
+// `url_verification` is answered with its challenge and `app_rate_limited` acknowledged; neither is
+// stored, as neither is an event.
+import { z } from 'zod';
+import { afterPrefix, type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
+import { boundedString, isAuthentic, parsePayload } from './scheme.ts';
+import type { WebhookProvider } from './types.ts';
+
+/** The Events API envelopes; it has no schema version to park on. */
+export const slackEnvelope = z.discriminatedUnion('type', [
+  z.looseObject({
+    type: z.literal('event_callback'),
+    event_id: boundedString,
+    event_time: z.int().nonnegative().optional(),
+    event: z.looseObject({ type: boundedString }),
+  }),
+  z.looseObject({ type: z.literal('url_verification'), challenge: boundedString }),
+  z.looseObject({ type: z.literal('app_rate_limited') }),
+]);
+
+export function slackSignedContent(timestamp: string, body: Bytes): Bytes {
+  return prefixed(`v0:${timestamp}:`, body);
+}
+
+export const slack: WebhookProvider = {
+  name: 'slack',
+  importKeys: importHmacKeys,
+  async verify({ body, headers }, keys, time) {
+    const timestamp = headers.get('x-slack-request-timestamp');
+    if (timestamp === null) return { outcome: 'unauthorized' };
+    const signed = {
+      signatures: decodeSha256Hex(afterPrefix(headers.get('x-slack-signature'), 'v0=')),
+      timestamp,
+      content: () => slackSignedContent(timestamp, body),
+    };
+    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+
+    const parsed = parsePayload(body, slackEnvelope);
+    if (parsed === undefined) return { outcome: 'invalid_payload' };
+    const { payload, envelope } = parsed;
+    switch (envelope.type) {
+      case 'url_verification':
+        return { outcome: 'respond', body: JSON.stringify({ challenge: envelope.challenge }), reason: envelope.type };
+      case 'app_rate_limited':
+        return { outcome: 'respond', body: '{"received":true}', reason: envelope.type };
+      case 'event_callback':
+        return {
+          outcome: 'verified',
+          event: {
+            eventId: envelope.event_id,
+            eventType: envelope.event.type,
+            occurredAt: envelope.event_time === undefined ? null : new Date(envelope.event_time * 1000),
+            payload,
+            unknownSchemaVersion: false,
+          },
+        };
+    }
+  },
+};
