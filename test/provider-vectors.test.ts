@@ -54,8 +54,14 @@ describe('Standard Webhooks vector', () => {
 
   it('passes verify (then fails the payload check: the vector has no `type`), and one changed byte does not', async () => {
     expect(await verify(standard, secret, body, headers, timestamp)).toEqual({ outcome: 'invalid_payload' });
-    expect(await verify(standard, secret, tampered(body), headers, timestamp)).toEqual({ outcome: 'unauthorized' });
-    expect(await verify(standard, secret, body, headers, timestamp + 301)).toEqual({ outcome: 'unauthorized' });
+    expect(await verify(standard, secret, tampered(body), headers, timestamp)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'signature_mismatch',
+    });
+    expect(await verify(standard, secret, body, headers, timestamp + 301)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'timestamp_outside_tolerance',
+    });
   });
 
   it('refuses a secret that is not whsec_ + base64 at import, without echoing it', async () => {
@@ -78,7 +84,10 @@ describe('GitHub vector', () => {
 
   it('passes verify (then fails the payload check: not JSON), and one changed byte does not', async () => {
     expect(await verify(github, secret, body, headers)).toEqual({ outcome: 'invalid_payload' });
-    expect(await verify(github, secret, tampered(body), headers)).toEqual({ outcome: 'unauthorized' });
+    expect(await verify(github, secret, tampered(body), headers)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'signature_mismatch',
+    });
   });
 });
 
@@ -110,7 +119,10 @@ describe('Shopify vector', () => {
         contentDigest: await sha256Hex(utf8(body)),
       },
     });
-    expect(await verify(shopify, secret, tampered(body), headers)).toEqual({ outcome: 'unauthorized' });
+    expect(await verify(shopify, secret, tampered(body), headers)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'signature_mismatch',
+    });
   });
 });
 
@@ -130,8 +142,14 @@ describe('Slack vector', () => {
   it('passes verify (then fails the payload check: a form body), and one changed byte does not', async () => {
     const now = Number(timestamp);
     expect(await verify(slack, secret, body, headers, now)).toEqual({ outcome: 'invalid_payload' });
-    expect(await verify(slack, secret, tampered(body), headers, now)).toEqual({ outcome: 'unauthorized' });
-    expect(await verify(slack, secret, body, headers, now - 301)).toEqual({ outcome: 'unauthorized' });
+    expect(await verify(slack, secret, tampered(body), headers, now)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'signature_mismatch',
+    });
+    expect(await verify(slack, secret, body, headers, now - 301)).toEqual({
+      outcome: 'unauthorized',
+      reason: 'timestamp_outside_tolerance',
+    });
   });
 });
 

@@ -138,3 +138,21 @@ describe('acme signature verification', () => {
     expect((await post(body, good)).status).toBe(200);
   });
 });
+
+describe('why a delivery was refused', () => {
+  it('is logged for operators, never answered to the sender', async () => {
+    const logged = await buildTestApp(db);
+    const body = JSON.stringify(acmeEvent());
+    const good = await signedHeaders(body);
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ 'content-type': 'application/json' }, 'signature_malformed'],
+      [{ ...good, 'x-acme-timestamp': String(TEST_NOW_SECONDS - 3600) }, 'timestamp_outside_tolerance'],
+      [await signedHeaders(body, { secret: 'another-secret' }), 'signature_mismatch'],
+    ];
+    for (const [headers, reason] of cases) {
+      const response = await logged.request('/webhooks/acme', { method: 'POST', body, headers });
+      expect(await response.text()).toBe('{"error":"unauthorized"}');
+      expect(JSON.parse(logged.logs.at(-1) ?? '{}')).toMatchObject({ outcome: 'unauthorized', reason });
+    }
+  });
+});

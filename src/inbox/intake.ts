@@ -110,6 +110,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
           });
           return c.body(verification.body, 200, { 'content-type': 'application/json' });
         }
+        if (verification.outcome === 'unauthorized') log = { ...log, reason: verification.reason };
         if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
 
         const event: InboxEvent = { provider: provider.name, ...verification.event };

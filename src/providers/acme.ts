@@ -2,7 +2,7 @@
 // HMAC-SHA256 over `${timestamp}.` + the raw body; the event id is the signed payload's `id`.
 import { z } from 'zod';
 import { decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
-import { boundedString, isAuthentic, payloadEvent } from './scheme.ts';
+import { authenticationFailure, boundedString, payloadEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 export const ACME_API_VERSIONS: ReadonlySet<string> = new Set(['2024-06-01']);
@@ -28,7 +28,8 @@ export const acme: WebhookProvider = {
       timestamp,
       content: () => prefixed(`${timestamp}.`, body),
     };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     return payloadEvent(body, acmeEnvelope, (event) => ({
       eventId: event.id,

@@ -4,7 +4,7 @@
 // the payload's `action` when it has one (`pull_request.opened`), as @octokit/webhooks names them.
 import { z } from 'zod';
 import { afterPrefix, decodeSha256Hex, importHmacKeys } from './hmac.ts';
-import { boundedString, isAuthentic, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
+import { authenticationFailure, boundedString, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /** Any JSON object; `action` typed where present. GitHub has no payload version to park on. */
@@ -18,7 +18,8 @@ export const github: WebhookProvider = {
       signatures: decodeSha256Hex(afterPrefix(headers.get('x-hub-signature-256'), 'sha256=')),
       content: () => body,
     };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     const parsed = parsePayload(body, githubPayload);
     const event = tokenHeader(headers, 'x-github-event');

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { type JsonValue, parseJsonPayload } from '../inbox/payload.ts';
 import { type Bytes, type HmacKey, isFreshTimestamp, sha256Hex, verifyWithAnyKey } from './hmac.ts';
-import type { AuthenticatedEvent, Verification, VerificationTime } from './types.ts';
+import type { AuthenticatedEvent, UnauthorizedReason, Verification, VerificationTime } from './types.ts';
 
 /**
  * Signatures a header may carry at once. Senders list two while they rotate; more is refused rather
@@ -26,20 +26,21 @@ export interface SignedDelivery {
 
 /**
  * The one authentication path: signatures present and few enough, timestamp fresh where the scheme
- * signs one, then a constant-time check of every signature under every key.
+ * signs one, then a constant-time check of every signature under every key. Answers why it failed
+ * (for our logs only: the sender always gets the same 401), or undefined when authentic.
  */
-export async function isAuthentic(
+export async function authenticationFailure(
   signed: SignedDelivery,
   keys: readonly HmacKey[],
   time: VerificationTime,
-): Promise<boolean> {
-  if (signed.signatures === null) return false;
+): Promise<UnauthorizedReason | undefined> {
+  if (signed.signatures === null) return 'signature_malformed';
   const signatures = signed.signatures instanceof Uint8Array ? [signed.signatures] : signed.signatures;
-  if (signatures.length === 0 || signatures.length > MAX_SIGNATURES) return false;
+  if (signatures.length === 0 || signatures.length > MAX_SIGNATURES) return 'signature_malformed';
   if (signed.timestamp !== undefined && !isFreshTimestamp(signed.timestamp, time.nowSeconds, time.toleranceSeconds)) {
-    return false;
+    return 'timestamp_outside_tolerance';
   }
-  return verifyWithAnyKey(keys, signatures, signed.content());
+  return (await verifyWithAnyKey(keys, signatures, signed.content())) ? undefined : 'signature_mismatch';
 }
 
 /**

@@ -4,7 +4,7 @@
 // type is the `X-Shopify-Topic` (`orders/create`).
 import { z } from 'zod';
 import { decodeSha256Base64, importHmacKeys } from './hmac.ts';
-import { dateOrNull, isAuthentic, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
+import { authenticationFailure, dateOrNull, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /**
@@ -20,7 +20,8 @@ export const shopify: WebhookProvider = {
     // One header set or the other, never a mix: the prefixed set wins when its signature is there.
     const set = headers.has('x-shopify-hmac-sha256') ? 'x-shopify-' : 'shopify-';
     const signed = { signatures: decodeSha256Base64(headers.get(`${set}hmac-sha256`)), content: () => body };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     return unsignedIdEvent(body, {
       deliveryId: tokenHeader(headers, `${set}webhook-id`),

@@ -5,7 +5,7 @@
 // stored, as neither is an event.
 import { z } from 'zod';
 import { afterPrefix, type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
-import { boundedString, isAuthentic, parsePayload } from './scheme.ts';
+import { authenticationFailure, boundedString, parsePayload } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /** The Events API envelopes; it has no schema version to park on. */
@@ -29,13 +29,14 @@ export const slack: WebhookProvider = {
   importKeys: importHmacKeys,
   async verify({ body, headers }, keys, time) {
     const timestamp = headers.get('x-slack-request-timestamp');
-    if (timestamp === null) return { outcome: 'unauthorized' };
+    if (timestamp === null) return { outcome: 'unauthorized', reason: 'headers_missing' };
     const signed = {
       signatures: decodeSha256Hex(afterPrefix(headers.get('x-slack-signature'), 'v0=')),
       timestamp,
       content: () => slackSignedContent(timestamp, body),
     };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     const parsed = parsePayload(body, slackEnvelope);
     if (parsed === undefined) return { outcome: 'invalid_payload' };

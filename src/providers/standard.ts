@@ -5,9 +5,9 @@
 import { z } from 'zod';
 import { afterPrefix, type Bytes, decodeBase64, decodeSha256Base64, importHmacKey, prefixed } from './hmac.ts';
 import {
+  authenticationFailure,
   boundedString,
   dateOrNull,
-  isAuthentic,
   parseEntries,
   payloadEvent,
   signaturesOf,
@@ -46,13 +46,14 @@ export const standard: WebhookProvider = {
   async verify({ body, headers }, keys, time) {
     const id = tokenHeader(headers, 'webhook-id');
     const timestamp = headers.get('webhook-timestamp');
-    if (id === null || timestamp === null) return { outcome: 'unauthorized' };
+    if (id === null || timestamp === null) return { outcome: 'unauthorized', reason: 'headers_missing' };
     const signed = {
       signatures: signaturesOf(parseEntries(headers.get('webhook-signature'), ' ', ','), 'v1', decodeSha256Base64),
       timestamp,
       content: () => standardSignedContent(id, timestamp, body),
     };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     return payloadEvent(body, standardEnvelope, (event) => ({
       eventId: id,

@@ -4,7 +4,7 @@
 // id is the signed payload's `id`.
 import { z } from 'zod';
 import { type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
-import { boundedString, isAuthentic, parseEntries, payloadEvent, signaturesOf } from './scheme.ts';
+import { authenticationFailure, boundedString, parseEntries, payloadEvent, signaturesOf } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /**
@@ -33,13 +33,14 @@ export const stripe: WebhookProvider = {
     // Exactly one `t`: a second one would leave it open which of them was signed.
     const timestamps = (entries ?? []).filter(([name]) => name === 't');
     const timestamp = timestamps.length === 1 ? (timestamps[0]?.[1] ?? null) : null;
-    if (timestamp === null) return { outcome: 'unauthorized' };
+    if (timestamp === null) return { outcome: 'unauthorized', reason: 'headers_missing' };
     const signed = {
       signatures: signaturesOf(entries, 'v1', decodeSha256Hex),
       timestamp,
       content: () => stripeSignedContent(timestamp, body),
     };
-    if (!(await isAuthentic(signed, keys, time))) return { outcome: 'unauthorized' };
+    const failure = await authenticationFailure(signed, keys, time);
+    if (failure !== undefined) return { outcome: 'unauthorized', reason: failure };
 
     return payloadEvent(body, stripeEnvelope, (event) => ({
       eventId: event.id,

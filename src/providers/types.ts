@@ -30,8 +30,15 @@ export interface AuthenticatedEvent {
   contentDigest?: string;
 }
 
+/** Why a delivery was not authentic: logged for operators, never told to the sender. */
+export type UnauthorizedReason =
+  | 'headers_missing'
+  | 'signature_malformed'
+  | 'timestamp_outside_tolerance'
+  | 'signature_mismatch';
+
 export type Verification =
-  | { outcome: 'unauthorized' }
+  | { outcome: 'unauthorized'; reason: UnauthorizedReason }
   | { outcome: 'invalid_payload' }
   | { outcome: 'verified'; event: AuthenticatedEvent }
   /**
