@@ -4,12 +4,15 @@
 import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
+import type { Enqueue } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
-import { applySubscriptionChange } from './subscriptions.ts';
+import { applySubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
 export interface HandlerContext {
   tx: Transaction;
   event: AuthenticatedEvent;
+  /** Writes a side effect to the outbox in `tx`; the relay publishes it after COMMIT. */
+  enqueue: Enqueue;
 }
 
 export interface EventHandler<Payload = unknown> {
@@ -36,13 +39,15 @@ const acmeSubscriptionEvent = z.looseObject({
 const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>
   defineHandler({
     schema: acmeSubscriptionEvent,
-    async apply({ tx, event }, payload) {
-      await applySubscriptionChange(tx, {
+    async apply({ tx, event, enqueue }, payload) {
+      const change = {
         externalId: payload.data.id,
         status: forcedStatus ?? payload.data.status,
         providerVersion: payload.version,
         occurredAt: event.occurredAt ?? new Date(0),
-      });
+      };
+      // A stale version changed nothing, so there is nothing to tell anyone.
+      if (await applySubscriptionChange(tx, change)) await enqueue(subscriptionChanged(change));
     },
   });
 

@@ -7,6 +7,7 @@ import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { EventHandler } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
+import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { transactionBefore } from './deadline.ts';
 
@@ -102,7 +103,7 @@ export async function processEvent(
     return await transactionBefore(db, signal, async (tx): Promise<Processed> => {
       const failuresSoFar = await claimEvent(tx, event, finalStatus[plan.kind]);
       if (failuresSoFar === null) return { outcome: 'duplicate' };
-      if (plan.kind === 'apply') await plan.handler.apply({ tx, event }, plan.payload);
+      if (plan.kind === 'apply') await plan.handler.apply({ tx, event, enqueue: enqueuerFor(tx, event) }, plan.payload);
       return { outcome: finalStatus[plan.kind], attempt: failuresSoFar + 1 };
     });
   } catch (error) {
