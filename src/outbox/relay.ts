@@ -3,7 +3,7 @@
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
 // entry, the CLI and, later, a Workers cron all drive the same `drain`.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { claimCandidates, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
