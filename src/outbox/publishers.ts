@@ -66,7 +66,9 @@ function codeOf(error: unknown): string | undefined {
 export function classifyFetchError(error: unknown, signal: AbortSignal): PublishOutcome {
   if (signal.aborted) return { outcome: 'retry', error: 'timeout' };
   const cause = error instanceof Error ? error.cause : undefined;
-  const code = codeOf(cause) ?? codeOf(error);
+  // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
+  const first = cause instanceof AggregateError ? (cause.errors[0] as unknown) : undefined;
+  const code = codeOf(cause) ?? codeOf(first) ?? codeOf(error);
   return { outcome: 'retry', error: code === undefined ? 'network error' : `network ${code}` };
 }
 

@@ -147,7 +147,7 @@ export function createRelay(deps: RelayDeps): Relay {
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
 
-  function outcomeOf(message: ClaimedMessage, result: PublishOutcome): Outcome {
+  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): Outcome {
     const nowMs = clock();
     if (result.outcome === 'published') return outcomeRow(message.id, 'published', { published_at: at(nowMs) });
     const attempts = message.attempts + 1;
@@ -165,7 +165,10 @@ export function createRelay(deps: RelayDeps): Relay {
     }
     const delayMs = retryDelayMs(settings.backoff, attempts, deps.random, result.retryAfterMs);
     logger.warn('outbox publish failed, will retry', { ...fields, delay_ms: delayMs });
-    return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(nowMs + delayMs), last_error: lastError });
+    // Past this pass's cut-off even when the delay is 0 (jitter can draw it), so the retry waits for
+    // the next pass rather than spending attempts in a tight loop.
+    const availableMs = Math.max(nowMs + delayMs, dueBy.getTime() + 1);
+    return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
   }
 
   async function publishOne(message: ClaimedMessage): Promise<PublishOutcome> {
@@ -181,8 +184,7 @@ export function createRelay(deps: RelayDeps): Relay {
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
     const startedMs = clock();
     const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0 };
-    // A message rescheduled during this pass (a failure with a short backoff) waits for the next
-    // pass instead of spending its attempts in one tight loop.
+    // Only messages due when the pass began: one rescheduled during it waits for the next pass.
     const dueBy = new Date(startedMs);
 
     const progress = await drainBatches({
@@ -201,7 +203,7 @@ export function createRelay(deps: RelayDeps): Relay {
             summary.released += 1;
             return;
           }
-          const outcome = outcomeOf(message, await publishOne(message));
+          const outcome = outcomeOf(message, await publishOne(message), dueBy);
           outcomes.push(outcome);
           summary[outcome.status === 'pending' ? 'retried' : outcome.status] += 1;
         });

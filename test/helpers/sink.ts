@@ -2,7 +2,7 @@
 // its headers and body, answering as the test says (including holding a request open), and noting
 // when one message is being delivered twice at the same moment.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterAll } from 'vitest';
 
 export interface SinkRequest {
@@ -122,4 +122,13 @@ export async function startSink(): Promise<Sink> {
       }),
     close,
   };
+}
+
+/** A URL on 127.0.0.1 where nothing listens (a port that was free a moment ago): connections are refused. */
+export async function refusingUrl(): Promise<string> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}/outbox`;
 }
