@@ -95,6 +95,26 @@ describe('a drain', () => {
     }
   });
 
+  it('stops starting publishes once its signal aborts (shutdown), giving the rest back', async () => {
+    await insertMessages(sql, 3);
+    const stop = new AbortController();
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 1 },
+      publisher: {
+        kind: 'stopping',
+        publish: async () => {
+          stop.abort();
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain({ signal: stop.signal })).toMatchObject({ claimed: 3, published: 1, released: 2 });
+    const rows = await outboxRows(sql);
+    expect(rows.filter((row) => row.status === 'pending' && row.attempts === 0 && row.locked_by === null)).toHaveLength(
+      2,
+    );
+  });
+
   it('publishes with the log publisher when no target is set, without logging the payload', async () => {
     const [id] = await insertMessages(sql, 1, { payload: { email: 'someone@example.com' } });
     const test = buildTestRelay(db);
