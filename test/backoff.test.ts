@@ -2,7 +2,7 @@
 // ceiling, Retry-After in both forms, and which HTTP answers retry, die or count as published.
 import { describe, expect, it } from 'vitest';
 import { backoffDelayMs, parseRetryAfter, retryDelayMs } from '../src/ops/backoff.ts';
-import { classifyFetchError, classifyStatus } from '../src/outbox/publishers.ts';
+import { classifyNetworkError, classifyStatus } from '../src/outbox/publishers.ts';
 
 const policy = { baseMs: 1000, maxMs: 60_000 };
 const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);
@@ -71,16 +71,16 @@ describe('classifyStatus', () => {
   });
 });
 
-describe('classifyFetchError', () => {
+describe('classifyNetworkError', () => {
   it('names a timeout, a system code, or just a network error; never the message', () => {
     const aborted = AbortSignal.abort();
     const live = new AbortController().signal;
     const refused = new TypeError('fetch failed to http://user:pw@host', {
       cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
     });
-    expect(classifyFetchError(refused, aborted)).toEqual({ outcome: 'retry', error: 'timeout' });
-    expect(classifyFetchError(refused, live)).toEqual({ outcome: 'retry', error: 'network ECONNREFUSED' });
-    expect(classifyFetchError(new TypeError('fetch failed'), live)).toEqual({
+    expect(classifyNetworkError(refused, aborted)).toEqual({ outcome: 'retry', error: 'timeout' });
+    expect(classifyNetworkError(refused, live)).toEqual({ outcome: 'retry', error: 'network ECONNREFUSED' });
+    expect(classifyNetworkError(new TypeError('fetch failed'), live)).toEqual({
       outcome: 'retry',
       error: 'network error',
     });

@@ -3,7 +3,8 @@
 // budgets and two relays draining at once.
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
-import type { Publisher } from '../src/outbox/publishers.ts';
+import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
+import { undiciPost } from '../src/outbox/undici-post.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRow, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl, type SinkAnswer, startSink } from './helpers/sink.ts';
@@ -126,10 +127,46 @@ describe('a drain', () => {
   });
 });
 
-describe('failures', () => {
+describe.each([
+  { transport: 'fetch', post: fetchPost },
+  { transport: 'undici', post: undiciPost },
+])('answers and failures over $transport', ({ post }) => {
+  it('POSTs the contract body with Idempotency-Key and the topic', async () => {
+    const [id] = (await insertMessages(sql, 1, { payload: { external_id: 'sub_1' } })) as [string];
+    await buildTestRelay(db, { target: sink.url, post }).relay.drain();
+    const row = await outboxRow(sql, id);
+    const [request] = sink.requests;
+    expect(request?.method).toBe('POST');
+    expect(request?.headers).toMatchObject({
+      'content-type': 'application/json',
+      'idempotency-key': row?.deduplication_key,
+      'outbox-topic': 'subscription.changed',
+    });
+    expect(request?.body).toBe(
+      JSON.stringify({
+        id,
+        topic: 'subscription.changed',
+        deduplication_key: row?.deduplication_key,
+        payload: { external_id: 'sub_1' },
+        created_at: row?.created_at.toISOString(),
+      }),
+    );
+  });
+
+  it('publishes on a 2xx whatever the size of the answer body', async () => {
+    const ids = await insertMessages(sql, 3);
+    sink.respond((_request, index) => ({
+      status: [200, 201, 204][index] ?? 200,
+      body: index === 0 ? 'x'.repeat(1 << 20) : '',
+    }));
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { concurrency: 1 } });
+    expect(await test.relay.drain()).toMatchObject({ published: 3 });
+    for (const row of await outboxRows(sql, ids)) expect(row.status).toBe('published');
+  });
+
   it('a failing target that recovers: attempts count failures, backoff grows with full jitter', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
-    const test = buildTestRelay(db, { target: sink.url });
+    const test = buildTestRelay(db, { target: sink.url, post });
     test.setRandom(0.5);
     sink.respond((_request, index) => (index < 2 ? { status: 503, body: 'down' } : { status: 200 }));
 
@@ -158,7 +195,7 @@ describe('failures', () => {
   });
 
   it('honours Retry-After in seconds and as an HTTP date, up to the cap', async () => {
-    const test = buildTestRelay(db, { target: sink.url, settings: { backoff: { baseMs: 1000, maxMs: 60_000 } } });
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { backoff: { baseMs: 1000, maxMs: 60_000 } } });
     const date = new Date(test.now() + 45_000).toUTCString();
     const answers: Record<string, SinkAnswer> = {};
     const [inSeconds, asDate, tooLong] = (await insertMessages(sql, 3)) as [string, string, string];
@@ -181,7 +218,7 @@ describe('failures', () => {
       status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200,
       body: 'rejected: token=sk_live_secret',
     }));
-    const test = buildTestRelay(db, { target: sink.url });
+    const test = buildTestRelay(db, { target: sink.url, post });
 
     expect(await test.relay.drain()).toMatchObject({ dead: 4 });
     const rows = await outboxRows(sql, ids);
@@ -199,7 +236,7 @@ describe('failures', () => {
     const ids = await insertMessages(sql, 4);
     const statuses = [408, 409, 425, 429];
     sink.respond((request) => ({ status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200 }));
-    const test = buildTestRelay(db, { target: sink.url });
+    const test = buildTestRelay(db, { target: sink.url, post });
     expect(await test.relay.drain()).toMatchObject({ retried: 4, dead: 0 });
     for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'pending', attempts: 1 });
   });
@@ -209,7 +246,7 @@ describe('failures', () => {
     sink.respond((request) =>
       request.path === '/moved' ? { status: 200 } : { status: 307, headers: { location: '/moved' } },
     );
-    const test = buildTestRelay(db, { target: sink.url });
+    const test = buildTestRelay(db, { target: sink.url, post });
     expect(await test.relay.drain()).toMatchObject({ retried: 1 });
     expect(sink.requests.map((request) => request.path)).toEqual(['/outbox']);
     expect(await outboxRow(sql, id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'http 307' });
@@ -218,7 +255,7 @@ describe('failures', () => {
   it('gives up after OUTBOX_MAX_ATTEMPTS failed publishes', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
     sink.respond(() => ({ status: 500 }));
-    const test = buildTestRelay(db, { target: sink.url, settings: { maxAttempts: 3 } });
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { maxAttempts: 3 } });
     for (let pass = 0; pass < 5; pass++) {
       await test.relay.drain();
       test.advance(60_000);
@@ -239,7 +276,7 @@ describe('failures', () => {
       await held;
       return { status: 200 };
     });
-    const test = buildTestRelay(db, { target: sink.url, settings: { timeoutMs: 300 } });
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { timeoutMs: 300 } });
     try {
       expect(await test.relay.drain()).toMatchObject({ retried: 1 });
       expect(await outboxRow(sql, id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'timeout' });
@@ -250,7 +287,7 @@ describe('failures', () => {
 
   it('records a refused connection by its code', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
-    const test = buildTestRelay(db, { target: await refusingUrl() });
+    const test = buildTestRelay(db, { target: await refusingUrl(), post });
     await test.relay.drain();
     expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'network ECONNREFUSED' });
   });
@@ -258,7 +295,7 @@ describe('failures', () => {
   it('does not retry a message twice within one pass, even with a zero delay', async () => {
     const ids = await insertMessages(sql, 3);
     sink.respond(() => ({ status: 503, headers: { 'retry-after': '0' } }));
-    const test = buildTestRelay(db, { target: sink.url, settings: { batchSize: 1, maxAttempts: 10 } });
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { batchSize: 1, maxAttempts: 10 } });
     test.setRandom(0);
     expect(await test.relay.drain()).toMatchObject({ claimed: 3, retried: 3, stoppedBy: 'drained' });
     for (const row of await outboxRows(sql, ids)) expect(row.attempts).toBe(1);

@@ -14,6 +14,7 @@ import { createLogger } from '../ops/logger.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { publisherFor } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
+import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -84,7 +85,7 @@ async function main(): Promise<void> {
   });
   const relay = createRelay({
     db: database.db,
-    publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
+    publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
     clock,
     newId: () => `relay-${newId()}`,
     random: Math.random,

@@ -59,11 +59,11 @@ function codeOf(error: unknown): string | undefined {
 }
 
 /**
- * A category for a fetch that got no answer: `timeout`, or `network <system code>` from the error or
- * its cause (undici wraps ECONNREFUSED and friends in a TypeError). Never the message: it can quote
- * the URL, and with it credentials in the target's userinfo.
+ * A category for a request that got no answer: `timeout`, or `network <code>` from the error or its
+ * cause (fetch wraps ECONNREFUSED and friends in a TypeError). Never the message: it can quote the
+ * URL, and with it credentials in the target's userinfo.
  */
-export function classifyFetchError(error: unknown, signal: AbortSignal): PublishOutcome {
+export function classifyNetworkError(error: unknown, signal: AbortSignal): PublishOutcome {
   if (signal.aborted) return { outcome: 'retry', error: 'timeout' };
   const cause = error instanceof Error ? error.cause : undefined;
   // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
@@ -73,7 +73,7 @@ export function classifyFetchError(error: unknown, signal: AbortSignal): Publish
 }
 
 /** Longest answer body read (and thrown away) so the connection can be reused. */
-const MAX_DISCARDED_BODY_BYTES = 64 * 1024;
+export const MAX_DISCARDED_BODY_BYTES = 64 * 1024;
 
 /** Reads a little of the answer so keep-alive can reuse the connection, then lets go of the rest. */
 async function discardBody(response: Response): Promise<void> {
@@ -95,22 +95,51 @@ async function discardBody(response: Response): Promise<void> {
   }
 }
 
+/** What the publisher needs to know of an answer; its body has been read and dropped already. */
+export interface HttpAnswer {
+  status: number;
+  header(name: string): string | null;
+}
+
+/**
+ * One POST that never follows a redirect and settles when `signal` aborts. Rejects when no answer
+ * came (the rejection is classified by `classifyNetworkError`).
+ */
+export type HttpPost = (
+  url: string,
+  request: { headers: Record<string, string>; body: string; signal: AbortSignal },
+) => Promise<HttpAnswer>;
+
+/** The portable transport (Workers, tests, any runtime with fetch). */
+export const fetchPost: HttpPost = async (url, request) => {
+  const response = await fetch(url, {
+    method: 'POST',
+    body: request.body,
+    headers: request.headers,
+    // A redirect could move the message to a host nobody configured: it is a retryable failure.
+    redirect: 'manual',
+    signal: request.signal,
+  });
+  await discardBody(response);
+  return { status: response.status, header: (name) => response.headers.get(name) };
+};
+
 export interface HttpPublisherOptions {
   url: string;
   clock: () => number;
-  fetch?: typeof fetch;
+  /** fetch unless the runtime brings a cheaper transport (the Node entry uses undici's). */
+  post?: HttpPost;
 }
 
 /** POSTs the contract's body with `Idempotency-Key` (and the topic), never following a redirect. */
 export function httpPublisher(options: HttpPublisherOptions): Publisher {
-  const send = options.fetch ?? fetch;
+  const post = options.post ?? fetchPost;
   return {
     kind: 'http',
     async publish(message, signal) {
-      let response: Response;
+      let answer: HttpAnswer;
       try {
-        response = await send(options.url, {
-          method: 'POST',
+        answer = await post(options.url, {
           body: messageBody(message),
           headers: {
             'content-type': 'application/json',
@@ -118,15 +147,12 @@ export function httpPublisher(options: HttpPublisherOptions): Publisher {
             'outbox-topic': message.topic,
             'user-agent': 'webhook-inbox-relay',
           },
-          // A redirect could move the message to a host nobody configured: it is a retryable failure.
-          redirect: 'manual',
           signal,
         });
       } catch (error) {
-        return classifyFetchError(error, signal);
+        return classifyNetworkError(error, signal);
       }
-      await discardBody(response);
-      return classifyStatus(response.status, response.headers.get('retry-after'), options.clock());
+      return classifyStatus(answer.status, answer.header('retry-after'), options.clock());
     },
   };
 }
@@ -148,9 +174,9 @@ export function logPublisher(logger: Logger): Publisher {
 
 export function publisherFor(
   targetUrl: string | undefined,
-  dependencies: { clock: () => number; logger: Logger },
+  dependencies: { clock: () => number; logger: Logger; post?: HttpPost },
 ): Publisher {
   return targetUrl === undefined
     ? logPublisher(dependencies.logger)
-    : httpPublisher({ url: targetUrl, clock: dependencies.clock });
+    : httpPublisher({ url: targetUrl, clock: dependencies.clock, post: dependencies.post });
 }

@@ -28,7 +28,7 @@ export interface RelaySettings {
 }
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
-export const DEFAULT_BATCH_SIZE = 200;
+export const DEFAULT_BATCH_SIZE = 500;
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_BUDGET_MS = 20_000;
 
@@ -187,6 +187,13 @@ export function createRelay(deps: RelayDeps): Relay {
     // Only messages due when the pass began: one rescheduled during it waits for the next pass.
     const dueBy = new Date(startedMs);
 
+    // Settled, never rejected: a rejection nobody awaits yet would be an unhandled one.
+    let recording: Promise<{ error: unknown } | undefined> = Promise.resolve(undefined);
+    const settleRecording = async () => {
+      const failed = await recording;
+      recording = Promise.resolve(undefined);
+      if (failed !== undefined) throw failed.error;
+    };
     const progress = await drainBatches({
       nowMs: clock,
       budgetMs: options.budgetMs ?? settings.budgetMs,
@@ -207,12 +214,20 @@ export function createRelay(deps: RelayDeps): Relay {
           outcomes.push(outcome);
           summary[outcome.status === 'pending' ? 'retried' : outcome.status] += 1;
         });
-        await recordOutcomes(db, id, outcomes);
+        // The outcomes are written while the next batch is claimed and published: the rows stay
+        // leased to us until then, so nobody else can take them. One write in flight at a time, and
+        // a failed one stops the drain at the next batch.
+        await settleRecording();
+        recording = recordOutcomes(db, id, outcomes).then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
         summary.claimed += messages.length;
         return { claimed: messages.length, limit: settings.batchSize };
       },
     });
 
+    await settleRecording();
     const result: DrainSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
     if (result.claimed > 0) logger.info('outbox drained', { relay: id, ...result });
     return result;

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/ops/logger.ts';
-import { httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
+import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
 import { createRelay, type Relay, type RelaySettings } from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';
 
@@ -109,7 +109,13 @@ export interface TestRelay {
 /** A relay on the real clock's "now" (enqueued rows use the database's now()), moved only by the test. */
 export function buildTestRelay(
   db: Database,
-  options: { target?: string; publisher?: Publisher; settings?: Partial<RelaySettings>; id?: string } = {},
+  options: {
+    target?: string;
+    post?: HttpPost;
+    publisher?: Publisher;
+    settings?: Partial<RelaySettings>;
+    id?: string;
+  } = {},
 ): TestRelay {
   let now = Date.now();
   let random = 0.5;
@@ -118,7 +124,9 @@ export function buildTestRelay(
   const clock = () => now;
   const publisher =
     options.publisher ??
-    (options.target === undefined ? logPublisher(logger) : httpPublisher({ url: options.target, clock }));
+    (options.target === undefined
+      ? logPublisher(logger)
+      : httpPublisher({ url: options.target, clock, post: options.post }));
   const relay = createRelay({
     db,
     publisher,

@@ -2,6 +2,7 @@
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
 import { publisherFor } from '../../outbox/publishers.ts';
 import { createRelay, DEFAULT_BUDGET_MS, relaySettings } from '../../outbox/relay.ts';
+import { undiciPost } from '../../outbox/undici-post.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 
 export const drainCommand: CommandModule = {
@@ -21,7 +22,7 @@ export const drainCommand: CommandModule = {
           const { config, clock, logger } = context;
           const relay = createRelay({
             db: context.db,
-            publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
+            publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
             clock,
             newId: context.newId,
             random: context.random,
