@@ -13,14 +13,7 @@ const sink = await startSink();
 
 it('a message survives a relay killed mid-publish and goes out again after the lease expires', async () => {
   const [id] = (await insertMessages(sql, 1)) as [string];
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  sink.respond(async () => {
-    await held;
-    return { status: 200 };
-  });
+  const release = sink.hold();
 
   const relay = run(
     process.execPath,

@@ -3,14 +3,12 @@
 // target: a webhook processed through the app reaches a real HTTP sink with the contract's body and
 // headers, in process and from `npm start`'s own relay schedule.
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
 import { deduplicationKey, enqueueMessage } from '../src/outbox/enqueue.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
+import { failingAfterDefault } from './helpers/handlers.ts';
 import { buildTestRelay, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { startSink } from './helpers/sink.ts';
@@ -89,18 +87,8 @@ describe('enqueue in the domain transaction', () => {
   });
 
   it('a rolled-back domain transaction leaves no outbox row', async () => {
-    const failing: HandlerMap = {
-      acme: {
-        'subscription.updated': defineHandler({
-          schema: z.unknown(),
-          async apply(context, payload) {
-            // The real handler enqueues first; the failure after it must take the message back too.
-            await defaultHandlers.acme?.['subscription.updated']?.apply(context, payload);
-            throw new DomainRejection('ledger refused the change');
-          },
-        }),
-      },
-    };
+    // The real handler enqueues its message before the failure: the rollback must take it back too.
+    const failing = failingAfterDefault('subscription.updated', 'ledger refused the change');
     const subscription = uniqueId('sub');
     const event = acmeEvent({ data: { id: subscription, status: 'active' } });
     const response = await deliver(await buildTestApp(db, { handlers: failing }), event);

@@ -268,14 +268,7 @@ describe.each([
 
   it('records a timeout when the target does not answer within OUTBOX_TIMEOUT_MS', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
-    let release: () => void = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    sink.respond(async () => {
-      await held;
-      return { status: 200 };
-    });
+    const release = sink.hold();
     const test = buildTestRelay(db, { target: sink.url, post, settings: { timeoutMs: 300 } });
     try {
       expect(await test.relay.drain()).toMatchObject({ retried: 1 });

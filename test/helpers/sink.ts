@@ -28,6 +28,8 @@ export interface Sink {
   /** Deliveries of a message that arrived while another delivery of it was still open. */
   overlaps: string[];
   respond(responder: Responder): void;
+  /** Holds every request open until the returned function is called, then answers 200. */
+  hold(): () => void;
   /** Resolves when the sink has received `count` requests in all. */
   waitForRequests(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -104,6 +106,17 @@ export async function startSink(): Promise<Sink> {
     overlaps,
     respond: (next) => {
       responder = next;
+    },
+    hold: () => {
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      responder = async () => {
+        await held;
+        return { status: 200 };
+      };
+      return release;
     },
     waitForRequests: (count, timeoutMs = 15_000) =>
       new Promise((resolve, reject) => {
