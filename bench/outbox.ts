@@ -148,7 +148,7 @@ async function main(): Promise<boolean> {
       {
         label: 'relay CPU',
         value: `${round(relayCpuMs / messages, 3)} ms/msg`,
-        note: 'this process: relay, fetch, db client',
+        note: 'this process: relay, HTTP client, db client',
       },
       ...(dbMs === undefined
         ? []
