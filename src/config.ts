@@ -10,53 +10,55 @@ const secretList = z
   .optional()
   .transform((value) => (value ?? '').split(/\s+/).filter((secret) => secret.length > 0));
 
-const envSchema = z
-  .object({
-    NODE_ENV: z.string().default('development'),
-    DATABASE_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// or postgresql:// URL' })
-      .optional(),
-    PORT: integer(3000, 0).pipe(z.number().max(65535)),
-    DATA_DIR: z.string().min(1).default('.data'),
-    DB_POOL_MAX: integer(10, 1),
-    PROCESSING_MODE: z.enum(['sync', 'async']).default('sync'),
-    HANDLER_DEADLINE_MS: integer(5000, 1),
-    MAX_BODY_BYTES: integer(262144, 1),
-    WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
-    INBOX_MAX_BACKLOG: integer(10000, 1),
-    INBOX_MAX_ATTEMPTS: integer(10, 1),
-    INBOX_LEASE_MS: integer(30000, 1),
-    INBOX_BACKOFF_BASE_MS: integer(1000, 1),
-    INBOX_BACKOFF_MAX_MS: integer(300000, 1),
-    WORKER_INTERVAL_MS: integer(1000, 0),
-    OUTBOX_TARGET_URL: z.url({ protocol: /^https?$/ }).optional(),
-    OUTBOX_MAX_ATTEMPTS: integer(10, 1),
-    OUTBOX_BACKOFF_BASE_MS: integer(1000, 1),
-    OUTBOX_BACKOFF_MAX_MS: integer(3600000, 1),
-    OUTBOX_LEASE_MS: integer(30000, 1),
-    OUTBOX_TIMEOUT_MS: integer(10000, 1),
-    RELAY_INTERVAL_MS: integer(1000, 0),
-    PAYLOAD_RETENTION_DAYS: integer(7, 0),
-    EVENT_RETENTION_DAYS: integer(30, 0),
-    ADMIN_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
-    METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
-    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-    ACME_WEBHOOK_SECRET: secretList,
-    STANDARD_WEBHOOK_SECRET: secretList,
-    STRIPE_WEBHOOK_SECRET: secretList,
-    GITHUB_WEBHOOK_SECRET: secretList,
-    SHOPIFY_WEBHOOK_SECRET: secretList,
-    SLACK_SIGNING_SECRET: secretList,
-  })
-  // The relay starts a publish only while its lease outlasts the call's timeout: a timeout at or over
-  // the lease would mean no message is ever sent.
-  .refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
-    path: ['OUTBOX_TIMEOUT_MS'],
-    message: 'must be below OUTBOX_LEASE_MS',
-  });
+const envSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// or postgresql:// URL' })
+    .optional(),
+  PORT: integer(3000, 0).pipe(z.number().max(65535)),
+  DATA_DIR: z.string().min(1).default('.data'),
+  DB_POOL_MAX: integer(10, 1),
+  PROCESSING_MODE: z.enum(['sync', 'async']).default('sync'),
+  HANDLER_DEADLINE_MS: integer(5000, 1),
+  MAX_BODY_BYTES: integer(262144, 1),
+  WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
+  INBOX_MAX_BACKLOG: integer(10000, 1),
+  INBOX_MAX_ATTEMPTS: integer(10, 1),
+  INBOX_LEASE_MS: integer(30000, 1),
+  INBOX_BACKOFF_BASE_MS: integer(1000, 1),
+  INBOX_BACKOFF_MAX_MS: integer(300000, 1),
+  WORKER_INTERVAL_MS: integer(1000, 0),
+  OUTBOX_TARGET_URL: z.url({ protocol: /^https?$/ }).optional(),
+  OUTBOX_MAX_ATTEMPTS: integer(10, 1),
+  OUTBOX_BACKOFF_BASE_MS: integer(1000, 1),
+  OUTBOX_BACKOFF_MAX_MS: integer(3600000, 1),
+  OUTBOX_LEASE_MS: integer(30000, 1),
+  OUTBOX_TIMEOUT_MS: integer(10000, 1),
+  RELAY_INTERVAL_MS: integer(1000, 0),
+  PAYLOAD_RETENTION_DAYS: integer(7, 0),
+  EVENT_RETENTION_DAYS: integer(30, 0),
+  ADMIN_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  ACME_WEBHOOK_SECRET: secretList,
+  STANDARD_WEBHOOK_SECRET: secretList,
+  STRIPE_WEBHOOK_SECRET: secretList,
+  GITHUB_WEBHOOK_SECRET: secretList,
+  SHOPIFY_WEBHOOK_SECRET: secretList,
+  SLACK_SIGNING_SECRET: secretList,
+});
 
 export type Config = z.infer<typeof envSchema>;
+
+/**
+ * Rules across variables. The relay starts a publish only while its lease outlasts the call's
+ * timeout: a timeout at or over the lease would mean no message is ever sent.
+ */
+const checkedEnvSchema = envSchema.refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
+  path: ['OUTBOX_TIMEOUT_MS'],
+  message: 'must be below OUTBOX_LEASE_MS',
+});
 
 /** Secrets by provider name, as the provider registry reads them. */
 export type ProviderSecrets = Readonly<Record<string, readonly string[]>>;
@@ -71,7 +73,7 @@ export class ConfigError extends Error {
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = envSchema.safeParse(present);
+  const parsed = checkedEnvSchema.safeParse(present);
   if (parsed.success) return parsed.data;
   // Name the variable, never echo its value: it may be a secret or a connection string.
   const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);

@@ -75,6 +75,7 @@ export interface DrainSummary {
   elapsedMs: number;
 }
 
+/** One drain at a time per relay (its lease owner is its id); run several relays for parallelism. */
 export interface Relay {
   readonly id: string;
   drain(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<DrainSummary>;
