@@ -51,6 +51,15 @@ const envSchema = z.object({
 
 export type Config = z.infer<typeof envSchema>;
 
+/**
+ * Rules across variables. The relay starts a publish only while its lease outlasts the call's
+ * timeout: a timeout at or over the lease would mean no message is ever sent.
+ */
+const checkedEnvSchema = envSchema.refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
+  path: ['OUTBOX_TIMEOUT_MS'],
+  message: 'must be below OUTBOX_LEASE_MS',
+});
+
 /** Secrets by provider name, as the provider registry reads them. */
 export type ProviderSecrets = Readonly<Record<string, readonly string[]>>;
 
@@ -64,7 +73,7 @@ export class ConfigError extends Error {
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = envSchema.safeParse(present);
+  const parsed = checkedEnvSchema.safeParse(present);
   if (parsed.success) return parsed.data;
   // Name the variable, never echo its value: it may be a secret or a connection string.
   const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);

@@ -2,14 +2,13 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
+import type { HandlerMap } from '../src/domain/handlers.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, countEvents, eventRow, subscriptionRow } from './helpers/facts.ts';
+import { failingAfterDefault } from './helpers/handlers.ts';
 
 const database = await useTestDatabase();
 const { sql, db } = database;
@@ -119,17 +118,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
 
   it('rolls back the claim and the state when the domain handler fails, then recovers on redelivery', async () => {
     const subscription = uniqueId('sub');
-    const failing: HandlerMap = {
-      acme: {
-        'subscription.updated': defineHandler({
-          schema: z.unknown(),
-          async apply(context, payload) {
-            await defaultHandlers.acme?.['subscription.updated']?.apply(context, payload);
-            throw new DomainRejection('ledger refused the change');
-          },
-        }),
-      },
-    };
+    const failing = failingAfterDefault('subscription.updated', 'ledger refused the change');
     const event = acmeEvent({ version: 2, data: { id: subscription, status: 'active', card: '4242424242424242' } });
 
     const broken = await buildTestApp(db, { handlers: failing });

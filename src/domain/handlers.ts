@@ -4,13 +4,16 @@
 import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
+import type { Enqueue } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
-import { applySubscriptionChange } from './subscriptions.ts';
+import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
 export interface HandlerContext {
   tx: Transaction;
   event: AuthenticatedEvent;
+  /** Writes a side effect to the outbox in `tx`; the relay publishes it after COMMIT. */
+  enqueue: Enqueue;
 }
 
 export interface EventHandler<Payload = unknown> {
@@ -34,25 +37,28 @@ const acmeSubscriptionEvent = z.looseObject({
   }),
 });
 
+/** Applies the change and, only if it changed a row, announces it through the outbox. */
+async function applyAndAnnounce({ tx, enqueue }: HandlerContext, change: SubscriptionChange): Promise<void> {
+  // A stale version changed nothing, so there is nothing to tell anyone.
+  if (await applySubscriptionChange(tx, change)) await enqueue(subscriptionChanged(change));
+}
+
 const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>
   defineHandler({
     schema: acmeSubscriptionEvent,
-    async apply({ tx, event }, payload) {
-      await applySubscriptionChange(tx, {
+    apply: (context, payload) =>
+      applyAndAnnounce(context, {
         externalId: payload.data.id,
         status: forcedStatus ?? payload.data.status,
         providerVersion: payload.version,
-        occurredAt: event.occurredAt ?? new Date(0),
-      });
-    },
+        occurredAt: context.event.occurredAt ?? new Date(0),
+      }),
   });
 
 const stripeSubscriptionHandler = (lifecycle: StripeLifecycle) =>
   defineHandler({
     schema: stripeSubscriptionEvent,
-    async apply({ tx }, payload) {
-      await applySubscriptionChange(tx, stripeSubscriptionChange(payload, lifecycle));
-    },
+    apply: (context, payload) => applyAndAnnounce(context, stripeSubscriptionChange(payload, lifecycle)),
   });
 
 export const defaultHandlers: HandlerMap = {

@@ -3,6 +3,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
+import type { OutgoingMessage } from '../outbox/enqueue.ts';
 
 export interface SubscriptionChange {
   externalId: string;
@@ -26,4 +27,17 @@ export async function applySubscriptionChange(db: Executor, change: Subscription
       where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
     returning external_id`);
   return changed.length > 0;
+}
+
+/** The outbox message announcing a change that was applied (the topic consumers subscribe to). */
+export function subscriptionChanged(change: SubscriptionChange): OutgoingMessage {
+  return {
+    topic: 'subscription.changed',
+    payload: {
+      external_id: change.externalId,
+      status: change.status,
+      provider_version: change.providerVersion,
+      updated_at: change.occurredAt.toISOString(),
+    },
+  };
 }

@@ -1,6 +1,7 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
-// (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, and
-// shuts down in order on SIGINT/SIGTERM: HTTP first, then connections, then the embedded server.
+// (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
+// outbox relay every RELAY_INTERVAL_MS, and shuts down in order on SIGINT/SIGTERM: HTTP first, then
+// the relay (its drain in progress finishes), then connections, then the embedded server.
 import { randomUUID } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { createApp } from '../app.ts';
@@ -12,6 +13,10 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { createLogger } from '../ops/logger.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
 import { defaultGaugeSources } from '../ops/metrics-routes.ts';
+import { startSchedule } from '../ops/schedule.ts';
+import { publisherFor } from '../outbox/publishers.ts';
+import { createRelay, relaySettings } from '../outbox/relay.ts';
+import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -75,6 +80,7 @@ async function main(): Promise<void> {
   }
 
   const providers = await enableProviders(secrets);
+  const newId = () => randomUUID().replaceAll('-', '');
   const app = createApp({
     config,
     db: database.db,
@@ -83,9 +89,27 @@ async function main(): Promise<void> {
     metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
     gaugeSources: defaultGaugeSources,
     clock,
-    newId: () => randomUUID().replaceAll('-', ''),
+    newId,
     logger,
     expectedMigration,
+  });
+  const relay = createRelay({
+    db: database.db,
+    publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
+    clock,
+    newId: () => `relay-${newId()}`,
+    random: Math.random,
+    logger,
+    settings: relaySettings(config),
+  });
+  const relaySchedule = startSchedule({
+    name: 'outbox relay',
+    intervalMs: config.RELAY_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: async (signal) => {
+      await relay.drain({ signal });
+    },
   });
   const server = serve({ fetch: app.fetch, port: config.PORT }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
@@ -103,8 +127,10 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
+    // The relay stops claiming now; its publishes in flight end within OUTBOX_TIMEOUT_MS.
+    const relayStopped = relaySchedule.stop();
     server.close(() => {
-      stopDatabase().then(
+      relayStopped.then(stopDatabase).then(
         () => process.exit(0),
         () => process.exit(1),
       );

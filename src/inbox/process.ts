@@ -8,6 +8,7 @@ import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { EventHandler } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
+import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
 
@@ -147,8 +148,10 @@ export async function processEvent(
     return await transactionBefore(db, deadline, async (tx): Promise<Processed> => {
       const claimed = await claimEvent(tx, event, finalStatus[plan.kind]);
       if (claimed === null) return { outcome: 'duplicate' };
-      if (plan.kind === 'apply')
-        await plan.handler.apply({ tx, event: { ...event, eventId: claimed.eventId } }, plan.payload);
+      if (plan.kind === 'apply') {
+        const stored = { ...event, eventId: claimed.eventId };
+        await plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, plan.payload);
+      }
       return { outcome: finalStatus[plan.kind], attempt: claimed.attemptCount + 1 };
     });
   } catch (error) {

@@ -1,0 +1,43 @@
+// `webhook-inbox drain`: one relay pass over the outbox, as the in-process schedule runs it, and a
+// summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
+import { publisherFor } from '../../outbox/publishers.ts';
+import { createRelay, DEFAULT_BUDGET_MS, relaySettings } from '../../outbox/relay.ts';
+import { undiciPost } from '../../outbox/undici-post.ts';
+import { type CommandModule, integerIn } from '../context.ts';
+
+export const drainCommand: CommandModule = {
+  path: ['drain'],
+  define: (command, run) =>
+    command
+      .description('publish due outbox messages once: batches until one comes back short or the time budget is spent')
+      .option(
+        '--budget-ms <ms>',
+        'stop claiming new batches after this long',
+        integerIn(1, 3_600_000),
+        DEFAULT_BUDGET_MS,
+      )
+      .option('--json', 'print the summary as one JSON document')
+      .action(
+        run(async (context, options: { budgetMs: number; json?: boolean }) => {
+          const { config, clock, logger } = context;
+          const relay = createRelay({
+            db: context.db,
+            publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
+            clock,
+            newId: context.newId,
+            random: context.random,
+            logger,
+            settings: relaySettings(config, { budgetMs: options.budgetMs }),
+          });
+          const summary = await relay.drain();
+          context.out(
+            options.json
+              ? JSON.stringify(summary)
+              : `claimed ${summary.claimed}: published ${summary.published}, retried ${summary.retried}, ` +
+                  `dead ${summary.dead}, released ${summary.released} ` +
+                  `(${summary.batches} batch${summary.batches === 1 ? '' : 'es'}, ${summary.elapsedMs} ms, ${summary.stoppedBy})`,
+          );
+          return undefined;
+        }),
+      ),
+};

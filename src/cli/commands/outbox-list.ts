@@ -1,0 +1,58 @@
+// `webhook-inbox outbox list`: the newest outbox messages, optionally of one status, as a table or
+// one JSON document. Payloads are not shown.
+import { Option } from 'commander';
+import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
+import { listOutbox, type OutboxListing } from '../../outbox/operator.ts';
+import { type CommandModule, integerIn } from '../context.ts';
+import { formatTable } from '../table.ts';
+
+const iso = (date: Date | null) => (date === null ? '' : date.toISOString());
+
+function asJson(message: OutboxListing) {
+  return {
+    id: message.id,
+    topic: message.topic,
+    deduplication_key: message.deduplicationKey,
+    status: message.status,
+    attempts: message.attempts,
+    last_error: message.lastError,
+    created_at: iso(message.createdAt),
+    available_at: iso(message.availableAt),
+    published_at: message.publishedAt === null ? null : iso(message.publishedAt),
+    locked_until: message.lockedUntil === null ? null : iso(message.lockedUntil),
+  };
+}
+
+export const outboxListCommand: CommandModule = {
+  path: ['outbox', 'list'],
+  groupDescription: 'outbox messages: list, retry dead ones',
+  define: (command, run) =>
+    command
+      .description('list outbox messages, newest first')
+      .addOption(new Option('--status <status>', 'only messages in this status').choices(outboxStatuses))
+      .option('--limit <n>', 'at most this many', integerIn(1, 10_000), 50)
+      .option('--json', 'print one JSON document (an array)')
+      .action(
+        run(async (context, options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
+          const messages = await listOutbox(context.db, { status: options.status, limit: options.limit });
+          if (options.json) {
+            context.out(JSON.stringify(messages.map(asJson)));
+          } else if (messages.length === 0) {
+            context.out('no messages');
+          } else {
+            const header = ['id', 'status', 'attempts', 'topic', 'created_at', 'available_at', 'last_error'];
+            const rows = messages.map((m) => [
+              m.id,
+              m.status,
+              String(m.attempts),
+              m.topic,
+              iso(m.createdAt),
+              iso(m.availableAt),
+              m.lastError ?? '',
+            ]);
+            context.out(formatTable(header, rows));
+          }
+          return undefined;
+        }),
+      ),
+};

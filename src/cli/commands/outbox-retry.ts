@@ -1,0 +1,45 @@
+// `webhook-inbox outbox retry <id…> --operator NAME`: dead messages back to pending (attempts 0, due
+// now), audited per message. All or nothing: an unknown id changes nothing and exits 3. A message
+// that is not dead is left alone and reported; that alone is still exit 0.
+import { InvalidArgumentError } from 'commander';
+import { isMessageId, retryDeadMessages } from '../../outbox/operator.ts';
+import { type CommandModule, EXIT } from '../context.ts';
+
+// Checked while parsing, before any database work: a bad argument is a usage error (exit 2).
+function messageIds(value: string, previous: string[] = []): string[] {
+  if (!isMessageId(value)) throw new InvalidArgumentError(`not a message id: ${value}`);
+  return [...previous, value];
+}
+
+function operatorName(value: string): string {
+  const name = value.trim();
+  if (name.length === 0) throw new InvalidArgumentError('must name someone');
+  return name;
+}
+
+export const outboxRetryCommand: CommandModule = {
+  path: ['outbox', 'retry'],
+  define: (command, run) =>
+    command
+      .description('send dead outbox messages back to pending (attempts 0, due now); recorded in operator_actions')
+      .argument('<id...>', 'message ids (uuid)', messageIds)
+      .requiredOption('--operator <name>', 'who is doing this (recorded with each retry)', operatorName)
+      .action(
+        run(async (context, ids: string[], options: { operator: string }) => {
+          const result = await retryDeadMessages(context.db, {
+            ids,
+            operator: options.operator,
+            now: new Date(context.clock()),
+          });
+          if (result.kind === 'not_found') {
+            context.err(`not found: ${result.ids.join(', ')} (nothing was changed)`);
+            return EXIT.notFound;
+          }
+          for (const id of result.ids) context.out(`retried ${id}`);
+          for (const { id, status } of result.skipped) {
+            context.out(`skipped ${id}: ${status}, not dead (only dead messages are retried)`);
+          }
+          return EXIT.done;
+        }),
+      ),
+};

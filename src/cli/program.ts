@@ -1,0 +1,53 @@
+// The operator CLI (`npx webhook-inbox <verb>`): commander, one module per verb under commands/, and
+// the list below that registers them. Adding a verb is one file plus one line in `commands`.
+import { Command, CommanderError } from 'commander';
+import { drainCommand } from './commands/drain.ts';
+import { outboxListCommand } from './commands/outbox-list.ts';
+import { outboxRetryCommand } from './commands/outbox-retry.ts';
+import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
+
+const commands: readonly CommandModule[] = [drainCommand, outboxListCommand, outboxRetryCommand];
+
+/** Commander's codes for "asked for help or the version": not a usage error. */
+const SUCCESSFUL_EXITS = new Set(['commander.helpDisplayed', 'commander.version']);
+
+function parentFor(program: Command, module: CommandModule): Command {
+  if (module.path.length === 1) return program;
+  const [group] = module.path;
+  const existing = program.commands.find((command) => command.name() === group);
+  if (existing !== undefined) return existing;
+  return program.command(group).description(module.groupDescription ?? '');
+}
+
+export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): Command {
+  const program = new Command('webhook-inbox')
+    .description('Operator commands for Webhook Inbox; configured by the same environment as the server.')
+    .configureOutput({
+      writeOut: (text) => io.out(text.trimEnd()),
+      writeErr: (text) => io.err(text.trimEnd()),
+    })
+    .showHelpAfterError('(add --help for usage)')
+    // Settings above are copied to every command created below; exitOverride makes commander throw
+    // instead of exiting, so usage errors get the contract's code 2.
+    .exitOverride();
+  const run = createRunner(io, setExitCode);
+  for (const module of commands) {
+    const verb = module.path[module.path.length - 1] as string;
+    module.define(parentFor(program, module).command(verb), run);
+  }
+  return program;
+}
+
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  let exitCode: ExitCode = EXIT.done;
+  const program = buildProgram(io, (code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    return SUCCESSFUL_EXITS.has(error.code) ? EXIT.done : EXIT.usage;
+  }
+  return exitCode;
+}

@@ -1,0 +1,75 @@
+// Leases on rows that some worker must process outside a transaction (outbox messages now, async
+// inbox events next): how a batch is claimed in one statement and when a leased row may still be
+// worked on. Any table with `available_at`, `locked_until` and `locked_by` columns can use it.
+//
+// Every comparison takes the caller's clock as a parameter instead of the database's now(): tests
+// move time to expire leases and backoffs without sleeping, and one drain sees one consistent "now".
+import { and, isNull, lt, lte, or, type SQL, type SQLWrapper } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Executor } from './client.ts';
+
+export interface LeaseColumns {
+  availableAt: PgColumn;
+  lockedUntil: PgColumn;
+  lockedBy: PgColumn;
+}
+
+export interface Lease {
+  /** Written to `locked_by`; every later write by the holder is guarded on it. */
+  owner: string;
+  /** The moment the lease was taken, by the holder's clock. */
+  takenAt: Date;
+  until: Date;
+}
+
+export function takeLease(owner: string, nowMs: number, leaseMs: number): Lease {
+  return { owner, takenAt: new Date(nowMs), until: new Date(nowMs + leaseMs) };
+}
+
+/** The column values that record a lease (merged into the claiming UPDATE's SET). */
+export function leaseValues(lease: Lease): { lockedUntil: Date; lockedBy: string } {
+  return { lockedUntil: lease.until, lockedBy: lease.owner };
+}
+
+/** The column values that end a lease, whatever the outcome. */
+export const leaseCleared = { lockedUntil: null, lockedBy: null } as const;
+
+export interface ClaimCandidates {
+  table: PgTable & LeaseColumns;
+  /** The key the claiming UPDATE matches on (`id`, or a row constructor for a composite key). */
+  key: Record<string, PgColumn>;
+  /** The table's own condition, e.g. `status = 'pending'`. */
+  where: SQL;
+  lease: Lease;
+  /** Rows whose `available_at` is later wait: a drain passes its start, so a row it reschedules waits for the next pass. */
+  dueBy: Date;
+  limit: number;
+}
+
+/**
+ * The locking half of a claim: up to `limit` due rows nobody holds (no lease, or an expired one),
+ * oldest first, locked with FOR UPDATE SKIP LOCKED so concurrent claimers split the rows instead of
+ * queueing on each other. Use it as `UPDATE … SET <leaseValues> WHERE key IN (<this>) RETURNING …`:
+ * one statement, so a row is never seen as free by two claimers (the second one's re-check of the
+ * WHERE clause after the first commits finds the new lease).
+ */
+export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper {
+  const { table, lease } = spec;
+  const leaseFree = or(isNull(table.lockedUntil), lt(table.lockedUntil, lease.takenAt));
+  return db
+    .select(spec.key)
+    .from(table)
+    .where(and(spec.where, lte(table.availableAt, spec.dueBy), leaseFree))
+    .orderBy(table.availableAt)
+    .limit(spec.limit)
+    .for('update', { skipLocked: true });
+}
+
+/**
+ * Whether a call that may take `callTimeoutMs` can start now and still end inside the lease. A row
+ * waiting its turn in a batch can outlive its lease; starting it anyway would let another worker
+ * claim it mid-call and deliver it twice at once.
+ */
+export function leaseCovers(lease: Lease, nowMs: number, callTimeoutMs: number): boolean {
+  return nowMs + callTimeoutMs < lease.until.getTime();
+}

@@ -1,0 +1,110 @@
+// What an operator does with the outbox by hand (the CLI now, the admin API later): list messages,
+// and send dead ones back to `pending`, each retry audited in `operator_actions` in the same
+// transaction as the change it records.
+import { and, desc, eq, inArray } from 'drizzle-orm';
+import type { Database } from '../db/client.ts';
+import { leaseCleared } from '../db/lease.ts';
+import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
+
+export interface OutboxListing {
+  id: string;
+  topic: string;
+  deduplicationKey: string;
+  status: OutboxStatus;
+  attempts: number;
+  lastError: string | null;
+  createdAt: Date;
+  availableAt: Date;
+  publishedAt: Date | null;
+  lockedUntil: Date | null;
+}
+
+/** Newest first; payloads are left out (a listing is for finding messages, not reading data). */
+export async function listOutbox(
+  db: Database,
+  filter: { status?: OutboxStatus | undefined; limit: number },
+): Promise<OutboxListing[]> {
+  const table = outboxMessages;
+  return db
+    .select({
+      id: table.id,
+      topic: table.topic,
+      deduplicationKey: table.deduplicationKey,
+      status: table.status,
+      attempts: table.attempts,
+      lastError: table.lastError,
+      createdAt: table.createdAt,
+      availableAt: table.availableAt,
+      publishedAt: table.publishedAt,
+      lockedUntil: table.lockedUntil,
+    })
+    .from(table)
+    .where(filter.status === undefined ? undefined : eq(table.status, filter.status))
+    .orderBy(desc(table.createdAt), table.id)
+    .limit(filter.limit);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isMessageId(value: string): boolean {
+  return UUID.test(value);
+}
+
+export type RetryResult =
+  | { kind: 'retried'; ids: string[]; skipped: Array<{ id: string; status: OutboxStatus }> }
+  | { kind: 'not_found'; ids: string[] };
+
+/** Thrown inside the transaction to roll it back when an id is unknown. */
+class RetryRolledBack extends Error {
+  constructor(readonly missing: string[]) {
+    super('unknown message ids');
+    this.name = 'RetryRolledBack';
+  }
+}
+
+/**
+ * Dead -> pending with attempts 0, due at `now` and no lease, plus one audit row per message. All
+ * or nothing: when any id is unknown nothing changes. A message that is not dead is left alone and
+ * reported as skipped (retrying is for dead letters; a pending message is on its way already and a
+ * published one was delivered).
+ */
+export async function retryDeadMessages(
+  db: Database,
+  request: { ids: readonly string[]; operator: string; now: Date },
+): Promise<RetryResult> {
+  const ids = [...new Set(request.ids.map((id) => id.toLowerCase()))];
+  const table = outboxMessages;
+  try {
+    return await db.transaction(async (tx) => {
+      const retried = await tx
+        .update(table)
+        .set({ status: 'pending', attempts: 0, availableAt: request.now, ...leaseCleared })
+        .where(and(inArray(table.id, ids), eq(table.status, 'dead')))
+        .returning({ id: table.id });
+      const retriedIds = new Set(retried.map((row) => row.id));
+      const others = ids.filter((id) => !retriedIds.has(id));
+      const found =
+        others.length === 0
+          ? []
+          : await tx.select({ id: table.id, status: table.status }).from(table).where(inArray(table.id, others));
+      const missing = others.filter((id) => !found.some((row) => row.id === id));
+      if (missing.length > 0) throw new RetryRolledBack(missing);
+      if (retried.length > 0) {
+        await tx.insert(operatorActions).values(
+          retried.map((row) => ({
+            operator: request.operator,
+            action: 'retry',
+            targetKind: 'outbox' as const,
+            target: row.id,
+            beforeStatus: 'dead',
+            afterStatus: 'pending',
+          })),
+        );
+      }
+      return { kind: 'retried' as const, ids: retried.map((row) => row.id), skipped: found };
+    });
+  } catch (error) {
+    if (error instanceof RetryRolledBack) return { kind: 'not_found', ids: error.missing };
+    throw error;
+  }
+}

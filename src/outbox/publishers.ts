@@ -1,0 +1,182 @@
+// Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
+// target configured, the log. A publisher answers with an outcome class (published, retry, permanent)
+// and a bounded error category; the relay owns attempts, backoff and dead letters. Web standards only
+// (fetch, AbortSignal, Headers), so the same code runs on Node and on Workers.
+import type { JsonValue } from '../inbox/payload.ts';
+import { parseRetryAfter } from '../ops/backoff.ts';
+import type { Logger } from '../ops/logger.ts';
+
+export interface OutboxMessage {
+  id: string;
+  topic: string;
+  deduplicationKey: string;
+  payload: JsonValue;
+  createdAt: Date;
+}
+
+export type PublishOutcome =
+  | { outcome: 'published' }
+  /** Worth trying again later; `retryAfterMs` when the target said when. */
+  | { outcome: 'retry'; error: string; retryAfterMs?: number }
+  /** Trying again cannot help (the target refused this message): dead at once. */
+  | { outcome: 'permanent'; error: string };
+
+export interface Publisher {
+  /** For logs: `http` or `log`. */
+  readonly kind: string;
+  /** Must settle once `signal` aborts (the relay's per-call timeout). */
+  publish(message: OutboxMessage, signal: AbortSignal): Promise<PublishOutcome>;
+}
+
+/** The body the contract fixes, in its order; the same bytes on every try of a message. */
+export function messageBody(message: OutboxMessage): string {
+  return JSON.stringify({
+    id: message.id,
+    topic: message.topic,
+    deduplication_key: message.deduplicationKey,
+    payload: message.payload,
+    created_at: message.createdAt.toISOString(),
+  });
+}
+
+/** Client errors that say "not now" rather than "never": timeout, conflict, too early, too many. */
+const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425, 429]);
+/** The statuses whose Retry-After means "come back then" (RFC 9110, RFC 6585). */
+const RETRY_AFTER_STATUSES = new Set([429, 503]);
+
+/** 2xx published; 1xx, 3xx (redirects are not followed), 408/409/425/429 and 5xx retry; other 4xx never will work. */
+export function classifyStatus(status: number, retryAfter: string | null, nowMs: number): PublishOutcome {
+  if (status >= 200 && status < 300) return { outcome: 'published' };
+  const error = `http ${status}`;
+  if (status >= 400 && status < 500 && !RETRYABLE_CLIENT_ERRORS.has(status)) return { outcome: 'permanent', error };
+  const retryAfterMs = RETRY_AFTER_STATUSES.has(status) ? parseRetryAfter(retryAfter, nowMs) : undefined;
+  return retryAfterMs === undefined ? { outcome: 'retry', error } : { outcome: 'retry', error, retryAfterMs };
+}
+
+function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(error.code) ? error.code : undefined;
+}
+
+/**
+ * A category for a request that got no answer: `timeout`, or `network <code>` from the error or its
+ * cause (fetch wraps ECONNREFUSED and friends in a TypeError). Never the message: it can quote the
+ * URL, and with it credentials in the target's userinfo.
+ */
+export function classifyNetworkError(error: unknown, signal: AbortSignal): PublishOutcome {
+  if (signal.aborted) return { outcome: 'retry', error: 'timeout' };
+  const cause = error instanceof Error ? error.cause : undefined;
+  // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
+  const first = cause instanceof AggregateError ? (cause.errors[0] as unknown) : undefined;
+  const code = codeOf(cause) ?? codeOf(first) ?? codeOf(error);
+  return { outcome: 'retry', error: code === undefined ? 'network error' : `network ${code}` };
+}
+
+/** Longest answer body read (and thrown away) so the connection can be reused. */
+export const MAX_DISCARDED_BODY_BYTES = 64 * 1024;
+
+/** Reads a little of the answer so keep-alive can reuse the connection, then lets go of the rest. */
+async function discardBody(response: Response): Promise<void> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return;
+  let read = 0;
+  try {
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      read += chunk.value.byteLength;
+      if (read > MAX_DISCARDED_BODY_BYTES) {
+        await reader.cancel();
+        return;
+      }
+    }
+  } catch {
+    // The outcome is already decided by the status; a broken body changes nothing.
+  }
+}
+
+/** What the publisher needs to know of an answer; its body has been read and dropped already. */
+export interface HttpAnswer {
+  status: number;
+  header(name: string): string | null;
+}
+
+/**
+ * One POST that never follows a redirect and settles when `signal` aborts. Rejects when no answer
+ * came (the rejection is classified by `classifyNetworkError`).
+ */
+export type HttpPost = (
+  url: string,
+  request: { headers: Record<string, string>; body: string; signal: AbortSignal },
+) => Promise<HttpAnswer>;
+
+/** The portable transport (Workers, tests, any runtime with fetch). */
+export const fetchPost: HttpPost = async (url, request) => {
+  const response = await fetch(url, {
+    method: 'POST',
+    body: request.body,
+    headers: request.headers,
+    // A redirect could move the message to a host nobody configured: it is a retryable failure.
+    redirect: 'manual',
+    signal: request.signal,
+  });
+  await discardBody(response);
+  return { status: response.status, header: (name) => response.headers.get(name) };
+};
+
+export interface HttpPublisherOptions {
+  url: string;
+  clock: () => number;
+  /** fetch unless the runtime brings a cheaper transport (the Node entry uses undici's). */
+  post?: HttpPost;
+}
+
+/** POSTs the contract's body with `Idempotency-Key` (and the topic), never following a redirect. */
+export function httpPublisher(options: HttpPublisherOptions): Publisher {
+  const post = options.post ?? fetchPost;
+  return {
+    kind: 'http',
+    async publish(message, signal) {
+      let answer: HttpAnswer;
+      try {
+        answer = await post(options.url, {
+          body: messageBody(message),
+          headers: {
+            'content-type': 'application/json',
+            'idempotency-key': message.deduplicationKey,
+            'outbox-topic': message.topic,
+            'user-agent': 'webhook-inbox-relay',
+          },
+          signal,
+        });
+      } catch (error) {
+        return classifyNetworkError(error, signal);
+      }
+      return classifyStatus(answer.status, answer.header('retry-after'), options.clock());
+    },
+  };
+}
+
+/** The default without OUTBOX_TARGET_URL: each message is "published" as one log line (no payload). */
+export function logPublisher(logger: Logger): Publisher {
+  return {
+    kind: 'log',
+    async publish(message) {
+      logger.info('outbox message (log publisher)', {
+        message_id: message.id,
+        topic: message.topic,
+        deduplication_key: message.deduplicationKey,
+      });
+      return { outcome: 'published' };
+    },
+  };
+}
+
+export function publisherFor(
+  targetUrl: string | undefined,
+  dependencies: { clock: () => number; logger: Logger; post?: HttpPost },
+): Publisher {
+  return targetUrl === undefined
+    ? logPublisher(dependencies.logger)
+    : httpPublisher({ url: targetUrl, clock: dependencies.clock, post: dependencies.post });
+}

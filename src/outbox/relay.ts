@@ -1,0 +1,238 @@
+// The outbox relay: claims due messages under a lease, publishes them outside any transaction with
+// bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement.
+// Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
+// message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
+// entry, the CLI and, later, a Workers cron all drive the same `drain`.
+import { eq, inArray, sql } from 'drizzle-orm';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/client.ts';
+import { claimCandidates, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
+import { LAST_ERROR_MAX, type OutboxStatus, outboxMessages } from '../db/schema.ts';
+import type { Clock } from '../deps.ts';
+import type { JsonValue } from '../inbox/payload.ts';
+import { type BackoffPolicy, type RandomSource, retryDelayMs } from '../ops/backoff.ts';
+import { drainBatches, forEachBounded } from '../ops/drain.ts';
+import type { Logger } from '../ops/logger.ts';
+import type { OutboxMessage, Publisher, PublishOutcome } from './publishers.ts';
+
+export interface RelaySettings {
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+  leaseMs: number;
+  /** One publish call's timeout; must stay below the lease. */
+  timeoutMs: number;
+  batchSize: number;
+  concurrency: number;
+  /** A drain stops claiming (and starting publishes) after this long. */
+  budgetMs: number;
+}
+
+/** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
+export const DEFAULT_BATCH_SIZE = 500;
+export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_BUDGET_MS = 20_000;
+
+export function relaySettings(
+  config: Pick<
+    Config,
+    'OUTBOX_MAX_ATTEMPTS' | 'OUTBOX_BACKOFF_BASE_MS' | 'OUTBOX_BACKOFF_MAX_MS' | 'OUTBOX_LEASE_MS' | 'OUTBOX_TIMEOUT_MS'
+  >,
+  overrides: Partial<RelaySettings> = {},
+): RelaySettings {
+  return {
+    maxAttempts: config.OUTBOX_MAX_ATTEMPTS,
+    backoff: { baseMs: config.OUTBOX_BACKOFF_BASE_MS, maxMs: config.OUTBOX_BACKOFF_MAX_MS },
+    leaseMs: config.OUTBOX_LEASE_MS,
+    timeoutMs: config.OUTBOX_TIMEOUT_MS,
+    batchSize: DEFAULT_BATCH_SIZE,
+    concurrency: DEFAULT_CONCURRENCY,
+    budgetMs: DEFAULT_BUDGET_MS,
+    ...overrides,
+  };
+}
+
+export interface RelayDeps {
+  db: Database;
+  publisher: Publisher;
+  clock: Clock;
+  /** Makes this relay's id, written to `locked_by`. */
+  newId: () => string;
+  random: RandomSource;
+  logger: Logger;
+  settings: RelaySettings;
+}
+
+export interface DrainSummary {
+  claimed: number;
+  published: number;
+  /** Failed and rescheduled. */
+  retried: number;
+  dead: number;
+  /** Claimed but not started (the lease or the budget would not cover the call): free again at once. */
+  released: number;
+  batches: number;
+  stoppedBy: 'drained' | 'budget' | 'aborted';
+  elapsedMs: number;
+}
+
+/** One drain at a time per relay (its lease owner is its id); run several relays for parallelism. */
+export interface Relay {
+  readonly id: string;
+  drain(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<DrainSummary>;
+}
+
+type ClaimedMessage = OutboxMessage & { attempts: number };
+
+/** One row of the batch's outcome statement. */
+interface Outcome {
+  id: string;
+  status: OutboxStatus;
+  /** 1 for a failed publish, 0 otherwise: a crash or a release counts nothing. */
+  failed: 0 | 1;
+  available_at: string | null;
+  published_at: string | null;
+  last_error: string | null;
+}
+
+function outcomeRow(id: string, status: OutboxStatus, fields: Partial<Omit<Outcome, 'id' | 'status'>> = {}): Outcome {
+  return { id, status, failed: 0, available_at: null, published_at: null, last_error: null, ...fields };
+}
+
+async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
+  const table = outboxMessages;
+  const candidates = claimCandidates(db, {
+    table,
+    key: { id: table.id },
+    where: eq(table.status, 'pending'),
+    lease,
+    dueBy,
+    limit,
+  });
+  const rows = await db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
+    id: table.id,
+    topic: table.topic,
+    deduplicationKey: table.deduplicationKey,
+    payload: table.payload,
+    createdAt: table.createdAt,
+    attempts: table.attempts,
+  });
+  // Claimed rows come back in no particular order; publish oldest first.
+  return rows
+    .map((row) => ({ ...row, payload: row.payload as JsonValue }))
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}
+
+/**
+ * Every outcome of a batch in one statement. Guarded on our lease: a row another relay claimed
+ * after our lease expired is theirs now, and a row an operator changed is left as they left it.
+ */
+async function recordOutcomes(db: Database, owner: string, outcomes: readonly Outcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  const table = outboxMessages;
+  await db.execute(sql`
+    update ${table} as m set
+      status = o.status,
+      attempts = m.attempts + o.failed,
+      available_at = coalesce(o.available_at, m.available_at),
+      published_at = o.published_at,
+      last_error = coalesce(o.last_error, m.last_error),
+      locked_until = null,
+      locked_by = null
+    from jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
+      id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)
+    where m.id = o.id and m.locked_by = ${owner} and m.status = 'pending'`);
+}
+
+export function createRelay(deps: RelayDeps): Relay {
+  const { db, publisher, clock, logger, settings } = deps;
+  const id = deps.newId();
+  const at = (ms: number) => new Date(ms).toISOString();
+
+  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): Outcome {
+    const nowMs = clock();
+    if (result.outcome === 'published') return outcomeRow(message.id, 'published', { published_at: at(nowMs) });
+    const attempts = message.attempts + 1;
+    const lastError = result.error.slice(0, LAST_ERROR_MAX);
+    const fields = {
+      message_id: message.id,
+      topic: message.topic,
+      attempts,
+      error: lastError,
+      publisher: publisher.kind,
+    };
+    if (result.outcome === 'permanent' || attempts >= settings.maxAttempts) {
+      logger.error('outbox message dead', { ...fields, alert: true });
+      return outcomeRow(message.id, 'dead', { failed: 1, last_error: lastError });
+    }
+    const delayMs = retryDelayMs(settings.backoff, attempts, deps.random, result.retryAfterMs);
+    logger.warn('outbox publish failed, will retry', { ...fields, delay_ms: delayMs });
+    // Past this pass's cut-off even when the delay is 0 (jitter can draw it), so the retry waits for
+    // the next pass rather than spending attempts in a tight loop.
+    const availableMs = Math.max(nowMs + delayMs, dueBy.getTime() + 1);
+    return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
+  }
+
+  async function publishOne(message: ClaimedMessage): Promise<PublishOutcome> {
+    try {
+      return await publisher.publish(message, AbortSignal.timeout(settings.timeoutMs));
+    } catch (error) {
+      // Publishers classify their own failures; anything thrown is a bug or an environment problem
+      // worth another try, and its class is all that is safe to keep.
+      return { outcome: 'retry', error: `publisher ${error instanceof Error ? error.name : typeof error}` };
+    }
+  }
+
+  async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
+    const startedMs = clock();
+    const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0 };
+    // Only messages due when the pass began: one rescheduled during it waits for the next pass.
+    const dueBy = new Date(startedMs);
+
+    // Settled, never rejected: a rejection nobody awaits yet would be an unhandled one.
+    let recording: Promise<{ error: unknown } | undefined> = Promise.resolve(undefined);
+    const settleRecording = async () => {
+      const failed = await recording;
+      recording = Promise.resolve(undefined);
+      if (failed !== undefined) throw failed.error;
+    };
+    const progress = await drainBatches({
+      nowMs: clock,
+      budgetMs: options.budgetMs ?? settings.budgetMs,
+      signal: options.signal,
+      batch: async (deadlineMs) => {
+        const lease = takeLease(id, clock(), settings.leaseMs);
+        const messages = await claimBatch(db, lease, dueBy, settings.batchSize);
+        const outcomes: Outcome[] = [];
+        await forEachBounded(messages, settings.concurrency, async (message) => {
+          const nowMs = clock();
+          if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
+            // Not started, so nothing happened: give it back without counting an attempt.
+            outcomes.push(outcomeRow(message.id, 'pending'));
+            summary.released += 1;
+            return;
+          }
+          const outcome = outcomeOf(message, await publishOne(message), dueBy);
+          outcomes.push(outcome);
+          summary[outcome.status === 'pending' ? 'retried' : outcome.status] += 1;
+        });
+        // The outcomes are written while the next batch is claimed and published: the rows stay
+        // leased to us until then, so nobody else can take them. One write in flight at a time, and
+        // a failed one stops the drain at the next batch.
+        await settleRecording();
+        recording = recordOutcomes(db, id, outcomes).then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
+        summary.claimed += messages.length;
+        return { claimed: messages.length, limit: settings.batchSize };
+      },
+    });
+
+    await settleRecording();
+    const result: DrainSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
+    if (result.claimed > 0) logger.info('outbox drained', { relay: id, ...result });
+    return result;
+  }
+
+  return { id, drain };
+}

@@ -1,0 +1,88 @@
+// Retry timing and outcome classes, as pure functions: full jitter within the capped exponential
+// ceiling, Retry-After in both forms, and which HTTP answers retry, die or count as published.
+import { describe, expect, it } from 'vitest';
+import { backoffDelayMs, parseRetryAfter, retryDelayMs } from '../src/ops/backoff.ts';
+import { classifyNetworkError, classifyStatus } from '../src/outbox/publishers.ts';
+
+const policy = { baseMs: 1000, maxMs: 60_000 };
+const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);
+
+describe('backoffDelayMs (capped exponential, full jitter)', () => {
+  it('draws uniformly below base * 2^(failures - 1)', () => {
+    expect(backoffDelayMs(policy, 1, () => 0)).toBe(0);
+    expect(backoffDelayMs(policy, 1, () => 0.5)).toBe(500);
+    expect(backoffDelayMs(policy, 2, () => 0.5)).toBe(1000);
+    expect(backoffDelayMs(policy, 4, () => 0.5)).toBe(4000);
+    expect(backoffDelayMs(policy, 4, () => 0.999_999)).toBeLessThan(8000);
+  });
+
+  it('never exceeds the cap, however many failures', () => {
+    expect(backoffDelayMs(policy, 7, () => 0.5)).toBe(30_000);
+    expect(backoffDelayMs(policy, 50, () => 0.5)).toBe(30_000);
+    expect(backoffDelayMs(policy, 5000, () => 0.999_999)).toBeLessThan(60_000);
+  });
+
+  it('prefers the server-given delay, capped', () => {
+    expect(retryDelayMs(policy, 3, () => 0.5, 120)).toBe(120);
+    expect(retryDelayMs(policy, 3, () => 0.5, 10_000_000)).toBe(60_000);
+    expect(retryDelayMs(policy, 3, () => 0.5, undefined)).toBe(2000);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads delay-seconds', () => {
+    expect(parseRetryAfter('120', NOW)).toBe(120_000);
+    expect(parseRetryAfter(' 0 ', NOW)).toBe(0);
+  });
+
+  it('reads an HTTP date relative to now, and a past date as now', () => {
+    expect(parseRetryAfter(new Date(NOW + 90_000).toUTCString(), NOW)).toBe(90_000);
+    expect(parseRetryAfter('Sun, 06 Nov 1994 08:49:37 GMT', NOW)).toBe(0);
+  });
+
+  it('ignores what it cannot read', () => {
+    for (const value of [null, undefined, '', '-5', '1.5', 'soon', '2026-06-01T12:00:00Z']) {
+      expect(parseRetryAfter(value, NOW)).toBeUndefined();
+    }
+  });
+});
+
+describe('classifyStatus', () => {
+  it('counts any 2xx as published', () => {
+    for (const status of [200, 201, 202, 204, 299]) expect(classifyStatus(status, null, NOW).outcome).toBe('published');
+  });
+
+  it('retries 408, 409, 425, 429, 5xx and 3xx (redirects are not followed)', () => {
+    for (const status of [408, 409, 425, 429, 500, 502, 503, 504, 301, 302, 307, 308]) {
+      expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'retry', error: `http ${status}` });
+    }
+  });
+
+  it('gives up at once on any other 4xx', () => {
+    for (const status of [400, 401, 403, 404, 405, 410, 413, 415, 422]) {
+      expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'permanent', error: `http ${status}` });
+    }
+  });
+
+  it('takes Retry-After from 429 and 503 only', () => {
+    expect(classifyStatus(429, '30', NOW)).toEqual({ outcome: 'retry', error: 'http 429', retryAfterMs: 30_000 });
+    expect(classifyStatus(503, '5', NOW)).toEqual({ outcome: 'retry', error: 'http 503', retryAfterMs: 5000 });
+    expect(classifyStatus(500, '30', NOW)).toEqual({ outcome: 'retry', error: 'http 500' });
+  });
+});
+
+describe('classifyNetworkError', () => {
+  it('names a timeout, a system code, or just a network error; never the message', () => {
+    const aborted = AbortSignal.abort();
+    const live = new AbortController().signal;
+    const refused = new TypeError('fetch failed to http://user:pw@host', {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    expect(classifyNetworkError(refused, aborted)).toEqual({ outcome: 'retry', error: 'timeout' });
+    expect(classifyNetworkError(refused, live)).toEqual({ outcome: 'retry', error: 'network ECONNREFUSED' });
+    expect(classifyNetworkError(new TypeError('fetch failed'), live)).toEqual({
+      outcome: 'retry',
+      error: 'network error',
+    });
+  });
+});

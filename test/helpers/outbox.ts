@@ -1,0 +1,153 @@
+// Outbox facts read back with plain SQL, messages inserted with plain SQL, and a relay as the tests
+// drive it: real database and publisher, with the clock, the jitter and the logs in the test's hands.
+import { randomUUID } from 'node:crypto';
+import type postgres from 'postgres';
+import type { Database } from '../../src/db/client.ts';
+import { createLogger } from '../../src/ops/logger.ts';
+import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
+import { createRelay, type Relay, type RelaySettings } from '../../src/outbox/relay.ts';
+import { uniqueId } from './acme.ts';
+
+export interface OutboxRow {
+  id: string;
+  topic: string;
+  deduplication_key: string;
+  payload: unknown;
+  status: string;
+  created_at: Date;
+  available_at: Date;
+  published_at: Date | null;
+  attempts: number;
+  last_error: string | null;
+  locked_until: Date | null;
+  locked_by: string | null;
+}
+
+const columns = (sql: postgres.Sql) =>
+  sql`id::text as id, topic, deduplication_key, payload, status::text as status, created_at, available_at,
+    published_at, attempts, last_error, locked_until, locked_by`;
+
+export async function outboxRows(sql: postgres.Sql, ids?: readonly string[]): Promise<OutboxRow[]> {
+  return ids === undefined
+    ? sql<OutboxRow[]>`select ${columns(sql)} from outbox_messages order by created_at, id`
+    : sql<
+        OutboxRow[]
+      >`select ${columns(sql)} from outbox_messages where id = any(${ids}::uuid[]) order by created_at, id`;
+}
+
+export async function outboxRow(sql: postgres.Sql, id: string): Promise<OutboxRow | undefined> {
+  return (await outboxRows(sql, [id]))[0];
+}
+
+export async function outboxRowsByKeyPrefix(sql: postgres.Sql, prefix: string): Promise<OutboxRow[]> {
+  return sql<OutboxRow[]>`select ${columns(sql)} from outbox_messages
+    where starts_with(deduplication_key, ${prefix}) order by created_at, id`;
+}
+
+export interface NewMessage {
+  topic?: string;
+  payload?: unknown;
+  status?: 'pending' | 'published' | 'dead';
+  attempts?: number;
+  availableAt?: Date;
+  createdAt?: Date;
+}
+
+/** Inserts `count` messages with keys of their own; answers their ids in creation order. */
+export async function insertMessages(sql: postgres.Sql, count: number, overrides: NewMessage = {}): Promise<string[]> {
+  const run = uniqueId('test');
+  const created = overrides.createdAt ?? new Date(Date.now() - 60_000);
+  const rows = Array.from({ length: count }, (_, index) => ({
+    id: randomUUID(),
+    topic: overrides.topic ?? 'subscription.changed',
+    deduplication_key: `acme:${run}_${index}:${overrides.topic ?? 'subscription.changed'}`,
+    payload: sql.json((overrides.payload ?? { n: index }) as postgres.JSONValue),
+    status: overrides.status ?? 'pending',
+    attempts: overrides.attempts ?? 0,
+    // One millisecond apart, so "oldest first" has one answer.
+    created_at: new Date(created.getTime() + index),
+    available_at: overrides.availableAt ?? new Date(created.getTime() + index),
+  }));
+  await sql`insert into outbox_messages ${sql(rows)}`;
+  return rows.map((row) => row.id);
+}
+
+export interface OperatorActionRow {
+  operator: string;
+  action: string;
+  target_kind: string;
+  target: string;
+  before_status: string | null;
+  after_status: string | null;
+  at: Date;
+}
+
+export async function operatorActionRows(sql: postgres.Sql, target: string): Promise<OperatorActionRow[]> {
+  return sql<OperatorActionRow[]>`select operator, action, target_kind::text as target_kind, target, before_status,
+    after_status, at from operator_actions where target = ${target} order by at`;
+}
+
+export const TEST_RELAY_SETTINGS: RelaySettings = {
+  maxAttempts: 5,
+  backoff: { baseMs: 1000, maxMs: 60_000 },
+  leaseMs: 30_000,
+  timeoutMs: 2_000,
+  batchSize: 50,
+  concurrency: 8,
+  budgetMs: 20_000,
+};
+
+export interface TestRelay {
+  relay: Relay;
+  logs: string[];
+  now(): number;
+  setNow(ms: number): void;
+  advance(ms: number): void;
+  setRandom(value: number): void;
+}
+
+/** A relay on the real clock's "now" (enqueued rows use the database's now()), moved only by the test. */
+export function buildTestRelay(
+  db: Database,
+  options: {
+    target?: string;
+    post?: HttpPost;
+    publisher?: Publisher;
+    settings?: Partial<RelaySettings>;
+    id?: string;
+  } = {},
+): TestRelay {
+  let now = Date.now();
+  let random = 0.5;
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', now: () => new Date(now), write: (line) => logs.push(line) });
+  const clock = () => now;
+  const publisher =
+    options.publisher ??
+    (options.target === undefined
+      ? logPublisher(logger)
+      : httpPublisher({ url: options.target, clock, post: options.post }));
+  const relay = createRelay({
+    db,
+    publisher,
+    clock,
+    newId: () => options.id ?? uniqueId('relay'),
+    random: () => random,
+    logger,
+    settings: { ...TEST_RELAY_SETTINGS, ...options.settings },
+  });
+  return {
+    relay,
+    logs,
+    now: () => now,
+    setNow: (ms) => {
+      now = ms;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+    setRandom: (value) => {
+      random = value;
+    },
+  };
+}

@@ -1,0 +1,60 @@
+// The outbox's operational surface below the CLI: the metrics hook's three numbers, an operator
+// retry followed by a drain that delivers, and the configuration rule that keeps the lease above
+// the publish timeout.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../src/config.ts';
+import { outboxStats } from '../src/outbox/metrics.ts';
+import { retryDeadMessages } from '../src/outbox/operator.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { buildTestRelay, insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
+import { startSink } from './helpers/sink.ts';
+
+const { db, sql } = await useTestDatabase();
+const sink = await startSink();
+
+describe('outboxStats', () => {
+  it('is all zeros on an empty outbox', async () => {
+    expect(await outboxStats(db, Date.now())).toEqual({ pending: 0, oldestPendingAgeSeconds: 0, dead: 0 });
+  });
+
+  it('counts pending and dead messages and ages the oldest pending one from its creation', async () => {
+    const now = Date.now();
+    await insertMessages(sql, 3, { createdAt: new Date(now - 120_000) });
+    await insertMessages(sql, 2, { createdAt: new Date(now - 10_000) });
+    await insertMessages(sql, 4, { status: 'dead', createdAt: new Date(now - 999_000) });
+    await insertMessages(sql, 5, { status: 'published', createdAt: new Date(now - 999_000) });
+
+    expect(await outboxStats(db, now)).toEqual({ pending: 5, oldestPendingAgeSeconds: 120, dead: 4 });
+    await sql`delete from outbox_messages`;
+  });
+});
+
+describe('operator retry, then the relay', () => {
+  it('a retried dead message is delivered by the next drain', async () => {
+    const [id] = (await insertMessages(sql, 1, { status: 'dead', attempts: 10 })) as [string];
+    const relay = buildTestRelay(db, { target: sink.url });
+    expect((await relay.relay.drain()).claimed).toBe(0);
+
+    const result = await retryDeadMessages(db, {
+      ids: [id.toUpperCase()],
+      operator: 'ops',
+      now: new Date(relay.now()),
+    });
+    expect(result).toEqual({ kind: 'retried', ids: [id], skipped: [] });
+    expect(await operatorActionRows(sql, id)).toHaveLength(1);
+
+    expect((await relay.relay.drain()).published).toBe(1);
+    expect(await outboxRow(sql, id)).toMatchObject({ status: 'published', attempts: 0 });
+    expect(sink.requests.map((request) => request.messageId)).toEqual([id]);
+  });
+});
+
+describe('configuration', () => {
+  it('refuses a publish timeout that the lease would not cover', () => {
+    expect(() => parseConfig({ OUTBOX_TIMEOUT_MS: '30000', OUTBOX_LEASE_MS: '30000' })).toThrow(ConfigError);
+    expect(() => parseConfig({ OUTBOX_TIMEOUT_MS: '30000' })).toThrow(
+      /OUTBOX_TIMEOUT_MS: must be below OUTBOX_LEASE_MS/,
+    );
+    expect(parseConfig({ OUTBOX_TIMEOUT_MS: '29999' }).OUTBOX_TIMEOUT_MS).toBe(29999);
+  });
+});

@@ -1,0 +1,341 @@
+// The relay against real PostgreSQL and a real HTTP sink: what a drain claims, publishes and records
+// for each class of answer; backoff, Retry-After and dead letters on an injected clock; leases,
+// budgets and two relays draining at once.
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../src/db/client.ts';
+import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
+import { undiciPost } from '../src/outbox/undici-post.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { buildTestRelay, insertMessages, outboxRow, outboxRows } from './helpers/outbox.ts';
+import { refusingUrl, type SinkAnswer, startSink } from './helpers/sink.ts';
+
+const database = await useTestDatabase();
+const { db, sql } = database;
+const sink = await startSink();
+
+afterEach(async () => {
+  // Tests share this file's database: no message may wait around to be claimed by the next test.
+  await sql`delete from outbox_messages`;
+  sink.requests.length = 0;
+  sink.overlaps.length = 0;
+  sink.respond(() => ({ status: 200, body: '{}' }));
+});
+
+const ms = (date: Date | null | undefined) => date?.getTime();
+
+describe('a drain', () => {
+  it('publishes due messages oldest first, records published_at and leaves attempts at 0', async () => {
+    const ids = await insertMessages(sql, 3);
+    const test = buildTestRelay(db, { target: sink.url, settings: { concurrency: 1 } });
+
+    const summary = await test.relay.drain();
+
+    expect(summary).toMatchObject({ claimed: 3, published: 3, retried: 0, dead: 0, released: 0, stoppedBy: 'drained' });
+    expect(sink.requests.map((request) => request.messageId)).toEqual(ids);
+    for (const row of await outboxRows(sql, ids)) {
+      expect(row).toMatchObject({ status: 'published', attempts: 0, last_error: null, locked_by: null });
+      expect(ms(row.published_at)).toBe(test.now());
+      expect(row.locked_until).toBeNull();
+    }
+    expect((await test.relay.drain()).claimed).toBe(0);
+    expect(sink.requests).toHaveLength(3);
+  });
+
+  it('leaves messages that are not due yet', async () => {
+    const [later] = await insertMessages(sql, 1, { availableAt: new Date(Date.now() + 60_000) });
+    const test = buildTestRelay(db, { target: sink.url });
+    expect((await test.relay.drain()).claimed).toBe(0);
+    test.advance(60_000);
+    expect((await test.relay.drain()).published).toBe(1);
+    expect((await outboxRow(sql, later as string))?.status).toBe('published');
+  });
+
+  it('loops while batches come back full', async () => {
+    await insertMessages(sql, 7);
+    const test = buildTestRelay(db, { target: sink.url, settings: { batchSize: 3 } });
+    expect(await test.relay.drain()).toMatchObject({ claimed: 7, published: 7, batches: 3, stoppedBy: 'drained' });
+  });
+
+  it('stops at its time budget and leaves the rest for the next pass', async () => {
+    await insertMessages(sql, 5);
+    const test = buildTestRelay(db, {
+      settings: { batchSize: 1, budgetMs: 1500 },
+      publisher: {
+        kind: 'slow',
+        publish: async () => {
+          test.advance(1000);
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain()).toMatchObject({ claimed: 2, published: 2, batches: 2, stoppedBy: 'budget' });
+    const rows = await outboxRows(sql);
+    expect(rows.filter((row) => row.status === 'pending')).toHaveLength(3);
+    expect(rows.every((row) => row.locked_by === null)).toBe(true);
+  });
+
+  it('gives back, uncounted, a claimed message its lease would no longer cover', async () => {
+    const ids = await insertMessages(sql, 3);
+    const test = buildTestRelay(db, {
+      settings: { leaseMs: 1000, timeoutMs: 700, concurrency: 1 },
+      publisher: {
+        kind: 'slow',
+        publish: async () => {
+          test.advance(400);
+          return { outcome: 'published' };
+        },
+      },
+    });
+    // 0 + 700 < 1000: the first starts; at 400, 400 + 700 passes the lease: the others go back.
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 1, released: 2 });
+    const [first, ...others] = await outboxRows(sql, ids);
+    expect(first?.status).toBe('published');
+    for (const row of others) {
+      expect(row).toMatchObject({ status: 'pending', attempts: 0, locked_by: null, locked_until: null });
+      expect(ms(row.available_at)).toBeLessThan(test.now());
+    }
+  });
+
+  it('stops starting publishes once its signal aborts (shutdown), giving the rest back', async () => {
+    await insertMessages(sql, 3);
+    const stop = new AbortController();
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 1 },
+      publisher: {
+        kind: 'stopping',
+        publish: async () => {
+          stop.abort();
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain({ signal: stop.signal })).toMatchObject({ claimed: 3, published: 1, released: 2 });
+    const rows = await outboxRows(sql);
+    expect(rows.filter((row) => row.status === 'pending' && row.attempts === 0 && row.locked_by === null)).toHaveLength(
+      2,
+    );
+  });
+
+  it('publishes with the log publisher when no target is set, without logging the payload', async () => {
+    const [id] = await insertMessages(sql, 1, { payload: { email: 'someone@example.com' } });
+    const test = buildTestRelay(db);
+    expect((await test.relay.drain()).published).toBe(1);
+    expect((await outboxRow(sql, id as string))?.status).toBe('published');
+    const line = test.logs.map((text) => JSON.parse(text)).find((entry) => entry.message_id === id);
+    expect(line).toMatchObject({ level: 'info', topic: 'subscription.changed' });
+    expect(test.logs.join('\n')).not.toContain('someone@example.com');
+  });
+});
+
+describe.each([
+  { transport: 'fetch', post: fetchPost },
+  { transport: 'undici', post: undiciPost },
+])('answers and failures over $transport', ({ post }) => {
+  it('POSTs the contract body with Idempotency-Key and the topic', async () => {
+    const [id] = (await insertMessages(sql, 1, { payload: { external_id: 'sub_1' } })) as [string];
+    await buildTestRelay(db, { target: sink.url, post }).relay.drain();
+    const row = await outboxRow(sql, id);
+    const [request] = sink.requests;
+    expect(request?.method).toBe('POST');
+    expect(request?.headers).toMatchObject({
+      'content-type': 'application/json',
+      'idempotency-key': row?.deduplication_key,
+      'outbox-topic': 'subscription.changed',
+    });
+    expect(request?.body).toBe(
+      JSON.stringify({
+        id,
+        topic: 'subscription.changed',
+        deduplication_key: row?.deduplication_key,
+        payload: { external_id: 'sub_1' },
+        created_at: row?.created_at.toISOString(),
+      }),
+    );
+  });
+
+  it('publishes on a 2xx whatever the size of the answer body', async () => {
+    const ids = await insertMessages(sql, 3);
+    sink.respond((_request, index) => ({
+      status: [200, 201, 204][index] ?? 200,
+      body: index === 0 ? 'x'.repeat(1 << 20) : '',
+    }));
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { concurrency: 1 } });
+    expect(await test.relay.drain()).toMatchObject({ published: 3 });
+    for (const row of await outboxRows(sql, ids)) expect(row.status).toBe('published');
+  });
+
+  it('a failing target that recovers: attempts count failures, backoff grows with full jitter', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    const test = buildTestRelay(db, { target: sink.url, post });
+    test.setRandom(0.5);
+    sink.respond((_request, index) => (index < 2 ? { status: 503, body: 'down' } : { status: 200 }));
+
+    await test.relay.drain();
+    let row = await outboxRow(sql, id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'http 503', locked_by: null });
+    // 0.5 of min(60 s, 1 s * 2^0)
+    expect(ms(row?.available_at)).toBe(test.now() + 500);
+
+    test.advance(499);
+    expect((await test.relay.drain()).claimed).toBe(0);
+    test.advance(1);
+    await test.relay.drain();
+    row = await outboxRow(sql, id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 2 });
+    // 0.5 of 1 s * 2^1
+    expect(ms(row?.available_at)).toBe(test.now() + 1000);
+
+    test.advance(1000);
+    expect((await test.relay.drain()).published).toBe(1);
+    row = await outboxRow(sql, id);
+    expect(row).toMatchObject({ status: 'published', attempts: 2 });
+    expect(sink.requests.map((request) => request.headers['idempotency-key'])).toEqual(
+      Array(3).fill(row?.deduplication_key),
+    );
+  });
+
+  it('honours Retry-After in seconds and as an HTTP date, up to the cap', async () => {
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { backoff: { baseMs: 1000, maxMs: 60_000 } } });
+    const date = new Date(test.now() + 45_000).toUTCString();
+    const answers: Record<string, SinkAnswer> = {};
+    const [inSeconds, asDate, tooLong] = (await insertMessages(sql, 3)) as [string, string, string];
+    answers[inSeconds] = { status: 429, headers: { 'retry-after': '30' } };
+    answers[asDate] = { status: 503, headers: { 'retry-after': date } };
+    answers[tooLong] = { status: 503, headers: { 'retry-after': '86400' } };
+    sink.respond((request) => answers[request.messageId ?? ''] ?? { status: 200 });
+
+    expect(await test.relay.drain()).toMatchObject({ retried: 3 });
+    expect(ms((await outboxRow(sql, inSeconds))?.available_at)).toBe(test.now() + 30_000);
+    expect(ms((await outboxRow(sql, asDate))?.available_at)).toBe(Date.parse(date));
+    expect(ms((await outboxRow(sql, tooLong))?.available_at)).toBe(test.now() + 60_000);
+    expect((await outboxRow(sql, tooLong))?.last_error).toBe('http 503');
+  });
+
+  it('dead-letters a permanent 4xx at once, and keeps the body out of last_error', async () => {
+    const ids = await insertMessages(sql, 4);
+    const statuses = [400, 404, 410, 422];
+    sink.respond((request) => ({
+      status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200,
+      body: 'rejected: token=sk_live_secret',
+    }));
+    const test = buildTestRelay(db, { target: sink.url, post });
+
+    expect(await test.relay.drain()).toMatchObject({ dead: 4 });
+    const rows = await outboxRows(sql, ids);
+    expect(rows.map((row) => [row.status, row.attempts, row.last_error])).toEqual(
+      statuses.map((status) => ['dead', 1, `http ${status}`]),
+    );
+    expect(test.logs.join('\n')).not.toContain('sk_live_secret');
+
+    test.advance(3_600_000);
+    expect((await test.relay.drain()).claimed).toBe(0);
+    expect(sink.requests).toHaveLength(4);
+  });
+
+  it('retries 408, 409, 425 and 429 like a 5xx', async () => {
+    const ids = await insertMessages(sql, 4);
+    const statuses = [408, 409, 425, 429];
+    sink.respond((request) => ({ status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200 }));
+    const test = buildTestRelay(db, { target: sink.url, post });
+    expect(await test.relay.drain()).toMatchObject({ retried: 4, dead: 0 });
+    for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+  });
+
+  it('does not follow a redirect: a 3xx is a retryable failure', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    sink.respond((request) =>
+      request.path === '/moved' ? { status: 200 } : { status: 307, headers: { location: '/moved' } },
+    );
+    const test = buildTestRelay(db, { target: sink.url, post });
+    expect(await test.relay.drain()).toMatchObject({ retried: 1 });
+    expect(sink.requests.map((request) => request.path)).toEqual(['/outbox']);
+    expect(await outboxRow(sql, id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'http 307' });
+  });
+
+  it('gives up after OUTBOX_MAX_ATTEMPTS failed publishes', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    sink.respond(() => ({ status: 500 }));
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { maxAttempts: 3 } });
+    for (let pass = 0; pass < 5; pass++) {
+      await test.relay.drain();
+      test.advance(60_000);
+    }
+    expect(await outboxRow(sql, id)).toMatchObject({ status: 'dead', attempts: 3, last_error: 'http 500' });
+    expect(sink.requests).toHaveLength(3);
+    const dead = test.logs.map((line) => JSON.parse(line)).find((line) => line.msg === 'outbox message dead');
+    expect(dead).toMatchObject({ level: 'error', alert: true, message_id: id, attempts: 3 });
+  });
+
+  it('records a timeout when the target does not answer within OUTBOX_TIMEOUT_MS', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    const release = sink.hold();
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { timeoutMs: 300 } });
+    try {
+      expect(await test.relay.drain()).toMatchObject({ retried: 1 });
+      expect(await outboxRow(sql, id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'timeout' });
+    } finally {
+      release();
+    }
+  });
+
+  it('records a refused connection by its code', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    const test = buildTestRelay(db, { target: await refusingUrl(), post });
+    await test.relay.drain();
+    expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'network ECONNREFUSED' });
+  });
+
+  it('does not retry a message twice within one pass, even with a zero delay', async () => {
+    const ids = await insertMessages(sql, 3);
+    sink.respond(() => ({ status: 503, headers: { 'retry-after': '0' } }));
+    const test = buildTestRelay(db, { target: sink.url, post, settings: { batchSize: 1, maxAttempts: 10 } });
+    test.setRandom(0);
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, retried: 3, stoppedBy: 'drained' });
+    for (const row of await outboxRows(sql, ids)) expect(row.attempts).toBe(1);
+  });
+
+  it('treats a publisher that throws as a retryable failure named by class only', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    const broken: Publisher = {
+      kind: 'broken',
+      publish: async () => {
+        throw new RangeError('payload says card 4242');
+      },
+    };
+    await buildTestRelay(db, { publisher: broken }).relay.drain();
+    expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'publisher RangeError' });
+  });
+});
+
+describe('two relays draining at once', () => {
+  it('never hold one message together, and the sink gets every message exactly once', async () => {
+    const count = 400;
+    const ids = await insertMessages(sql, count);
+    // Separate pools: the relays meet only in the database, as two processes would.
+    const other = connectDatabase({ url: database.url, maxConnections: 4, statementTimeoutMs: 10_000 });
+    try {
+      sink.respond(async () => {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
+        return { status: 200 };
+      });
+      const settings = { batchSize: 25, concurrency: 8 };
+      const first = buildTestRelay(db, { target: sink.url, settings, id: 'relay-a' });
+      const second = buildTestRelay(other.db, { target: sink.url, settings, id: 'relay-b' });
+      const [a, b] = await Promise.all([first.relay.drain(), second.relay.drain()]);
+
+      expect(a.claimed + b.claimed).toBe(count);
+      // Both took part: the split is the database's doing, not one relay finishing before the other began.
+      expect(Math.min(a.claimed, b.claimed)).toBeGreaterThan(0);
+      expect(a.published + b.published).toBe(count);
+      expect(sink.requests).toHaveLength(count);
+      expect(new Set(sink.requests.map((request) => request.messageId)).size).toBe(count);
+      expect(sink.overlaps).toEqual([]);
+      const rows = await outboxRows(sql, ids);
+      expect(rows.every((row) => row.status === 'published' && row.attempts === 0 && row.locked_by === null)).toBe(
+        true,
+      );
+    } finally {
+      await other.close();
+    }
+  });
+});
