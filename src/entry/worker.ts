@@ -47,6 +47,11 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     Object.entries(bindings).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
   );
   const config = parseConfig(variables);
+  // The binding is typed as present, but wrangler.toml is edited by hand: say so instead of a TypeError.
+  const hyperdrive: unknown = bindings.HYPERDRIVE;
+  if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
+    throw new ConfigError(['HYPERDRIVE: no Hyperdrive binding of that name (wrangler.toml [[hyperdrive]])']);
+  }
   const secrets = providerSecrets(config);
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
   if (!Object.values(secrets).some((list) => list.length > 0)) {

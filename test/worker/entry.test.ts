@@ -48,6 +48,14 @@ describe('the Worker entry', () => {
     expect(String(logs[0]?.error)).toContain('no provider secret is set');
   });
 
+  it('names a missing Hyperdrive binding instead of failing on it', async () => {
+    const logs = captureLogs();
+    const response = await fetchWith({ ...env, HYPERDRIVE: undefined } as unknown as Env);
+
+    expect(response.status).toBe(503);
+    expect(String(logs[0]?.error)).toContain('HYPERDRIVE: no Hyperdrive binding');
+  });
+
   it('imports the keys once per set of bindings, not once per request', async () => {
     const importKey = vi.spyOn(crypto.subtle, 'importKey');
     const bindings = { ...env } as Env;
