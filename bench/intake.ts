@@ -17,6 +17,7 @@ import { Pool } from 'undici';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { type LoadResult, runLoad } from './lib/load.ts';
+import { pgbenchCeiling } from './lib/pgbench.ts';
 import {
   clockTicksPerSecond,
   machineBusyShare,
@@ -174,6 +175,9 @@ async function main(): Promise<boolean> {
       failures.push(`webhook_events has ${stored.completed} completed rows for ${accepted} accepted events`);
     }
 
+    console.log(`pgbench: the same SQL at ${config.concurrency} clients, no application`);
+    const ceiling = await pgbenchCeiling(database.url, config.concurrency, 15);
+
     const seconds = timed.elapsedMs / 1000;
     const perEvent = (ms: number) => (timed.accepted > 0 ? ms / timed.accepted : Number.NaN);
     const serviceUserMs = ticksToMs(serviceAfter.user - serviceBefore.user);
@@ -212,6 +216,9 @@ async function main(): Promise<boolean> {
       loadGeneratorCpuMsPerEvent: round(perEvent(generatorCpuMs), 3),
       machineBusyPercent: round(machineBusyShare(machineBefore, machineAfter) * 100, 1),
       otherCpuPercent: round((Math.max(0, otherCpuMs) / capacityMs) * 100, 1),
+      pgbenchTransactionsPerSecond: ceiling === null ? null : round(ceiling.transactionsPerSecond, 1),
+      shareOfPgbenchCeiling:
+        ceiling === null ? null : round(timed.accepted / seconds / ceiling.transactionsPerSecond, 2),
       timedEvents: timedRequests.length,
       timedAccepted: timed.accepted,
       timedSeconds: round(seconds, 3),
@@ -258,6 +265,16 @@ async function main(): Promise<boolean> {
         { label: 'load generator CPU ms/event', value: figures.loadGeneratorCpuMsPerEvent, note: 'this process' },
         { label: 'machine busy (%)', value: figures.machineBusyPercent, note: `${context.cpus} cores` },
         { label: 'other CPU on machine (%)', value: figures.otherCpuPercent, note: 'of all cores; noise indicator' },
+        {
+          label: 'pgbench ceiling (tx/s)',
+          value: figures.pgbenchTransactionsPerSecond ?? 'n/a (no pgbench)',
+          note: 'same SQL per event, same concurrency',
+        },
+        {
+          label: 'service / ceiling',
+          value: figures.shareOfPgbenchCeiling ?? 'n/a',
+          note: 'events/s as a fraction of pgbench',
+        },
         { label: 'non-200 answers', value: figures.nonOkAnswers, note: 'must be 0' },
         {
           label: 'accepted / completed rows',

@@ -1,20 +1,16 @@
 // `npm start` and `npm run db:migrate` as real processes: the zero-setup path with the embedded
 // server and the printed curl, refusal to serve an unmigrated database, configuration errors.
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useEmptyDatabase } from './helpers/database.ts';
-import { cleanEnv, run } from './helpers/process.ts';
+import { cleanEnv, run, startService } from './helpers/process.ts';
 
 const exec = promisify(execFile);
-// The `start` script itself, run without npm in between so signals reach the service directly.
-const startScript = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start.split(' ') as string[];
-const startService = (env: Record<string, string>) =>
-  run(process.execPath, startScript.slice(startScript[0] === 'node' ? 1 : 0), cleanEnv(env));
 const migrate = (env: Record<string, string>) => run('npm', ['run', '--silent', 'db:migrate'], cleanEnv(env));
 
 const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-start-'));

@@ -10,6 +10,8 @@ import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createLogger } from '../ops/logger.ts';
+import { labelBounds, Metrics } from '../ops/metrics.ts';
+import { defaultGaugeSources } from '../ops/metrics-routes.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -72,11 +74,14 @@ async function main(): Promise<void> {
     throw new StartupError('the database is unreachable (check DATABASE_URL)');
   }
 
+  const providers = await enableProviders(secrets);
   const app = createApp({
     config,
     db: database.db,
-    providers: await enableProviders(secrets),
+    providers,
     handlers: defaultHandlers,
+    metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
+    gaugeSources: defaultGaugeSources,
     clock,
     newId: () => randomUUID().replaceAll('-', ''),
     logger,

@@ -10,6 +10,8 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
 import { createLogger, type Logger } from '../ops/logger.ts';
 import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
+import { labelBounds, Metrics } from '../ops/metrics.ts';
+import { defaultGaugeSources } from '../ops/metrics-routes.ts';
 import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
 
 /**
@@ -29,6 +31,8 @@ interface Runtime {
   config: Config;
   providers: ReadonlyMap<string, EnabledProvider>;
   logger: Logger;
+  /** The isolate's counters: /metrics here reports this isolate's deliveries only. */
+  metrics: Metrics;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -57,7 +61,13 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (!Object.values(secrets).some((list) => list.length > 0)) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  return { config, providers: await enableProviders(secrets), logger: newLogger(config.LOG_LEVEL) };
+  const providers = await enableProviders(secrets);
+  return {
+    config,
+    providers,
+    logger: newLogger(config.LOG_LEVEL),
+    metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
+  };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -100,7 +110,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
     reportUnusable(error);
     return new AppError('unavailable').getResponse();
   }
-  const { config, providers, logger } = runtime;
+  const { config, providers, logger, metrics } = runtime;
   const database = openDatabase(env, config);
   try {
     const app = createApp({
@@ -108,6 +118,8 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
       db: database.db,
       providers,
       handlers: defaultHandlers,
+      metrics,
+      gaugeSources: defaultGaugeSources,
       clock: () => Date.now(),
       newId: () => crypto.randomUUID().replaceAll('-', ''),
       logger,

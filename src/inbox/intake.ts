@@ -69,6 +69,14 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
     return { kind: 'apply', handler, payload: parsed.data };
   }
 
+  // Every refusal is counted by reason class, wherever along the chain it was decided.
+  routes.use('/webhooks/:provider', async (c, next) => {
+    await next();
+    if (c.error instanceof AppError && c.error.code !== 'processing_failed') {
+      deps.metrics.countRejection(c.req.param('provider'), c.error.code);
+    }
+  });
+
   routes.post(
     '/webhooks/:provider',
     async (c, next) => {
@@ -106,7 +114,11 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
         await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
         const { outcome, attempt } = await processEvent(deps.db, deadline, event, plan);
 
-        const fields = { ...log, outcome, attempt, duration_ms: elapsedSince(started) };
+        const elapsed = elapsedSince(started);
+        const fields = { ...log, outcome, attempt, duration_ms: elapsed };
+        deps.metrics.countEvent(event.provider, event.eventType, outcome === 'completed' ? 'accepted' : outcome);
+        if (attempt !== undefined && attempt > 1) deps.metrics.countEvent(event.provider, event.eventType, 'retried');
+        deps.metrics.observeProcessing(event.provider, elapsed / 1000);
         if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
         else logger.info('event processed', fields);
         const answer = answers[outcome];
@@ -114,6 +126,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
       } catch (error) {
         const outcome = error instanceof AppError ? error.code : 'unavailable';
         const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
+        if (attempt !== undefined) deps.metrics.countEvent(provider.name, String(log.event_type), 'failed');
         const level = outcome === 'unauthorized' || outcome === 'invalid_payload' ? 'warn' : 'error';
         logger[level]('event not accepted', { ...log, outcome, attempt, duration_ms: elapsedSince(started) });
         throw error;

@@ -8,6 +8,8 @@ import { expectedMigration } from '../../src/db/migrations.ts';
 import type { AppDeps } from '../../src/deps.ts';
 import { defaultHandlers } from '../../src/domain/handlers.ts';
 import { createLogger } from '../../src/ops/logger.ts';
+import { labelBounds, Metrics } from '../../src/ops/metrics.ts';
+import { defaultGaugeSources } from '../../src/ops/metrics-routes.ts';
 import { enableProviders } from '../../src/providers/registry.ts';
 import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
 
@@ -25,16 +27,26 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   let now = TEST_NOW_MS;
   const logs: string[] = [];
+  const providers = overrides.providers ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const handlers = overrides.handlers ?? defaultHandlers;
   const app = createApp({
     db,
-    providers: await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }),
-    handlers: defaultHandlers,
+    providers,
+    handlers,
+    metrics: new Metrics(labelBounds(providers.keys(), handlers)),
+    gaugeSources: defaultGaugeSources,
     clock: () => now,
     newId: () => randomUUID().replaceAll('-', ''),
     logger: createLogger({ level: 'debug', now: () => new Date(now), write: (line) => logs.push(line) }),
     expectedMigration,
     ...overrides,
-    config: { HANDLER_DEADLINE_MS: 5000, MAX_BODY_BYTES: 262144, WEBHOOK_TOLERANCE_SECONDS: 300, ...overrides.config },
+    config: {
+      HANDLER_DEADLINE_MS: 5000,
+      MAX_BODY_BYTES: 262144,
+      WEBHOOK_TOLERANCE_SECONDS: 300,
+      METRICS_TOKEN: undefined,
+      ...overrides.config,
+    },
   });
   return {
     app,

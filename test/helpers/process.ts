@@ -1,5 +1,6 @@
 // Running the real entry points as child processes, with an environment the test controls fully.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 export interface Running {
   child: ChildProcess;
@@ -52,4 +53,24 @@ export function run(command: string, args: string[], env: Record<string, string>
         void exited.then(() => setTimeout(() => reject(new Error(`exited before ${pattern}:\n${output}`)), 100));
       }),
   };
+}
+
+// The `start` script itself, run without npm in between so signals reach the service directly.
+const startScript = (JSON.parse(readFileSync('package.json', 'utf8')).scripts.start as string).split(' ');
+
+/** `npm start` with exactly `env` (plus PATH and HOME). */
+export function startService(env: Record<string, string>): Running {
+  return run(process.execPath, startScript.slice(startScript[0] === 'node' ? 1 : 0), cleanEnv(env));
+}
+
+export interface ServiceUnderTest extends Running {
+  origin: string;
+}
+
+/** Starts the service on a free port and waits until it listens. */
+export async function startListeningService(env: Record<string, string>): Promise<ServiceUnderTest> {
+  const service = startService({ PORT: '0', ...env });
+  const line = await service.waitForLine(/"msg":"listening"/);
+  const { port } = JSON.parse(line) as { port: number };
+  return { ...service, origin: `http://127.0.0.1:${port}` };
 }

@@ -78,6 +78,30 @@ describe('the Worker entry', () => {
     expect(importKey).toHaveBeenCalledTimes(1);
   });
 
+  it("keeps the isolate's counters across invocations, so /metrics counts this isolate's deliveries", async () => {
+    const invoke = (path: string, init?: RequestInit) => exports.default.fetch(`https://inbox.test${path}`, init);
+    const rejections = async () => {
+      const text = await (await invoke('/metrics')).text();
+      const series = 'webhook_rejections_total{provider="acme",reason="unsupported_media_type"} ';
+      return Number(
+        text
+          .split('\n')
+          .find((line) => line.startsWith(series))
+          ?.slice(series.length) ?? 0,
+      );
+    };
+    const before = await rejections();
+    for (let request = 0; request < 2; request++) {
+      const refused = await invoke('/webhooks/acme', {
+        method: 'POST',
+        body: '{}',
+        headers: { 'content-type': 'text/plain' },
+      });
+      expect(refused.status).toBe(415);
+    }
+    expect(await rejections()).toBe(before + 2);
+  });
+
   it('runs every maintenance step from the cron trigger and logs each outcome', async () => {
     const logs = captureLogs();
     const ctx = createExecutionContext();

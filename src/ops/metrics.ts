@@ -1,0 +1,136 @@
+// Prometheus metrics: counters and a latency histogram kept in this process (per isolate on
+// Workers), and gauges read from the database at scrape time. Labels are bounded by construction:
+// providers from the registry, event types from the handler map (else `other`), never an event id.
+// Written here rather than with prom-client, which needs Node's runtime and would not run in workerd.
+
+export type EventOutcome =
+  | 'accepted'
+  | 'duplicate'
+  | 'rejected'
+  | 'failed'
+  | 'retried'
+  | 'parked'
+  | 'ignored'
+  | 'dead_letter';
+
+/** Why a delivery was refused before it could be stored: the reason classes of the 4xx answers. */
+export type RejectionReason =
+  | 'not_found'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'unauthorized'
+  | 'invalid_payload'
+  | 'unavailable';
+
+export interface GaugeSample {
+  name: string;
+  help: string;
+  labels?: Readonly<Record<string, string>>;
+  value: number;
+}
+
+const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+function labelText(labels: Readonly<Record<string, string>>): string {
+  const parts = Object.entries(labels).map(
+    ([key, value]) => `${key}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`,
+  );
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+interface Histogram {
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/** Label bounds: every provider name, each with the event types its handler map names. */
+export function labelBounds(
+  providerNames: Iterable<string>,
+  handlers: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+): ReadonlyMap<string, ReadonlySet<string>> {
+  return new Map([...providerNames].map((name) => [name, new Set(Object.keys(handlers[name] ?? {}))]));
+}
+
+export class Metrics {
+  readonly #events = new Map<string, number>();
+  readonly #rejections = new Map<string, number>();
+  readonly #latency = new Map<string, Histogram>();
+
+  constructor(
+    /** Known provider names and, per provider, the event types that may appear as label values. */
+    private readonly knownTypes: ReadonlyMap<string, ReadonlySet<string>>,
+  ) {}
+
+  #provider(provider: string): string {
+    return this.knownTypes.has(provider) ? provider : 'other';
+  }
+
+  #eventType(provider: string, eventType: string): string {
+    return this.knownTypes.get(provider)?.has(eventType) === true ? eventType : 'other';
+  }
+
+  countEvent(provider: string, eventType: string, outcome: EventOutcome): void {
+    const key = labelText({
+      provider: this.#provider(provider),
+      event_type: this.#eventType(provider, eventType),
+      outcome,
+    });
+    this.#events.set(key, (this.#events.get(key) ?? 0) + 1);
+  }
+
+  countRejection(provider: string, reason: RejectionReason): void {
+    const key = labelText({ provider: this.#provider(provider), reason });
+    this.#rejections.set(key, (this.#rejections.get(key) ?? 0) + 1);
+  }
+
+  observeProcessing(provider: string, seconds: number): void {
+    const key = this.#provider(provider);
+    let histogram = this.#latency.get(key);
+    if (histogram === undefined) {
+      histogram = { buckets: LATENCY_BUCKETS_SECONDS.map(() => 0), sum: 0, count: 0 };
+      this.#latency.set(key, histogram);
+    }
+    for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
+      if (seconds <= (LATENCY_BUCKETS_SECONDS[i] ?? Number.POSITIVE_INFINITY))
+        histogram.buckets[i] = (histogram.buckets[i] ?? 0) + 1;
+    }
+    histogram.sum += seconds;
+    histogram.count += 1;
+  }
+
+  /** The exposition text: this process's counters, then the gauges read for this scrape. */
+  render(gauges: readonly GaugeSample[]): string {
+    const lines: string[] = [];
+    const family = (name: string, help: string, type: string) =>
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+
+    family('webhook_events_total', 'Deliveries by outcome, per provider and event type.', 'counter');
+    for (const [labels, value] of this.#events) lines.push(`webhook_events_total${labels} ${value}`);
+
+    family('webhook_rejections_total', 'Deliveries refused before storage, by reason class.', 'counter');
+    for (const [labels, value] of this.#rejections) lines.push(`webhook_rejections_total${labels} ${value}`);
+
+    family('webhook_processing_duration_seconds', 'Time from request to answer for stored events.', 'histogram');
+    for (const [provider, histogram] of this.#latency) {
+      LATENCY_BUCKETS_SECONDS.forEach((bound, i) => {
+        lines.push(
+          `webhook_processing_duration_seconds_bucket${labelText({ provider, le: String(bound) })} ${histogram.buckets[i] ?? 0}`,
+        );
+      });
+      lines.push(`webhook_processing_duration_seconds_bucket${labelText({ provider, le: '+Inf' })} ${histogram.count}`);
+      lines.push(`webhook_processing_duration_seconds_sum${labelText({ provider })} ${histogram.sum}`);
+      lines.push(`webhook_processing_duration_seconds_count${labelText({ provider })} ${histogram.count}`);
+    }
+
+    const described = new Set<string>();
+    for (const gauge of gauges) {
+      if (!described.has(gauge.name)) {
+        family(gauge.name, gauge.help, 'gauge');
+        described.add(gauge.name);
+      }
+      lines.push(`${gauge.name}${labelText(gauge.labels ?? {})} ${gauge.value}`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+}

@@ -1,0 +1,169 @@
+// Chaos with real processes: the service killed mid-load, its database connections cut mid-load,
+// and three services racing on duplicates. Every 2xx must be a committed event, and redelivery
+// must converge to exactly one application per event.
+import { describe, expect, it } from 'vitest';
+import { acmeEvent, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { type ServiceUnderTest, startListeningService } from './helpers/process.ts';
+
+interface Delivery {
+  eventId: string;
+  body: string;
+}
+
+interface Answer {
+  eventId: string;
+  status: number | 'no answer';
+  body: string;
+}
+
+function deliveries(count: number): Delivery[] {
+  return Array.from({ length: count }, () => {
+    const event = acmeEvent({
+      created: Math.floor(Date.now() / 1000),
+      data: { id: uniqueId('sub'), status: 'active' },
+    });
+    return { eventId: event.id, body: JSON.stringify(event) };
+  });
+}
+
+/** Sends every delivery with `concurrency` in flight; `pick` chooses the service for each one. */
+async function send(
+  list: Delivery[],
+  concurrency: number,
+  pick: (index: number) => string,
+  onAnswer: (answer: Answer, done: number) => void = () => {},
+): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let index = next++; index < list.length; index = next++) {
+      const delivery = list[index] as Delivery;
+      // Signed at send time with the real clock: the services under test use it.
+      const headers = await signedHeaders(delivery.body, { timestamp: Math.floor(Date.now() / 1000) });
+      let answer: Answer;
+      try {
+        const response = await fetch(`${pick(index)}/webhooks/acme`, { method: 'POST', body: delivery.body, headers });
+        answer = { eventId: delivery.eventId, status: response.status, body: await response.text() };
+      } catch {
+        answer = { eventId: delivery.eventId, status: 'no answer', body: '' };
+      }
+      answers.push(answer);
+      onAnswer(answer, answers.length);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return answers;
+}
+
+const serviceEnv = (url: string) => ({ DATABASE_URL: url, ACME_WEBHOOK_SECRET: TEST_SECRET, DB_POOL_MAX: '8' });
+
+async function stop(service: ServiceUnderTest): Promise<void> {
+  service.child.kill('SIGTERM');
+  await service.exited;
+}
+
+describe('chaos', () => {
+  it('SIGKILL mid-load: every 2xx is committed; redelivering all converges to one application each', async () => {
+    const { sql, url } = await useTestDatabase();
+    const list = deliveries(2000);
+    const first = await startListeningService(serviceEnv(url));
+    const answers = await send(
+      list,
+      16,
+      () => first.origin,
+      (_answer, done) => {
+        if (done === 600) first.child.kill('SIGKILL');
+      },
+    );
+    await first.exited;
+
+    const acknowledged = answers.filter((a) => a.status === 200).map((a) => a.eventId);
+    expect(acknowledged.length).toBeGreaterThanOrEqual(600);
+    expect(answers.some((a) => a.status === 'no answer')).toBe(true);
+    const committed = await sql<{ event_id: string }[]>`select event_id from webhook_events where status = 'completed'`;
+    const committedIds = new Set(committed.map((row) => row.event_id));
+    expect(acknowledged.filter((id) => !committedIds.has(id))).toEqual([]);
+
+    const second = await startListeningService(serviceEnv(url));
+    try {
+      const redelivered = await send(list, 16, () => second.origin);
+      expect(redelivered.filter((a) => a.status !== 200)).toEqual([]);
+    } finally {
+      await stop(second);
+    }
+    const [facts] = await sql<{ events: number; subscriptions: number }[]>`
+      select (select count(*)::int from webhook_events where status = 'completed') as events,
+             (select count(*)::int from subscriptions where provider_version = 1) as subscriptions`;
+    expect(facts).toEqual({ events: 2000, subscriptions: 2000 });
+  }, 120_000);
+
+  it('database connections cut mid-load: 503 while it cannot commit, never a 2xx for an unsaved event', async () => {
+    const { sql, url, name } = await useTestDatabase();
+    const list = deliveries(1500);
+    const service = await startListeningService(serviceEnv(url));
+    let cutting: Promise<void> | undefined;
+    const cutConnections = async () => {
+      for (let round = 0; round < 10; round++) {
+        await sql`select pg_terminate_backend(pid) from pg_stat_activity
+          where datname = ${name} and application_name = 'webhook-inbox'`;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    try {
+      const answers = await send(
+        list,
+        16,
+        () => service.origin,
+        (_answer, done) => {
+          if (done === 300) cutting = cutConnections();
+        },
+      );
+      await cutting;
+
+      expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
+      const unavailable = answers.filter((a) => a.status === 503);
+      expect(unavailable.length).toBeGreaterThan(0);
+      expect(unavailable.every((a) => a.body === '{"error":"unavailable"}')).toBe(true);
+      const committed = await sql<{ event_id: string }[]>`select event_id from webhook_events`;
+      const committedIds = new Set(committed.map((row) => row.event_id));
+      expect(answers.filter((a) => a.status === 200 && !committedIds.has(a.eventId))).toEqual([]);
+
+      // It recovers by itself: the provider's retries of the refused ones now succeed.
+      const retried = await send(
+        list.filter((d) => unavailable.some((a) => a.eventId === d.eventId)),
+        8,
+        () => service.origin,
+      );
+      expect(retried.filter((a) => a.status !== 200)).toEqual([]);
+      const [facts] = await sql<{ events: number }[]>`select count(*)::int as events from webhook_events`;
+      expect(facts?.events).toBe(1500);
+    } finally {
+      await stop(service);
+    }
+  }, 120_000);
+
+  it('three services on one database, duplicates of 200 ids sprayed across them: 200 applications', async () => {
+    const { sql, url } = await useTestDatabase();
+    const services = await Promise.all([0, 1, 2].map(() => startListeningService(serviceEnv(url))));
+    try {
+      const unique = deliveries(200);
+      const sprayed = unique.flatMap((delivery) => [delivery, delivery, delivery, delivery, delivery]);
+      for (let i = sprayed.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [sprayed[i], sprayed[j]] = [sprayed[j] as Delivery, sprayed[i] as Delivery];
+      }
+      const answers = await send(sprayed, 32, (index) => (services[index % 3] as ServiceUnderTest).origin);
+
+      expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+      expect(answers.filter((a) => a.body === '{"received":true}')).toHaveLength(200);
+      expect(answers.filter((a) => a.body === '{"received":true,"duplicate":true}')).toHaveLength(800);
+      const [facts] = await sql<{ events: number; subscriptions: number }[]>`
+        select (select count(*)::int from webhook_events where status = 'completed') as events,
+               (select count(*)::int from subscriptions) as subscriptions`;
+      expect(facts).toEqual({ events: 200, subscriptions: 200 });
+    } finally {
+      await Promise.all(services.map(stop));
+    }
+  }, 120_000);
+});
