@@ -1,11 +1,32 @@
 // The one test command (`npm test`): every file against real PostgreSQL, each in its own database.
+// Two projects: `node` runs the app in Node; `workers` runs the Worker entry inside workerd
+// (@cloudflare/vitest-pool-workers), reaching PostgreSQL through its Hyperdrive binding.
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
+import { workerPoolOptions } from './test/worker-pool.ts';
+
+const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
+
+/**
+ * postgres.js 3.4.9 in workerd rejects a socket read with exactly this message after `end()` closed
+ * the socket (porsager/postgres#1196, #1202): noise from a finished client, not a failure. Vitest
+ * reads this hook from the root config only; it drops that one message and nothing else.
+ */
+const POSTGRES_JS_CANCELLED_STREAM = 'Stream was cancelled.';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Root-level, so each runs once for both projects; the second one's teardown runs first.
+    globalSetup: ['test/global-setup.ts', 'test/worker-global-setup.ts'],
+    onUnhandledError: (error) => error.message !== POSTGRES_JS_CANCELLED_STREAM,
+    projects: [
+      {
+        test: { name: 'node', include: ['test/**/*.test.ts'], exclude: ['test/worker/**'], ...timeouts },
+      },
+      {
+        plugins: [cloudflareTest(workerPoolOptions)],
+        test: { name: 'workers', include: ['test/worker/**/*.test.ts'], ...timeouts },
+      },
+    ],
   },
 });

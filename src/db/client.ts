@@ -16,6 +16,8 @@ export interface DatabaseOptions {
   statementTimeoutMs: number;
   /** Workers have no process-wide connection reuse; fetch_types costs a round trip there. */
   fetchTypes?: boolean;
+  /** Named prepared statements (postgres.js's default); poolers that cannot hold them need false. */
+  prepare?: boolean;
 }
 
 export interface DatabaseHandle {
@@ -33,6 +35,7 @@ export function connectDatabase(options: DatabaseOptions): DatabaseHandle {
     max: options.maxConnections,
     connect_timeout: Math.max(1, Math.ceil(options.statementTimeoutMs / 1000)),
     fetch_types: options.fetchTypes ?? true,
+    prepare: options.prepare ?? true,
     onnotice: () => {},
     connection: {
       application_name: 'webhook-inbox',

@@ -3,7 +3,9 @@
 // mistake is a 400 and never a database error.
 export const MAX_JSON_DEPTH = 32;
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: false is the default (a leading BOM is dropped), spelled out because workerd's typings
+// require the field.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 

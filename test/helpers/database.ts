@@ -15,7 +15,7 @@ export interface TestDatabase {
   name: string;
 }
 
-async function createDatabase(admin: postgres.Sql, name: string, template: string): Promise<void> {
+export async function createDatabase(admin: postgres.Sql, name: string, template: string): Promise<void> {
   // Two files copying the template at the same instant can collide (55006); try again shortly.
   for (let attempt = 0; ; attempt++) {
     try {

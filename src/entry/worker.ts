@@ -1,0 +1,161 @@
+// The Cloudflare Workers entry: the same portable app as `npm start`, served by workerd, with
+// PostgreSQL through the Hyperdrive binding and the maintenance steps on the cron trigger. Bindings
+// arrive with each invocation, so the environment is validated here, by the same parseConfig.
+import { createApp } from '../app.ts';
+import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import { connectDatabase, type DatabaseHandle } from '../db/client.ts';
+import { describeError } from '../db/errors.ts';
+import { expectedMigration } from '../db/migrations.ts';
+import { defaultHandlers } from '../domain/handlers.ts';
+import { AppError } from '../errors.ts';
+import { createLogger, type Logger } from '../ops/logger.ts';
+import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
+import { labelBounds, Metrics } from '../ops/metrics.ts';
+import { defaultGaugeSources } from '../ops/metrics-routes.ts';
+import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
+
+/**
+ * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide
+ * asks for at most five, leaving one for other subrequests (the outbox relay's publish calls).
+ */
+const WORKER_MAX_CONNECTIONS = 5;
+
+/**
+ * Cron runs of schedules shorter than an hour may last 30 s (Workers limits); the steps share 25 s
+ * and the rest is left for closing the connections.
+ */
+const SCHEDULED_BUDGET_MS = 25_000;
+
+/** What one set of bindings yields: parsed once, because importing keys per request is forbidden. */
+interface Runtime {
+  config: Config;
+  providers: ReadonlyMap<string, EnabledProvider>;
+  logger: Logger;
+  /** The isolate's counters: /metrics here reports this isolate's deliveries only. */
+  metrics: Metrics;
+}
+
+const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
+
+/**
+ * Keyed by the env object itself: workerd hands the same object to every invocation of an isolate
+ * while the bindings stay as they are, and a deployment or secret change brings new bindings in a
+ * new object. A WeakMap lets an old one go with its keys.
+ */
+const runtimes = new WeakMap<Env, Promise<Runtime>>();
+
+async function buildRuntime(env: Env): Promise<Runtime> {
+  // Bindings that are not strings (HYPERDRIVE) are not configuration variables.
+  const bindings: Readonly<Record<string, unknown>> = { ...env };
+  const variables = Object.fromEntries(
+    Object.entries(bindings).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+  const config = parseConfig(variables);
+  // The binding is typed as present, but wrangler.toml is edited by hand: say so instead of a TypeError.
+  const hyperdrive: unknown = bindings.HYPERDRIVE;
+  if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
+    throw new ConfigError(['HYPERDRIVE: no Hyperdrive binding of that name (wrangler.toml [[hyperdrive]])']);
+  }
+  const secrets = providerSecrets(config);
+  // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
+  if (!Object.values(secrets).some((list) => list.length > 0)) {
+    throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
+  }
+  const providers = await enableProviders(secrets);
+  return {
+    config,
+    providers,
+    logger: newLogger(config.LOG_LEVEL),
+    metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
+  };
+}
+
+function loadRuntime(env: Env): Promise<Runtime> {
+  let runtime = runtimes.get(env);
+  if (runtime === undefined) {
+    runtime = buildRuntime(env);
+    runtimes.set(env, runtime);
+    // Not kept when it failed: the next invocation reports the problem again, or gets past it.
+    runtime.catch(() => runtimes.delete(env));
+  }
+  return runtime;
+}
+
+function reportUnusable(error: unknown): void {
+  newLogger('error').error('configuration unusable', {
+    error: error instanceof ConfigError ? error.message : describeError(error),
+  });
+}
+
+/** A postgres.js client for this invocation only: sockets cannot outlive the request that opened them. */
+function openDatabase(env: Env, config: Config): DatabaseHandle {
+  return connectDatabase({
+    url: env.HYPERDRIVE.connectionString,
+    maxConnections: Math.min(config.DB_POOL_MAX, WORKER_MAX_CONNECTIONS),
+    statementTimeoutMs: config.HANDLER_DEADLINE_MS,
+    // Hyperdrive's postgres.js guide: no array types here, so skip the type-fetch round trip.
+    fetchTypes: false,
+    // Hyperdrive supports postgres.js's named prepared statements (its pooling docs) and caches them;
+    // with `prepare: false` every query would pay extra round trips (its postgres.js guide).
+    prepare: true,
+  });
+}
+
+async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  let runtime: Runtime;
+  try {
+    runtime = await loadRuntime(env);
+  } catch (error) {
+    // Misconfigured: 503 asks providers to retry, so nothing is lost while the bindings are fixed.
+    reportUnusable(error);
+    return new AppError('unavailable').getResponse();
+  }
+  const { config, providers, logger, metrics } = runtime;
+  const database = openDatabase(env, config);
+  try {
+    const app = createApp({
+      config,
+      db: database.db,
+      providers,
+      handlers: defaultHandlers,
+      metrics,
+      gaugeSources: defaultGaugeSources,
+      clock: () => Date.now(),
+      newId: () => crypto.randomUUID().replaceAll('-', ''),
+      logger,
+      expectedMigration,
+    });
+    return await app.fetch(request);
+  } finally {
+    // After the answer: ending the client waits for its last statement, then closes the sockets.
+    ctx.waitUntil(database.close());
+  }
+}
+
+async function maintain(controller: ScheduledController, env: Env): Promise<void> {
+  let runtime: Runtime;
+  try {
+    runtime = await loadRuntime(env);
+  } catch (error) {
+    reportUnusable(error);
+    return;
+  }
+  const { config, logger } = runtime;
+  const database = openDatabase(env, config);
+  try {
+    await runMaintenance(
+      maintenanceSteps,
+      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration },
+      { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
+    );
+  } finally {
+    await database.close();
+  }
+}
+
+export default {
+  fetch: serve,
+  scheduled(controller, env, ctx) {
+    ctx.waitUntil(maintain(controller, env));
+  },
+} satisfies ExportedHandler<Env>;

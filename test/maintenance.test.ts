@@ -1,0 +1,139 @@
+// The scheduled maintenance runner (src/ops/maintenance.ts): every step runs under its share of the
+// budget, a failing or overrunning step is logged and does not stop the others, and the database
+// readiness step against real databases.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.ts';
+import { connectDatabase } from '../src/db/client.ts';
+import { expectedMigration } from '../src/db/migrations.ts';
+import { createLogger } from '../src/ops/logger.ts';
+import {
+  databaseReadiness,
+  type MaintenanceDeps,
+  type MaintenanceStep,
+  runMaintenance,
+  StepFailure,
+} from '../src/ops/maintenance.ts';
+import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
+
+const { db } = await useTestDatabase();
+const empty = await useEmptyDatabase();
+
+function depsFor(database: MaintenanceDeps['db']) {
+  const lines: Array<Record<string, unknown>> = [];
+  const deps: MaintenanceDeps = {
+    config: parseConfig({}),
+    db: database,
+    clock: () => Date.now(),
+    logger: createLogger({ level: 'debug', now: () => new Date(), write: (line) => lines.push(JSON.parse(line)) }),
+    expectedMigration,
+  };
+  return { deps, lines, steps: () => lines.filter((line) => line.msg === 'maintenance step') };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A step that records the budget it was given and answers with `work`'s result. */
+function step(name: string, work: (budgetMs: number) => Promise<Record<string, number> | undefined>) {
+  const budgets: number[] = [];
+  const definition: MaintenanceStep = {
+    name,
+    run: (_deps, budgetMs) => {
+      budgets.push(budgetMs);
+      return work(budgetMs);
+    },
+  };
+  return { definition, budgets };
+}
+
+describe('runMaintenance', () => {
+  it('runs every step in order and logs each outcome with what the step reported', async () => {
+    const { deps, lines, steps } = depsFor(db);
+    const first = step('first', async () => ({ published: 3 }));
+    const second = step('second', async () => undefined);
+
+    const results = await runMaintenance([first.definition, second.definition], deps, {
+      budgetMs: 10_000,
+      fields: { cron: '* * * * *' },
+    });
+
+    expect(results.map(({ step, outcome }) => [step, outcome])).toEqual([
+      ['first', 'ok'],
+      ['second', 'ok'],
+    ]);
+    expect(steps()).toEqual([
+      expect.objectContaining({ level: 'info', step: 'first', outcome: 'ok', published: 3 }),
+      expect.objectContaining({ level: 'info', step: 'second', outcome: 'ok' }),
+    ]);
+    // Each step plans for 80% of an equal share of what is left.
+    expect(first.budgets[0]).toBe(4000);
+    expect(second.budgets[0]).toBeGreaterThan(7900);
+    expect(lines.at(-1)).toMatchObject({ msg: 'maintenance run', cron: '* * * * *', steps: 2, failed: 0 });
+  });
+
+  it('logs a failing step and still runs the ones after it', async () => {
+    const { deps, lines, steps } = depsFor(db);
+    const thrown = step('throws_at_once', () => {
+      throw new StepFailure('relay target refused the batch');
+    });
+    const rejected = step('rejects', async () => {
+      throw Object.assign(new Error('duplicate key value violates "secret-value"'), { code: 'E_SOMETHING' });
+    });
+    const after = step('after', async () => ({ swept: 1 }));
+
+    await runMaintenance([thrown.definition, rejected.definition, after.definition], deps, { budgetMs: 9000 });
+
+    expect(steps()).toEqual([
+      expect.objectContaining({
+        level: 'error',
+        step: 'throws_at_once',
+        outcome: 'failed',
+        error: 'relay target refused the batch',
+      }),
+      expect.objectContaining({ level: 'error', step: 'rejects', outcome: 'failed', error: 'Error: E_SOMETHING' }),
+      expect.objectContaining({ level: 'info', step: 'after', outcome: 'ok', swept: 1 }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('secret-value');
+    expect(lines.at(-1)).toMatchObject({ level: 'warn', msg: 'maintenance run', steps: 3, failed: 2 });
+  });
+
+  it('moves on from a step that overruns its share, and the next one gets the time that is left', async () => {
+    const { deps, steps } = depsFor(db);
+    const stuck = step('stuck', () => sleep(2_000).then(() => undefined));
+    const next = step('next', async () => undefined);
+
+    const started = Date.now();
+    await runMaintenance([stuck.definition, next.definition], deps, { budgetMs: 600 });
+
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(steps()).toEqual([
+      expect.objectContaining({ step: 'stuck', outcome: 'overran', error: 'still running after 300 ms' }),
+      expect.objectContaining({ step: 'next', outcome: 'ok' }),
+    ]);
+    expect(next.budgets[0]).toBeLessThanOrEqual(240);
+  });
+
+  it('skips the steps no time is left for, and says so', async () => {
+    const { deps, steps } = depsFor(db);
+    const never = step('never', async () => undefined);
+
+    await runMaintenance([never.definition], deps, { budgetMs: 0 });
+
+    expect(never.budgets).toEqual([]);
+    expect(steps()).toEqual([expect.objectContaining({ step: 'never', outcome: 'skipped' })]);
+  });
+});
+
+describe('the database readiness step', () => {
+  it('passes on a migrated database', async () => {
+    expect(await databaseReadiness.run(depsFor(db).deps, 1000)).toEqual({ migrations: 'current' });
+  });
+
+  it('fails, naming the fix, on a database that was never migrated', async () => {
+    const handle = connectDatabase({ url: empty.url, maxConnections: 1, statementTimeoutMs: 2000 });
+    try {
+      await expect(databaseReadiness.run(depsFor(handle.db).deps, 1000)).rejects.toThrow(/npm run db:migrate/);
+    } finally {
+      await handle.close();
+    }
+  });
+});

@@ -1,0 +1,45 @@
+// The workers project's pool options, computed in Node each time the pool starts a workerd runtime:
+// a fresh database copied from the run's migrated template, reached through the Hyperdrive binding,
+// so files in different runtimes never share rows. test/worker-global-setup.ts drops them all.
+import { randomBytes } from 'node:crypto';
+import type { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import postgres from 'postgres';
+import { TEST_SECRET } from './helpers/acme.ts';
+import { createDatabase } from './helpers/database.ts';
+import { databaseUrl } from './helpers/database-url.ts';
+
+/** The package exports the options' type only through cloudflareTest's signature. */
+type PoolOptionsFactory = Extract<Parameters<typeof cloudflareTest>[0], (...args: never[]) => unknown>;
+type PoolContext = Parameters<PoolOptionsFactory>[0];
+type PoolOptions = Awaited<ReturnType<PoolOptionsFactory>>;
+
+/** Databases made here are named after the run's template, so the teardown can find every one. */
+export const workerDatabasePrefix = (template: string) => `${template}_w`;
+
+/** Hyperdrive refuses a connection string without a password, even where the server trusts us. */
+function withPassword(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password === '') parsed.password = 'postgres';
+  return parsed.toString();
+}
+
+export async function workerPoolOptions({ inject }: PoolContext): Promise<PoolOptions> {
+  const adminUrl = inject('adminDatabaseUrl');
+  const template = inject('templateDatabase');
+  const name = `${workerDatabasePrefix(template)}${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await createDatabase(admin, name, template);
+  } finally {
+    await admin.end();
+  }
+  return {
+    wrangler: { configPath: './wrangler.toml' },
+    // Nothing in wrangler.toml is remote; never reach for an account.
+    remoteBindings: false,
+    miniflare: {
+      hyperdrives: { HYPERDRIVE: withPassword(databaseUrl(adminUrl, name)) },
+      bindings: { ACME_WEBHOOK_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
+    },
+  };
+}
