@@ -44,6 +44,8 @@ export const webhookEvents = pgTable(
     /** Null once retention has purged it; the key outlives the payload. */
     payload: jsonb(),
     receivedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    /** When the provider says the event happened (signed, where the scheme signs it); handlers need it on replay. */
+    occurredAt: timestamp({ withTimezone: true }),
     completedAt: timestamp({ withTimezone: true }),
     /** Failed applications; a redelivery that claims the row again counts nothing. */
     attemptCount: integer().notNull().default(0),

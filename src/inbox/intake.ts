@@ -4,12 +4,11 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppDeps } from '../deps.ts';
-import { findHandler } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
 import type { LogFields } from '../ops/logger.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { Deadline } from './deadline.ts';
-import { type InboxEvent, type Outcome, type Plan, ProcessingFailure, processEvent } from './process.ts';
+import { type InboxEvent, type Outcome, planFor, ProcessingFailure, processEvent } from './process.ts';
 
 type IntakeEnv = { Variables: { enabled: EnabledProvider } };
 
@@ -59,17 +58,6 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
   const { config, logger } = deps;
   const routes = new Hono<IntakeEnv>();
 
-  /** Unknown schema version -> parked; no handler -> ignored; else the handler's own validation. */
-  function planFor(event: InboxEvent): Plan {
-    if (event.unknownSchemaVersion) return { kind: 'parked' };
-    const handler = findHandler(deps.handlers, event.provider, event.eventType);
-    if (handler === undefined) return { kind: 'ignored' };
-    const parsed = handler.schema.safeParse(event.payload);
-    if (!parsed.success) throw new AppError('invalid_payload');
-    return { kind: 'apply', handler, payload: parsed.data };
-  }
-
-  // Every refusal is counted by reason class, wherever along the chain it was decided.
   routes.use('/webhooks/:provider', async (c, next) => {
     await next();
     if (c.error instanceof AppError && c.error.code !== 'processing_failed') {
@@ -120,7 +108,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
           event_type: event.eventType,
           trace_id: traceIdOf(c.req.header('traceparent'), deps.newId),
         };
-        const plan = planFor(event);
+        const plan = planFor(deps.handlers, event);
         await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
         const { outcome, attempt } = await processEvent(deps.db, deadline, event, plan);
 

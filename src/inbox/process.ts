@@ -6,7 +6,7 @@ import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database, Executor, Transaction } from '../db/client.ts';
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { EventHandler } from '../domain/handlers.ts';
+import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError } from '../errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
@@ -24,7 +24,17 @@ export type Plan =
   | { kind: 'ignored' }
   | { kind: 'parked' };
 
-const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'parked' } as const satisfies Record<
+/** Unknown schema version -> parked; no handler -> ignored; else the handler's own validation. */
+export function planFor(handlers: HandlerMap, event: InboxEvent): Plan {
+  if (event.unknownSchemaVersion) return { kind: 'parked' };
+  const handler = findHandler(handlers, event.provider, event.eventType);
+  if (handler === undefined) return { kind: 'ignored' };
+  const parsed = handler.schema.safeParse(event.payload);
+  if (!parsed.success) throw new AppError('invalid_payload');
+  return { kind: 'apply', handler, payload: parsed.data };
+}
+
+export const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'parked' } as const satisfies Record<
   Plan['kind'],
   WebhookEventStatus
 >;
@@ -92,9 +102,9 @@ async function claimEvent(tx: Transaction, event: InboxEvent, status: WebhookEve
   // A parked event is not finished: it waits for an operator's replay.
   const completedAt = status === 'parked' ? sql`null` : sql`now()`;
   const [inserted] = await tx.execute<{ attempt_count: number; event_id: string }>(sql`
-    insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, completed_at)
+    insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at)
     values (${event.provider}, ${event.eventId}, ${event.eventType}, ${status}, ${JSON.stringify(event.payload)},
-      ${event.contentDigest ?? null}, ${completedAt})
+      ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${completedAt})
     on conflict do nothing
     returning attempt_count, event_id`);
   if (inserted !== undefined) return { attemptCount: inserted.attempt_count, eventId: inserted.event_id };
@@ -112,6 +122,7 @@ async function recordFailure(db: Database, event: InboxEvent, error: unknown): P
       eventType: event.eventType,
       payload: event.payload,
       contentDigest: event.contentDigest ?? null,
+      occurredAt: event.occurredAt,
       status: 'failed',
       attemptCount: 1,
       lastError,

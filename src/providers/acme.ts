@@ -38,4 +38,8 @@ export const acme: WebhookProvider = {
       unknownSchemaVersion: !ACME_API_VERSIONS.has(event.api_version),
     }));
   },
+  knowsSchemaOf: (payload) => {
+    const envelope = acmeEnvelope.safeParse(payload);
+    return envelope.success && ACME_API_VERSIONS.has(envelope.data.api_version);
+  },
 };

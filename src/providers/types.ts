@@ -53,4 +53,9 @@ export interface WebhookProvider {
   /** Turns configured secrets into keys; called once per configuration, never per request. */
   importKeys(secrets: readonly string[]): Promise<readonly HmacKey[]>;
   verify(delivery: Delivery, keys: readonly HmacKey[], time: VerificationTime): Promise<Verification>;
+  /**
+   * Whether this code knows the schema version of a stored payload: asked again when a parked event
+   * is replayed, after a deploy may have taught it the version. Absent: every version is known.
+   */
+  knowsSchemaOf?(payload: JsonValue): boolean;
 }

@@ -1,0 +1,150 @@
+// Applying stored events (the async worker's and the operator replay's path): only from the states
+// asked for, once however many race, parked until the provider knows the schema, and failures moved
+// on by the policy.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { DomainRejection } from '../src/errors.ts';
+import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
+import { acme } from '../src/providers/acme.ts';
+import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { newCounter } from './helpers/counter.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { eventRow, subscriptionRow } from './helpers/facts.ts';
+import { failingAfterDefault } from './helpers/handlers.ts';
+
+const { sql, db } = await useTestDatabase();
+const replayable = ['failed', 'parked', 'dead_letter'] as const;
+const later = new Date(Date.UTC(2030, 0, 1));
+const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
+  db,
+  handlers,
+  providers: new Map([['acme', acme]]),
+});
+
+async function storeWith(handlers: HandlerMap, event: object): Promise<void> {
+  const test = await buildTestApp(db, { handlers });
+  const body = JSON.stringify(event);
+  await test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+}
+
+describe('applyStoredEvent', () => {
+  it('applies a failed event once its cause is fixed, with its outbox message', async () => {
+    const subscription = uniqueId('sub');
+    const event = acmeEvent({ version: 3, data: { id: subscription, status: 'past_due' } });
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    expect((await eventRow(sql, event.id))?.status).toBe('failed');
+
+    const result = await applyStoredEvent(
+      context(),
+      { provider: 'acme', eventId: event.id },
+      {
+        from: replayable,
+        onFailure: { retryAt: later },
+      },
+    );
+    expect(result).toMatchObject({ outcome: 'completed', eventType: 'subscription.updated' });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 1, last_error: null });
+    expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'past_due', provider_version: '3' });
+    const messages =
+      await sql`select 1 from outbox_messages where deduplication_key = ${`acme:${event.id}:subscription.changed`}`;
+    expect(messages).toHaveLength(1);
+  });
+
+  it('leaves a completed event alone', async () => {
+    const event = acmeEvent();
+    await storeWith(defaultHandlers, event);
+    const before = await eventRow(sql, event.id);
+    const result = await applyStoredEvent(
+      context(),
+      { provider: 'acme', eventId: event.id },
+      {
+        from: replayable,
+        onFailure: { retryAt: later },
+      },
+    );
+    expect(result.outcome).toBe('skipped');
+    expect(await eventRow(sql, event.id)).toEqual(before);
+  });
+
+  it('keeps a parked event parked until the provider knows its schema version', async () => {
+    const subscription = uniqueId('sub');
+    const event = acmeEvent({ api_version: '2031-01-01', data: { id: subscription, status: 'active' } });
+    await storeWith(defaultHandlers, event);
+    const key = { provider: 'acme', eventId: event.id };
+    const options = { from: replayable, onFailure: { retryAt: later } };
+
+    expect((await applyStoredEvent(context(), key, options)).outcome).toBe('parked');
+    expect(await subscriptionRow(sql, subscription)).toBeUndefined();
+
+    const upgraded: StoredContext = { ...context(), providers: new Map([['acme', { knowsSchemaOf: () => true }]]) };
+    expect((await applyStoredEvent(upgraded, key, options)).outcome).toBe('completed');
+    expect((await subscriptionRow(sql, subscription))?.status).toBe('active');
+  });
+
+  it('retries a failure until the bound, then dead-letters; a permanent failure at once', async () => {
+    const event = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'first'), event);
+    const broken = context({
+      acme: {
+        'subscription.updated': defineHandler({
+          schema: z.unknown(),
+          apply: async () => {
+            throw new Error('still down');
+          },
+        }),
+      },
+    });
+    const key = { provider: 'acme', eventId: event.id };
+    const options = { from: replayable, onFailure: { retryAt: later, maxAttempts: 3 } };
+    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'failed', attempts: 2 });
+    expect((await eventRow(sql, event.id))?.status).toBe('failed');
+    const [row] = await sql<
+      { available_at: Date }[]
+    >`select available_at from webhook_events where event_id = ${event.id}`;
+    expect(row?.available_at.toISOString()).toBe(later.toISOString());
+    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'dead_letter', attempts: 3 });
+
+    const permanent = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'first'), permanent);
+    const rejecting = context(failingAfterDefault('subscription.updated', 'can never apply'));
+    const result = await applyStoredEvent(rejecting, { provider: 'acme', eventId: permanent.id }, options);
+    expect(result).toMatchObject({ outcome: 'dead_letter', attempts: 2 });
+    expect((await eventRow(sql, permanent.id))?.last_error).toContain('can never apply');
+  });
+
+  it('applies once when ten replays race for one failed event', async () => {
+    const counter = await newCounter(sql);
+    const event = acmeEvent({ type: 'counter.bump' });
+    await storeWith(
+      {
+        acme: {
+          'counter.bump': defineHandler({
+            schema: z.unknown(),
+            apply: async () => {
+              throw new DomainRejection('not yet');
+            },
+          }),
+        },
+      },
+      event,
+    );
+    const handlers: HandlerMap = { acme: { 'counter.bump': counter.handler } };
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        applyStoredEvent(
+          context(handlers),
+          { provider: 'acme', eventId: event.id },
+          {
+            from: replayable,
+            onFailure: { retryAt: later },
+          },
+        ),
+      ),
+    );
+    expect(results.filter((r) => r.outcome === 'completed')).toHaveLength(1);
+    expect(results.filter((r) => r.outcome === 'skipped')).toHaveLength(9);
+    expect(await counter.value()).toBe(1);
+  });
+});
