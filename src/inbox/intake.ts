@@ -8,7 +8,7 @@ import { AppError } from '../errors.ts';
 import type { LogFields } from '../ops/logger.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { Deadline } from './deadline.ts';
-import { type InboxEvent, type Outcome, planFor, ProcessingFailure, processEvent } from './process.ts';
+import { type InboxEvent, type Outcome, ProcessingFailure, planFor, processEvent } from './process.ts';
 
 type IntakeEnv = { Variables: { enabled: EnabledProvider } };
 

@@ -72,7 +72,10 @@ export async function applyStoredEvent(
       const [row] = await tx.execute<StoredRow>(sql`
         select event_type, payload, occurred_at::text as occurred_at, content_digest from webhook_events
         where provider = ${key.provider} and event_id = ${key.eventId}
-          and status::text in (${sql.join(options.from.map((status) => sql`${status}`), sql`, `)})
+          and status::text in (${sql.join(
+            options.from.map((status) => sql`${status}`),
+            sql`, `,
+          )})
           ${options.leaseOwner === undefined ? sql`` : sql`and locked_by = ${options.leaseOwner}`}
         for update`);
       if (row === undefined) return { outcome: 'skipped' };
