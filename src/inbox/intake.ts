@@ -7,13 +7,18 @@ import type { AppDeps } from '../deps.ts';
 import { AppError } from '../errors.ts';
 import type { LogFields } from '../ops/logger.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
+import { acceptEvent, type BacklogGate, backlogGate } from './accept.ts';
 import { Deadline } from './deadline.ts';
-import { type InboxEvent, type Outcome, ProcessingFailure, planFor, processEvent } from './process.ts';
+import { type InboxEvent, type Outcome, type Plan, ProcessingFailure, planFor, processEvent } from './process.ts';
 
 type IntakeEnv = { Variables: { enabled: EnabledProvider } };
 
-const answers: Record<Outcome, { status: 200 | 202; body: string }> = {
+/** `queued`: stored as `received` for the async worker (or a `failed` row re-queued). */
+type Answered = Outcome | 'queued';
+
+const answers: Record<Answered, { status: 200 | 202; body: string }> = {
   completed: { status: 200, body: '{"received":true}' },
+  queued: { status: 202, body: '{"received":true,"queued":true}' },
   ignored: { status: 200, body: '{"received":true}' },
   duplicate: { status: 200, body: '{"received":true,"duplicate":true}' },
   parked: { status: 202, body: '{"received":true,"queued":true}' },
@@ -57,6 +62,27 @@ const elapsedSince = (started: number) => Math.round((performance.now() - starte
 export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
   const { config, logger } = deps;
   const routes = new Hono<IntakeEnv>();
+  // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
+  const backlog =
+    config.PROCESSING_MODE === 'async' ? backlogGate(deps.db, config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+
+  /**
+   * Async mode stores what the worker will apply and answers 202; parked and ignored events have no
+   * work for the worker, so they take the synchronous path (one insert in their final state).
+   */
+  async function storeForWorker(
+    gate: BacklogGate,
+    deadline: Deadline,
+    event: InboxEvent,
+    plan: Plan,
+  ): Promise<{ outcome: Answered; attempt?: number | undefined }> {
+    if (plan.kind !== 'apply') return processEvent(deps.db, deadline, event, plan);
+    await gate.check();
+    const accepted = await acceptEvent(deps.db, deadline, event, deps.clock);
+    return accepted.outcome === 'duplicate'
+      ? { outcome: 'duplicate' }
+      : { outcome: 'queued', attempt: (accepted.attempts ?? 0) + 1 };
+  }
 
   routes.use('/webhooks/:provider', async (c, next) => {
     await next();
@@ -110,15 +136,26 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
         };
         const plan = planFor(deps.handlers, event);
         await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
-        const { outcome, attempt } = await processEvent(deps.db, deadline, event, plan);
+        // Sync mode calls processEvent directly: its hot path stays as it was tuned.
+        const { outcome, attempt } =
+          backlog === undefined
+            ? await processEvent(deps.db, deadline, event, plan)
+            : await storeForWorker(backlog, deadline, event, plan);
 
         const elapsed = elapsedSince(started);
         const fields = { ...log, outcome, attempt, duration_ms: elapsed };
-        deps.metrics.countEvent(event.provider, event.eventType, outcome === 'completed' ? 'accepted' : outcome);
-        if (attempt !== undefined && attempt > 1) deps.metrics.countEvent(event.provider, event.eventType, 'retried');
+        deps.metrics.countEvent(
+          event.provider,
+          event.eventType,
+          outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
+        );
+        // A re-queued failed event is retried by the worker, which counts it then.
+        if (outcome !== 'queued' && attempt !== undefined && attempt > 1) {
+          deps.metrics.countEvent(event.provider, event.eventType, 'retried');
+        }
         deps.metrics.observeProcessing(event.provider, elapsed / 1000);
         if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
-        else logger.info('event processed', fields);
+        else logger.info(outcome === 'queued' ? 'event queued' : 'event processed', fields);
         const answer = answers[outcome];
         return c.body(answer.body, answer.status, { 'content-type': 'application/json' });
       } catch (error) {

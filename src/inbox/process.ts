@@ -45,7 +45,7 @@ export const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'pa
  * Never by an unsigned header alone: a captured body sent under the id of another delivery that
  * failed must not take that row over, nor one sent under another type pick another handler.
  */
-function storedEvent(event: InboxEvent) {
+export function storedEvent(event: InboxEvent) {
   const provider = eq(webhookEvents.provider, event.provider);
   if (event.contentDigest === undefined) return and(provider, eq(webhookEvents.eventId, event.eventId));
   return and(
@@ -55,7 +55,7 @@ function storedEvent(event: InboxEvent) {
   );
 }
 
-interface StoredRow {
+export interface StoredRow {
   attemptCount: number;
   /** The stored id: a digest match keeps the first delivery's id. */
   eventId: string;
@@ -69,7 +69,7 @@ const storedColumns = { attemptCount: webhookEvents.attemptCount, eventId: webho
  * that row lock, then re-checks its WHERE on the row the other one left: completed, no match (a
  * duplicate); rolled back, still failed, so it is ours. At most one row matches (each key is unique).
  */
-async function takeBackFailed(
+export async function takeBackFailed(
   db: Executor,
   event: InboxEvent,
   onFailed: PgUpdateSetSource<typeof webhookEvents>,

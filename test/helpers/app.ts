@@ -45,6 +45,8 @@ export async function buildTestApp(
       MAX_BODY_BYTES: 262144,
       WEBHOOK_TOLERANCE_SECONDS: 300,
       METRICS_TOKEN: undefined,
+      PROCESSING_MODE: 'sync',
+      INBOX_MAX_BACKLOG: 10000,
       ...overrides.config,
     },
   });

@@ -1,0 +1,95 @@
+// Retention (`purge`): payloads of terminal rows (completed, ignored, dead_letter) are nulled after
+// PAYLOAD_RETENTION_DAYS, and the rows themselves, which are the deduplication keys, deleted after
+// EVENT_RETENTION_DAYS, each counted from completed_at (else received_at). Rows that still have work
+// ahead of them (received, processing, failed, parked) are never touched. Batched, with a statement
+// timeout per batch and SKIP LOCKED, so a large purge never holds locks that intake or the worker wait on.
+import { sql } from 'drizzle-orm';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/client.ts';
+import { drainBatches } from '../ops/drain.ts';
+
+export const PURGE_BATCH_SIZE = 1000;
+/** One batch statement's bound: a slow batch is cancelled and the purge resumes on the next run. */
+export const PURGE_STATEMENT_TIMEOUT_MS = 5000;
+const DAY_MS = 86_400_000;
+
+export interface PurgeSummary {
+  payloadsNulled: number;
+  rowsDeleted: number;
+  batches: number;
+  stoppedBy: 'drained' | 'budget' | 'aborted';
+}
+
+export interface PurgeOptions {
+  nowMs: () => number;
+  budgetMs: number;
+  signal?: AbortSignal;
+  batchSize?: number;
+}
+
+/** Terminal rows finished before `cutoff`; `payload is not null` only for the nulling pass. */
+const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 'dead_letter')
+  and coalesce(completed_at, received_at) < ${cutoff.toISOString()}`;
+
+/**
+ * One batch in its own transaction, so SET LOCAL bounds just its statement. The candidates are
+ * locked with SKIP LOCKED: a row some transaction holds is left for the next run instead of waited for.
+ */
+async function purgeBatch(db: Database, statement: ReturnType<typeof sql>): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`set local statement_timeout = ${PURGE_STATEMENT_TIMEOUT_MS}`));
+    const rows = await tx.execute<{ n: number }>(statement);
+    return rows[0]?.n ?? 0;
+  });
+}
+
+export async function purgeByRetention(
+  db: Database,
+  config: Pick<Config, 'PAYLOAD_RETENTION_DAYS' | 'EVENT_RETENTION_DAYS'>,
+  options: PurgeOptions,
+): Promise<PurgeSummary> {
+  const limit = options.batchSize ?? PURGE_BATCH_SIZE;
+  const startedMs = options.nowMs();
+  // Cut-offs fixed for the run: a row crossing one while the purge runs waits for the next run.
+  const payloadCutoff = new Date(startedMs - config.PAYLOAD_RETENTION_DAYS * DAY_MS);
+  const rowCutoff = new Date(startedMs - config.EVENT_RETENTION_DAYS * DAY_MS);
+  let payloadsNulled = 0;
+  let rowsDeleted = 0;
+  // Rows first: nulling the payload of a row about to be deleted would be wasted writes.
+  let phase: 'rows' | 'payloads' = 'rows';
+  const progress = await drainBatches({
+    nowMs: options.nowMs,
+    budgetMs: options.budgetMs,
+    signal: options.signal,
+    batch: async () => {
+      if (phase === 'rows') {
+        const deleted = await purgeBatch(
+          db,
+          sql`with doomed as (
+            select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)}
+            limit ${limit} for update skip locked
+          ), gone as (
+            delete from webhook_events e using doomed d
+            where e.provider = d.provider and e.event_id = d.event_id returning 1
+          ) select count(*)::int as n from gone`,
+        );
+        rowsDeleted += deleted;
+        if (deleted === limit) return { claimed: deleted, limit };
+        phase = 'payloads';
+      }
+      const nulled = await purgeBatch(
+        db,
+        sql`with stale as (
+          select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null
+          limit ${limit} for update skip locked
+        ), done as (
+          update webhook_events e set payload = null from stale s
+          where e.provider = s.provider and e.event_id = s.event_id returning 1
+        ) select count(*)::int as n from done`,
+      );
+      payloadsNulled += nulled;
+      return { claimed: nulled, limit };
+    },
+  });
+  return { payloadsNulled, rowsDeleted, ...progress };
+}

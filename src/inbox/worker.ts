@@ -1,0 +1,257 @@
+// The async inbox worker: claims due `received` and retryable `failed` rows, and `processing` rows
+// whose lease expired (a crashed worker's), under a lease in one statement, then applies each
+// through applyStoredEvent (the row's new status and the domain change commit together, guarded on
+// the lease) with bounded concurrency. Failures go to `failed` with capped full-jitter backoff, or to
+// `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection. Runtime-neutral, like the
+// outbox relay it follows: the Node schedule, the CLI `work` and the Workers cron drive one `work`.
+import { and, inArray, sql } from 'drizzle-orm';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/client.ts';
+import { describeError } from '../db/errors.ts';
+import { claimCandidates, type Lease, leaseCleared, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
+import { webhookEvents } from '../db/schema.ts';
+import type { Clock } from '../deps.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
+import { type BackoffPolicy, backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
+import { drainBatches, forEachBounded } from '../ops/drain.ts';
+import type { Logger } from '../ops/logger.ts';
+import type { Metrics } from '../ops/metrics.ts';
+import { providers as allProviders } from '../providers/registry.ts';
+import { applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
+
+export interface WorkerSettings {
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+  leaseMs: number;
+  /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
+  applyTimeoutMs: number;
+  batchSize: number;
+  /** Applications in flight at once: at most the worker pool's connections, so it never queues on itself. */
+  concurrency: number;
+  /** A pass stops claiming (and starting applications) after this long. */
+  budgetMs: number;
+}
+
+/** Tuning, not contract: small batches keep a lease short relative to the work it covers. */
+export const DEFAULT_WORKER_BATCH_SIZE = 100;
+export const DEFAULT_WORKER_CONCURRENCY = 4;
+export const DEFAULT_WORKER_BUDGET_MS = 20_000;
+
+export function workerSettings(
+  config: Pick<
+    Config,
+    'INBOX_MAX_ATTEMPTS' | 'INBOX_BACKOFF_BASE_MS' | 'INBOX_BACKOFF_MAX_MS' | 'INBOX_LEASE_MS' | 'HANDLER_DEADLINE_MS'
+  >,
+  overrides: Partial<WorkerSettings> = {},
+): WorkerSettings {
+  return {
+    maxAttempts: config.INBOX_MAX_ATTEMPTS,
+    backoff: { baseMs: config.INBOX_BACKOFF_BASE_MS, maxMs: config.INBOX_BACKOFF_MAX_MS },
+    leaseMs: config.INBOX_LEASE_MS,
+    // Below the lease, or no application would ever start.
+    applyTimeoutMs: Math.min(config.HANDLER_DEADLINE_MS, Math.floor(config.INBOX_LEASE_MS / 2)),
+    batchSize: DEFAULT_WORKER_BATCH_SIZE,
+    concurrency: DEFAULT_WORKER_CONCURRENCY,
+    budgetMs: DEFAULT_WORKER_BUDGET_MS,
+    ...overrides,
+  };
+}
+
+export interface WorkerDeps {
+  db: Database;
+  handlers: HandlerMap;
+  /** Providers by name, for parked payloads' schema check; every known scheme when absent. */
+  providers?: StoredContext['providers'];
+  clock: Clock;
+  /** Makes this worker's id, written to `locked_by`. */
+  newId: () => string;
+  random: RandomSource;
+  logger: Logger;
+  metrics?: Pick<Metrics, 'countEvent'>;
+  settings: WorkerSettings;
+}
+
+export interface WorkSummary {
+  claimed: number;
+  completed: number;
+  ignored: number;
+  parked: number;
+  /** Failed and rescheduled as `failed`. */
+  failed: number;
+  deadLettered: number;
+  /** Claimed, but another holder or an operator had moved the row on. */
+  skipped: number;
+  /** Claimed but not started (lease or budget would not cover it), or hit a database error: free again. */
+  released: number;
+  batches: number;
+  stoppedBy: 'drained' | 'budget' | 'aborted';
+  elapsedMs: number;
+}
+
+/** One pass at a time per worker (its lease owner is its id); run several workers for parallelism. */
+export interface InboxWorker {
+  readonly id: string;
+  work(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<WorkSummary>;
+}
+
+interface ClaimedEvent {
+  provider: string;
+  eventId: string;
+  eventType: string;
+  attemptCount: number;
+}
+
+/** Every state the worker may claim from; `processing` only once its lease has expired (claimCandidates). */
+const CLAIMABLE = ['received', 'failed', 'processing'] as const;
+
+async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
+  const table = webhookEvents;
+  const candidates = claimCandidates(db, {
+    table,
+    key: { provider: table.provider, eventId: table.eventId },
+    where: inArray(table.status, [...CLAIMABLE]),
+    lease,
+    dueBy,
+    limit,
+  });
+  const rows = await db
+    .update(table)
+    .set({ status: 'processing', ...leaseValues(lease) })
+    .where(sql`(${table.provider}, ${table.eventId}) in (${candidates})`)
+    .returning({
+      provider: table.provider,
+      eventId: table.eventId,
+      eventType: table.eventType,
+      attemptCount: table.attemptCount,
+      availableAt: table.availableAt,
+    });
+  // Claimed rows come back in no particular order; apply the longest-waiting first.
+  return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
+}
+
+/**
+ * Gives a claimed row back without counting an attempt (not started, or the database failed under
+ * it): `received` again, due at `availableAt`. Guarded on our lease, so a row someone else holds now
+ * is left alone.
+ */
+async function release(db: Database, owner: string, event: ClaimedEvent, availableAt?: Date): Promise<void> {
+  const table = webhookEvents;
+  await db
+    .update(table)
+    .set({ status: 'received', ...leaseCleared, ...(availableAt === undefined ? {} : { availableAt }) })
+    .where(
+      and(
+        sql`${table.provider} = ${event.provider} and ${table.eventId} = ${event.eventId}`,
+        sql`${table.status} = 'processing' and ${table.lockedBy} = ${owner}`,
+      ),
+    );
+}
+
+const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
+  failed: 'failed',
+  dead_letter: 'dead_letter',
+  ignored: 'ignored',
+  parked: 'parked',
+};
+
+export function createWorker(deps: WorkerDeps): InboxWorker {
+  const { db, clock, logger, settings } = deps;
+  const id = deps.newId();
+  const context: StoredContext = {
+    db,
+    handlers: deps.handlers,
+    providers: deps.providers ?? new Map(allProviders.map((provider) => [provider.name, provider])),
+  };
+
+  async function applyOne(event: ClaimedEvent, summary: Omit<WorkSummary, 'batches' | 'stoppedBy' | 'elapsedMs'>) {
+    const started = performance.now();
+    const attempt = event.attemptCount + 1;
+    // The retry time is computed before the apply from the attempt it would be, and only used on failure.
+    const retryAt = new Date(clock() + backoffDelayMs(settings.backoff, attempt, deps.random));
+    const fields = { worker: id, provider: event.provider, event_id: event.eventId, event_type: event.eventType };
+    let outcome: StoredOutcome;
+    try {
+      const result = await applyStoredEvent(
+        context,
+        { provider: event.provider, eventId: event.eventId },
+        { from: ['processing'], leaseOwner: id, onFailure: { retryAt, maxAttempts: settings.maxAttempts } },
+      );
+      outcome = result.outcome;
+    } catch (error) {
+      // A database error (transient by definition here): no attempt is counted; the row goes back
+      // to the queue after a backoff, or, when even that fails, waits for its lease to expire.
+      summary.released += 1;
+      logger.warn('inbox event released after a database error', {
+        ...fields,
+        attempt,
+        error: describeError(error),
+        duration_ms: Math.round(performance.now() - started),
+      });
+      await release(db, id, event, retryAt).catch(() => {});
+      return;
+    }
+    const durationMs = Math.round((performance.now() - started) * 100) / 100;
+    const line = { ...fields, outcome, attempt, duration_ms: durationMs };
+    switch (outcome) {
+      case 'completed':
+        summary.completed += 1;
+        logger.info('inbox event applied', line);
+        break;
+      case 'ignored':
+      case 'parked':
+        summary[outcome] += 1;
+        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...line, alert: true });
+        else logger.info('inbox event ignored', line);
+        break;
+      case 'failed':
+        summary.failed += 1;
+        logger.warn('inbox event failed, will retry', { ...line, retry_at: retryAt.toISOString() });
+        break;
+      case 'dead_letter':
+        summary.deadLettered += 1;
+        logger.error('inbox event dead-lettered', { ...line, alert: true });
+        break;
+      case 'skipped':
+        summary.skipped += 1;
+        logger.info('inbox event skipped: no longer held by this worker', line);
+        break;
+    }
+    const metric = metricFor[outcome];
+    if (metric !== undefined) deps.metrics?.countEvent(event.provider, event.eventType, metric);
+    // An application after earlier failures is a retry, whatever its outcome (as the intake counts it).
+    if (attempt > 1 && outcome !== 'skipped') deps.metrics?.countEvent(event.provider, event.eventType, 'retried');
+  }
+
+  async function work(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<WorkSummary> {
+    const startedMs = clock();
+    const summary = { claimed: 0, completed: 0, ignored: 0, parked: 0, failed: 0, deadLettered: 0, skipped: 0, released: 0 };
+    // Only rows due when the pass began: one rescheduled during it waits for a later pass.
+    const dueBy = new Date(startedMs);
+    const progress = await drainBatches({
+      nowMs: clock,
+      budgetMs: options.budgetMs ?? settings.budgetMs,
+      signal: options.signal,
+      batch: async (deadlineMs) => {
+        const lease = takeLease(id, clock(), settings.leaseMs);
+        const events = await claimBatch(db, lease, dueBy, settings.batchSize);
+        summary.claimed += events.length;
+        await forEachBounded(events, settings.concurrency, async (event) => {
+          const nowMs = clock();
+          if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.applyTimeoutMs)) {
+            // Not started, so nothing happened: give it back at once, counting nothing.
+            summary.released += 1;
+            await release(db, id, event).catch(() => {});
+            return;
+          }
+          await applyOne(event, summary);
+        });
+        return { claimed: events.length, limit: settings.batchSize };
+      },
+    });
+    const result: WorkSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
+    if (result.claimed > 0) logger.info('inbox worked', { worker: id, ...result });
+    return result;
+  }
+
+  return { id, work };
+}
