@@ -4,9 +4,19 @@ import { Command, CommanderError } from 'commander';
 import { drainCommand } from './commands/drain.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
+import { purgeCommand } from './commands/purge.ts';
+import { sweepCommand } from './commands/sweep.ts';
+import { workCommand } from './commands/work.ts';
 import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
 
-const commands: readonly CommandModule[] = [drainCommand, outboxListCommand, outboxRetryCommand];
+const commands: readonly CommandModule[] = [
+  drainCommand,
+  outboxListCommand,
+  outboxRetryCommand,
+  workCommand,
+  sweepCommand,
+  purgeCommand,
+];
 
 /** Commander's codes for "asked for help or the version": not a usage error. */
 const SUCCESSFUL_EXITS = new Set(['commander.helpDisplayed', 'commander.version']);

@@ -1,7 +1,9 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
-// outbox relay every RELAY_INTERVAL_MS, and shuts down in order on SIGINT/SIGTERM: HTTP first, then
-// the relay (its drain in progress finishes), then connections, then the embedded server.
+// outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
+// lease sweeper every minute, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
+// HTTP first, then the background jobs (their passes in progress finish), then connections, then the
+// embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { randomUUID } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { createApp } from '../app.ts';
@@ -10,6 +12,9 @@ import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { purgeByRetention } from '../inbox/retention.ts';
+import { sweepExpiredLeases } from '../inbox/sweep.ts';
+import { createWorker, workerSettings } from '../inbox/worker.ts';
 import { createLogger } from '../ops/logger.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
 import { defaultGaugeSources } from '../ops/metrics-routes.ts';
@@ -22,6 +27,20 @@ import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 
 class StartupError extends Error {}
+
+/** The lease sweeper's and the retention purge's periods: neither has a deadline to meet. */
+const SWEEP_INTERVAL_MS = 60_000;
+const PURGE_INTERVAL_MS = 3_600_000;
+
+/**
+ * DB_POOL_MAX split in two pools: requests get the larger one; the worker, relay, sweeper and purge
+ * share a small one of their own (a quarter, at least one, at most four), so an intake burst queues
+ * on its own connections and never takes the ones the background jobs need to drain the backlog.
+ */
+function splitPool(max: number): { requests: number; background: number } {
+  const background = Math.max(1, Math.min(4, Math.floor(max / 4)));
+  return { requests: Math.max(1, max - background), background };
+}
 
 function loadConfig(): Config {
   try {
@@ -59,13 +78,19 @@ async function main(): Promise<void> {
     }
     await migrateDatabase(url);
   }
+  const pools = splitPool(config.DB_POOL_MAX);
   const database = connectDatabase({
     url,
-    maxConnections: config.DB_POOL_MAX,
+    maxConnections: pools.requests,
+    statementTimeoutMs: config.HANDLER_DEADLINE_MS,
+  });
+  const background = connectDatabase({
+    url,
+    maxConnections: pools.background,
     statementTimeoutMs: config.HANDLER_DEADLINE_MS,
   });
   const stopDatabase = async () => {
-    await database.close();
+    await Promise.all([database.close(), background.close()]);
     await embedded?.stop();
   };
 
@@ -81,12 +106,13 @@ async function main(): Promise<void> {
 
   const providers = await enableProviders(secrets);
   const newId = () => randomUUID().replaceAll('-', '');
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const app = createApp({
     config,
     db: database.db,
     providers,
     handlers: defaultHandlers,
-    metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
+    metrics,
     gaugeSources: defaultGaugeSources,
     clock,
     newId,
@@ -94,7 +120,7 @@ async function main(): Promise<void> {
     expectedMigration,
   });
   const relay = createRelay({
-    db: database.db,
+    db: background.db,
     publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
     clock,
     newId: () => `relay-${newId()}`,
@@ -109,6 +135,52 @@ async function main(): Promise<void> {
     logger,
     run: async (signal) => {
       await relay.drain({ signal });
+    },
+  });
+  const asyncMode = config.PROCESSING_MODE === 'async';
+  const worker = createWorker({
+    db: background.db,
+    handlers: defaultHandlers,
+    clock,
+    newId: () => `worker-${newId()}`,
+    random: Math.random,
+    logger,
+    metrics,
+    // One application per background connection: the relay's writes wait at most for one of them.
+    settings: workerSettings(config, { concurrency: pools.background }),
+  });
+  const workerSchedule = startSchedule({
+    name: 'inbox worker',
+    // Sync mode applies in the request: there is no queue to work.
+    intervalMs: asyncMode ? config.WORKER_INTERVAL_MS : 0,
+    random: Math.random,
+    logger,
+    run: async (signal) => {
+      await worker.work({ signal });
+    },
+  });
+  const sweepSchedule = startSchedule({
+    name: 'inbox sweep',
+    intervalMs: asyncMode ? SWEEP_INTERVAL_MS : 0,
+    random: Math.random,
+    logger,
+    run: async (signal) => {
+      const summary = await sweepExpiredLeases(background.db, { nowMs: clock, budgetMs: 10_000, signal });
+      if (summary.swept > 0) logger.warn('inbox leases swept', { swept: summary.swept });
+    },
+  });
+  const purgeSchedule = startSchedule({
+    name: 'retention purge',
+    intervalMs: PURGE_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: async (signal) => {
+      const summary = await purgeByRetention(background.db, config, { nowMs: clock, budgetMs: 60_000, signal });
+      logger.info('retention purge', {
+        payloads_nulled: summary.payloadsNulled,
+        rows_deleted: summary.rowsDeleted,
+        stopped_by: summary.stoppedBy,
+      });
     },
   });
   const server = serve({ fetch: app.fetch, port: config.PORT }, (info) => {
@@ -127,10 +199,13 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('shutting down', { signal });
-    // The relay stops claiming now; its publishes in flight end within OUTBOX_TIMEOUT_MS.
-    const relayStopped = relaySchedule.stop();
+    // The background jobs stop claiming now; publishes and applications in flight end within their
+    // timeouts, and only then are the pools closed under them.
+    const jobsStopped = Promise.all(
+      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule].map((schedule) => schedule.stop()),
+    );
     server.close(() => {
-      relayStopped.then(stopDatabase).then(
+      jobsStopped.then(stopDatabase).then(
         () => process.exit(0),
         () => process.exit(1),
       );

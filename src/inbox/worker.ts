@@ -224,7 +224,16 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
 
   async function work(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<WorkSummary> {
     const startedMs = clock();
-    const summary = { claimed: 0, completed: 0, ignored: 0, parked: 0, failed: 0, deadLettered: 0, skipped: 0, released: 0 };
+    const summary = {
+      claimed: 0,
+      completed: 0,
+      ignored: 0,
+      parked: 0,
+      failed: 0,
+      deadLettered: 0,
+      skipped: 0,
+      released: 0,
+    };
     // Only rows due when the pass began: one rescheduled during it waits for a later pass.
     const dueBy = new Date(startedMs);
     const progress = await drainBatches({

@@ -6,6 +6,10 @@ import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { hasPendingMigrations, type MigrationMark } from '../db/migrations.ts';
 import type { Clock } from '../deps.ts';
+import { defaultHandlers } from '../domain/handlers.ts';
+import { purgeByRetention } from '../inbox/retention.ts';
+import { sweepExpiredLeases } from '../inbox/sweep.ts';
+import { createWorker, workerSettings } from '../inbox/worker.ts';
 import type { LogFields, Logger } from './logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -46,8 +50,44 @@ export const databaseReadiness: MaintenanceStep = {
   },
 };
 
+/** Leases of crashed workers expire into `received` rows first, so the worker step below picks them up. */
+export const inboxSweep: MaintenanceStep = {
+  name: 'inbox_sweep',
+  async run({ db, clock }, budgetMs) {
+    const { swept, stoppedBy } = await sweepExpiredLeases(db, { nowMs: clock, budgetMs });
+    return { swept, stopped_by: stoppedBy };
+  },
+};
+
+/** Async mode only: one worker pass per cron run (sync mode applies in the request and has no queue). */
+export const inboxWork: MaintenanceStep = {
+  name: 'inbox_work',
+  async run({ config, db, clock, logger }, budgetMs) {
+    if (config.PROCESSING_MODE !== 'async') return { skipped: 'sync mode' };
+    const worker = createWorker({
+      db,
+      handlers: defaultHandlers,
+      clock,
+      newId: () => `worker-${crypto.randomUUID()}`,
+      random: Math.random,
+      logger,
+      settings: workerSettings(config, { budgetMs }),
+    });
+    const { claimed, completed, failed, deadLettered, released, stoppedBy } = await worker.work({ budgetMs });
+    return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };
+  },
+};
+
+export const retentionPurge: MaintenanceStep = {
+  name: 'retention_purge',
+  async run({ config, db, clock }, budgetMs) {
+    const { payloadsNulled, rowsDeleted, stoppedBy } = await purgeByRetention(db, config, { nowMs: clock, budgetMs });
+    return { payloads_nulled: payloadsNulled, rows_deleted: rowsDeleted, stopped_by: stoppedBy };
+  },
+};
+
 /** Every scheduled run performs these, in this order. Adding a step is one line here. */
-export const maintenanceSteps: readonly MaintenanceStep[] = [databaseReadiness];
+export const maintenanceSteps: readonly MaintenanceStep[] = [databaseReadiness, inboxSweep, inboxWork, retentionPurge];
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';
 
