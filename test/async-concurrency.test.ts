@@ -1,0 +1,71 @@
+// Concurrent workers never apply one event twice: several workers claim from one backlog at once
+// (SKIP LOCKED splits it), and a worker whose lease runs out mid-apply keeps the row locked, so no
+// other worker can take it over and apply it a second time. The counter handler is deliberately not
+// idempotent, so a double application would show up as a fact in the database.
+import { expect, it } from 'vitest';
+import { defineHandler } from '../src/domain/handlers.ts';
+import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { newCounter } from './helpers/counter.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { barrier, eventRows } from './helpers/facts.ts';
+import { buildTestWorker, deliver } from './helpers/worker.ts';
+
+const { sql, db } = await useTestDatabase();
+
+it('four workers working one backlog at once apply every event exactly once', async () => {
+  const counter = await newCounter(sql);
+  const handlers = { acme: { 'subscription.updated': counter.handler } };
+  const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+  const events = Array.from({ length: 60 }, () => acmeEvent());
+  for (const event of events) expect((await deliver(test, event)).status).toBe(202);
+
+  const workers = Array.from({ length: 4 }, () => buildTestWorker(db, { handlers, settings: { batchSize: 7 } }));
+  const arrive = barrier(workers.length);
+  const summaries = await Promise.all(
+    workers.map(async ({ worker }) => {
+      await arrive();
+      return worker.work();
+    }),
+  );
+
+  expect(await counter.value()).toBe(events.length);
+  expect(summaries.reduce((sum, summary) => sum + summary.completed, 0)).toBe(events.length);
+  const rows = await eventRows(sql);
+  expect(rows.every((row) => row.status === 'completed' && row.attempt_count === 0)).toBe(true);
+});
+
+it('a worker whose lease expired mid-apply keeps the event: nobody else applies it', async () => {
+  const counter = await newCounter(sql);
+  let releaseApply: () => void = () => {};
+  const applying = new Promise<void>((resolve) => {
+    releaseApply = resolve;
+  });
+  let entered: () => void = () => {};
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const slow = defineHandler({
+    schema: counter.handler.schema,
+    async apply(context, payload) {
+      entered();
+      await applying;
+      await counter.handler.apply(context, payload);
+    },
+  });
+  const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+  const event = acmeEvent();
+  await deliver(test, event);
+
+  const first = buildTestWorker(db, { handlers: { acme: { 'subscription.updated': slow } } });
+  const second = buildTestWorker(db, { handlers: { acme: { 'subscription.updated': counter.handler } } });
+  const firstPass = first.worker.work();
+  await inside;
+  // Long after the first worker's lease: its row is still locked inside its apply transaction.
+  second.setNow(TEST_NOW_MS + 10 * 60_000);
+  expect((await second.worker.work()).claimed).toBe(0);
+  releaseApply();
+  expect(await firstPass).toMatchObject({ completed: 1 });
+  expect((await second.worker.work()).claimed).toBe(0);
+  expect(await counter.value()).toBe(1);
+});
