@@ -34,11 +34,12 @@ const PURGE_INTERVAL_MS = 3_600_000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the worker, relay, sweeper and purge
- * share a small one of their own (a quarter, at least one, at most four), so an intake burst queues
- * on its own connections and never takes the ones the background jobs need to drain the backlog.
+ * share a small one of their own (40%, at least one, at most four), so an intake burst queues on its
+ * own connections and never takes the ones the background jobs need to drain the backlog. Four
+ * worker connections keep up with what ten request connections accept synchronously (the bench).
  */
 function splitPool(max: number): { requests: number; background: number } {
-  const background = Math.max(1, Math.min(4, Math.floor(max / 4)));
+  const background = Math.max(1, Math.min(4, Math.floor(max * 0.4)));
   return { requests: Math.max(1, max - background), background };
 }
 
