@@ -15,6 +15,7 @@ import postgres from 'postgres';
 import { Pool } from 'undici';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
+import { intFromEnv } from './lib/env.ts';
 import { runLoad } from './lib/load.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { startService, tail } from './lib/service.ts';
@@ -22,14 +23,6 @@ import { formatTable, percentile, round } from './lib/stats.ts';
 
 const TARGET_RATIO = 1.5;
 const DRAIN_TIMEOUT_MS = 300_000;
-
-function intFromEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
-}
 
 interface ModeFigures {
   eventsPerSecond: number;

@@ -18,6 +18,7 @@ import { Pool } from 'undici';
 import { benchAsyncIntake } from './intake-async.ts';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
+import { intFromEnv } from './lib/env.ts';
 import { type LoadResult, runLoad } from './lib/load.ts';
 import { pgbenchCeiling } from './lib/pgbench.ts';
 import {
@@ -40,14 +41,6 @@ const TARGET_CPU_MS_PER_EVENT = 0.5;
 /** The service's WEBHOOK_TOLERANCE_SECONDS default: pre-signed timestamps go stale after this. */
 const TIMESTAMP_TOLERANCE_SECONDS = 300;
 const ACCEPTED_BODY = '{"received":true}';
-
-function intFromEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
-}
 
 function settings() {
   const events = intFromEnv('BENCH_EVENTS', 20_000, 2);

@@ -25,20 +25,13 @@ import {
 } from '../src/outbox/relay.ts';
 import { undiciPost } from '../src/outbox/undici-post.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
+import { intFromEnv } from './lib/env.ts';
 import { machineBusyShare, machineCpu, processTreeCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { type SinkProcess, startSinkProcess } from './lib/sink.ts';
 import { formatTable, round } from './lib/stats.ts';
 
 const TARGET_MESSAGES_PER_SECOND = 3000;
-
-function intFromEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
-  return value;
-}
 
 /** Pending messages shaped like the ones the acme handlers enqueue, due now, oldest first. */
 async function seed(url: string, count: number): Promise<void> {

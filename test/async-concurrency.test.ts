@@ -8,7 +8,7 @@ import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { barrier, eventRows } from './helpers/facts.ts';
+import { barrier, deferred, eventRows } from './helpers/facts.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -37,19 +37,13 @@ it('four workers working one backlog at once apply every event exactly once', as
 
 it('a worker whose lease expired mid-apply keeps the event: nobody else applies it', async () => {
   const counter = await newCounter(sql);
-  let releaseApply: () => void = () => {};
-  const applying = new Promise<void>((resolve) => {
-    releaseApply = resolve;
-  });
-  let entered: () => void = () => {};
-  const inside = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
+  const applying = deferred();
+  const inside = deferred();
   const slow = defineHandler({
     schema: counter.handler.schema,
     async apply(context, payload) {
-      entered();
-      await applying;
+      inside.resolve();
+      await applying.promise;
       await counter.handler.apply(context, payload);
     },
   });
@@ -60,11 +54,11 @@ it('a worker whose lease expired mid-apply keeps the event: nobody else applies 
   const first = buildTestWorker(db, { handlers: { acme: { 'subscription.updated': slow } } });
   const second = buildTestWorker(db, { handlers: { acme: { 'subscription.updated': counter.handler } } });
   const firstPass = first.worker.work();
-  await inside;
+  await inside.promise;
   // Long after the first worker's lease: its row is still locked inside its apply transaction.
   second.setNow(TEST_NOW_MS + 10 * 60_000);
   expect((await second.worker.work()).claimed).toBe(0);
-  releaseApply();
+  applying.resolve();
   expect(await firstPass).toMatchObject({ completed: 1 });
   expect((await second.worker.work()).claimed).toBe(0);
   expect(await counter.value()).toBe(1);

@@ -5,7 +5,7 @@ import { expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { eventRow, subscriptionRow } from './helpers/facts.ts';
+import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
 
@@ -44,20 +44,14 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
   await sql`insert into subscriptions (external_id, status, provider_version, updated_at)
     values (${subscription}, 'trialing', 1, now())`;
 
-  let releaseLock: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    releaseLock = resolve;
-  });
-  let locked: () => void = () => {};
-  const lockTaken = new Promise<void>((resolve) => {
-    locked = resolve;
-  });
+  const held = deferred();
+  const lockTaken = deferred();
   const holder = sql.begin(async (tx) => {
     await tx`select 1 from subscriptions where external_id = ${subscription} for update`;
-    locked();
-    await held;
+    lockTaken.resolve();
+    await held.promise;
   });
-  await lockTaken;
+  await lockTaken.promise;
 
   const worker = run(
     process.execPath,
@@ -77,7 +71,7 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
     expect(await worker.exited).toEqual({ code: null, signal: 'SIGKILL' });
   } finally {
     worker.child.kill('SIGKILL');
-    releaseLock();
+    held.resolve();
     await holder;
   }
   // The orphaned backend gets the lock, finds its client gone, and rolls back.

@@ -18,7 +18,7 @@ async function cli(args: string[], env: Record<string, string> = { DATABASE_URL:
 /** An event stored as the async intake stores it, due now by the database's clock. */
 async function storeReceived(event = acmeEvent(), status = 'received'): Promise<string> {
   await sql`insert into webhook_events (provider, event_id, event_type, status, payload, available_at)
-    values ('acme', ${event.id}, ${event.type}, ${status}::webhook_event_status, ${sql.json(event)}, now() - interval '1 second')`;
+    values ('acme', ${event.id}, ${event.type}, ${status}::webhook_event_status, ${JSON.stringify(event)}::text::jsonb, now() - interval '1 second')`;
   return event.id;
 }
 

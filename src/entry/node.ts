@@ -33,13 +33,14 @@ const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 
 /**
- * DB_POOL_MAX split in two pools: requests get the larger one; the worker, relay, sweeper and purge
- * share a small one of their own (40%, at least one, at most four), so an intake burst queues on its
- * own connections and never takes the ones the background jobs need to drain the backlog. Four
- * worker connections keep up with what ten request connections accept synchronously (the bench).
+ * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
+ * sweeper, purge) share a small one of their own, so an intake burst queues on its own connections
+ * and never takes the ones the worker needs to drain the backlog it builds. Async mode gives the
+ * background 40% (at least one, at most four: four worker connections applying one event each);
+ * sync mode applies in the request, so the relay and the purge get one connection.
  */
-function splitPool(max: number): { requests: number; background: number } {
-  const background = Math.max(1, Math.min(4, Math.floor(max * 0.4)));
+function splitPool(max: number, mode: Config['PROCESSING_MODE']): { requests: number; background: number } {
+  const background = mode === 'async' ? Math.max(1, Math.min(4, Math.floor(max * 0.4))) : 1;
   return { requests: Math.max(1, max - background), background };
 }
 
@@ -79,7 +80,7 @@ async function main(): Promise<void> {
     }
     await migrateDatabase(url);
   }
-  const pools = splitPool(config.DB_POOL_MAX);
+  const pools = splitPool(config.DB_POOL_MAX, config.PROCESSING_MODE);
   const database = connectDatabase({
     url,
     maxConnections: pools.requests,

@@ -12,24 +12,17 @@ import { claimCandidates, type Lease, leaseCleared, leaseCovers, leaseValues, ta
 import { webhookEvents } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
-import { type BackoffPolicy, backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
-import { drainBatches, forEachBounded } from '../ops/drain.ts';
+import { backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
+import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.ts';
 import type { Logger } from '../ops/logger.ts';
 import type { Metrics } from '../ops/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
 import { applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
 
-export interface WorkerSettings {
-  maxAttempts: number;
-  backoff: BackoffPolicy;
-  leaseMs: number;
+/** `concurrency`: at most the worker pool's connections, so the worker never queues on itself. */
+export interface WorkerSettings extends QueueSettings {
   /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
   applyTimeoutMs: number;
-  batchSize: number;
-  /** Applications in flight at once: at most the worker pool's connections, so it never queues on itself. */
-  concurrency: number;
-  /** A pass stops claiming (and starting applications) after this long. */
-  budgetMs: number;
 }
 
 /** Tuning, not contract: small batches keep a lease short relative to the work it covers. */

@@ -1,6 +1,21 @@
 // Draining a queue table in batches, shared by the outbox relay and the async inbox worker: the loop
 // that goes on while batches come back full and stops at a time budget (a Workers cron invocation
-// has one), and bounded concurrency inside a batch. Runtime-neutral: no timers, no Node APIs.
+// has one), and bounded concurrency inside a batch, and the settings every such leased queue is tuned
+// by. Runtime-neutral: no timers, no Node APIs.
+import type { BackoffPolicy } from './backoff.ts';
+
+/** What a leased-queue drainer (the outbox relay, the inbox worker) is tuned by, besides its call timeout. */
+export interface QueueSettings {
+  /** Failures after which an item is given up on (dead / dead_letter). */
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+  leaseMs: number;
+  batchSize: number;
+  /** Items in flight at once within a batch. */
+  concurrency: number;
+  /** A pass stops claiming (and starting work) after this long. */
+  budgetMs: number;
+}
 
 export interface BatchResult {
   /** Rows the batch claimed; a batch that claimed its full limit suggests more are waiting. */

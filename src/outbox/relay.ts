@@ -10,21 +10,14 @@ import { claimCandidates, type Lease, leaseCovers, leaseValues, takeLease } from
 import { LAST_ERROR_MAX, type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { JsonValue } from '../inbox/payload.ts';
-import { type BackoffPolicy, type RandomSource, retryDelayMs } from '../ops/backoff.ts';
-import { drainBatches, forEachBounded } from '../ops/drain.ts';
+import { type RandomSource, retryDelayMs } from '../ops/backoff.ts';
+import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.ts';
 import type { Logger } from '../ops/logger.ts';
 import type { OutboxMessage, Publisher, PublishOutcome } from './publishers.ts';
 
-export interface RelaySettings {
-  maxAttempts: number;
-  backoff: BackoffPolicy;
-  leaseMs: number;
+export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
   timeoutMs: number;
-  batchSize: number;
-  concurrency: number;
-  /** A drain stops claiming (and starting publishes) after this long. */
-  budgetMs: number;
 }
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */

@@ -67,3 +67,12 @@ export function barrier(parties: number): () => Promise<void> {
     return open;
   };
 }
+
+/** A promise and the function that resolves it: a test holds a handler or a lock open until it says so. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
