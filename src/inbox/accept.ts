@@ -55,8 +55,18 @@ export async function enqueueEvent(db: Database, event: InboxEvent, availableAt:
   return requeued === null ? { outcome: 'duplicate' } : { outcome: 'queued', attempts: requeued.attemptCount };
 }
 
-export function acceptEvent(db: Database, deadline: Deadline, event: InboxEvent, clock: Clock): Promise<Accepted> {
-  return beforeDeadline(deadline, enqueueEvent(db, event, new Date(clock())));
+/** The backlog gate, then the insert, both inside the request's deadline. */
+export function acceptEvent(
+  db: Database,
+  deadline: Deadline,
+  gate: BacklogGate,
+  event: InboxEvent,
+  clock: Clock,
+): Promise<Accepted> {
+  return beforeDeadline(
+    deadline,
+    gate.check().then(() => enqueueEvent(db, event, new Date(clock()))),
+  );
 }
 
 /** How long one backlog count is trusted: a burst can overshoot the bound by this much intake. */

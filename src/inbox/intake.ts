@@ -77,8 +77,7 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
     plan: Plan,
   ): Promise<{ outcome: Answered; attempt?: number | undefined }> {
     if (plan.kind !== 'apply') return processEvent(deps.db, deadline, event, plan);
-    await gate.check();
-    const accepted = await acceptEvent(deps.db, deadline, event, deps.clock);
+    const accepted = await acceptEvent(deps.db, deadline, gate, event, deps.clock);
     return accepted.outcome === 'duplicate'
       ? { outcome: 'duplicate' }
       : { outcome: 'queued', attempt: (accepted.attempts ?? 0) + 1 };
