@@ -1,6 +1,8 @@
 // One suite of signed deliveries, run against every runtime that serves the app: in Node through
 // app.request (test/delivery-contract.test.ts) and inside workerd through the Worker entry and its
-// Hyperdrive binding (test/worker/delivery-contract.test.ts). Same requests, same answers, same rows.
+// Hyperdrive binding (test/worker/delivery-contract.test.ts), and in Node in async mode
+// (test/async-delivery-contract.test.ts), where an applied event is answered 202 and a worker pass
+// applies it before the rows are read. Same requests, same answers, same rows.
 import type postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { type AcmeEventShape, acmeEvent, signedHeaders, uniqueId } from '../helpers/acme.ts';
@@ -11,7 +13,12 @@ export interface DeliveryTarget {
   request(path: string, init: RequestInit): Promise<Response>;
   /** A plain postgres.js client on the service's database, for reading facts back. */
   sql: postgres.Sql;
+  /** Async mode: the answer to an event that will be applied, and one worker pass that applies it. */
+  async?: { settle(): Promise<unknown> };
 }
+
+const APPLIED = '200 {"received":true}';
+const QUEUED = '202 {"received":true,"queued":true}';
 
 /** Both runtimes read the wall clock, so events are signed at the real "now". */
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -38,13 +45,18 @@ async function answer(response: Response): Promise<string> {
 
 export function describeDeliveryContract(runtime: string, target: () => DeliveryTarget): void {
   const deliver = async (event: object, path?: string) => send(target(), await delivery(event, path));
+  const applied = () => (target().async === undefined ? APPLIED : QUEUED);
+  const settle = async () => {
+    await target().async?.settle();
+  };
 
   describe(`signed deliveries (${runtime})`, () => {
     it('applies a valid event: 200, the row completed, the subscription changed', async () => {
       const { sql } = target();
       const event = freshEvent({ version: 7, data: { id: uniqueId('sub'), status: 'past_due' } });
 
-      expect(await answer(await deliver(event))).toBe('200 {"received":true}');
+      expect(await answer(await deliver(event))).toBe(applied());
+      await settle();
       const row = await eventRow(sql, event.id);
       expect(row).toMatchObject({ status: 'completed', event_type: 'subscription.updated', attempt_count: 0 });
       expect(row?.completed_at).toBeInstanceOf(Date);
@@ -57,7 +69,8 @@ export function describeDeliveryContract(runtime: string, target: () => Delivery
     it('answers a redelivery as a duplicate and changes nothing', async () => {
       const { sql } = target();
       const event = freshEvent({ version: 3 });
-      expect(await answer(await deliver(event))).toBe('200 {"received":true}');
+      expect(await answer(await deliver(event))).toBe(applied());
+      await settle();
       const first = await eventRow(sql, event.id);
 
       expect(await answer(await deliver(event))).toBe('200 {"received":true,"duplicate":true}');
@@ -72,8 +85,9 @@ export function describeDeliveryContract(runtime: string, target: () => Delivery
       const request = await delivery(event);
       const answers = await Promise.all(Array.from({ length: 20 }, async () => answer(await send(target(), request))));
 
-      expect(answers.filter((text) => text === '200 {"received":true}')).toHaveLength(1);
+      expect(answers.filter((text) => text === applied())).toHaveLength(1);
       expect(answers.filter((text) => text === '200 {"received":true,"duplicate":true}')).toHaveLength(19);
+      await settle();
       expect(await countEvents(sql, event.id)).toBe(1);
       expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 0 });
       expect(await subscriptionRow(sql, String(event.data.id))).toMatchObject({ provider_version: '5' });
