@@ -6,6 +6,7 @@ import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { hasPendingMigrations, type MigrationMark } from '../db/migrations.ts';
 import type { Clock } from '../deps.ts';
+import { outboxDrain } from '../outbox/maintenance-step.ts';
 import type { LogFields, Logger } from './logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -47,7 +48,7 @@ export const databaseReadiness: MaintenanceStep = {
 };
 
 /** Every scheduled run performs these, in this order. Adding a step is one line here. */
-export const maintenanceSteps: readonly MaintenanceStep[] = [databaseReadiness];
+export const maintenanceSteps: readonly MaintenanceStep[] = [databaseReadiness, outboxDrain];
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';
 
