@@ -8,7 +8,10 @@ import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
 
-/** BEGIN, the inbox claim, the subscription upsert, COMMIT: src/inbox/process.ts and src/domain/subscriptions.ts. */
+/**
+ * BEGIN, the inbox claim, the subscription upsert, the outbox message announcing the change, COMMIT:
+ * src/inbox/process.ts, src/domain/subscriptions.ts and src/outbox/enqueue.ts.
+ */
 const PER_EVENT_SQL = String.raw`\set n random(1, 2000000000)
 BEGIN;
 insert into webhook_events (provider, event_id, event_type, status, payload, completed_at)
@@ -23,6 +26,10 @@ insert into subscriptions (external_id, status, provider_version, updated_at)
   updated_at = excluded.updated_at
   where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
   returning external_id;
+insert into outbox_messages (topic, deduplication_key, payload)
+  values ('subscription.changed', 'acme:pgb_' || :client_id || '_' || :n || ':subscription.changed',
+  '{"external_id":"sub_pgbench","status":"active","provider_version":1,"updated_at":"2025-11-30T00:00:00.000Z"}')
+  on conflict (deduplication_key) do nothing returning id;
 END;
 `;
 
