@@ -27,7 +27,7 @@ export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   /** Database-backed gauges read at each /metrics scrape. */
-  gaugeSources: ReadonlyArray<(db: Executor) => Promise<GaugeSample[]>>;
+  gaugeSources: ReadonlyArray<(db: Executor, nowMs: number) => Promise<GaugeSample[]>>;
   /** Migration the database must have applied for /readyz (the journal's last entry). */
   expectedMigration: { tag: string; createdAt: number };
   /** Test and tracing hook: runs after validation, just before the database claim. */

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { type ServiceUnderTest, startListeningService } from './helpers/process.ts';
+import { startSink } from './helpers/sink.ts';
 
 interface Delivery {
   eventId: string;
@@ -174,5 +175,48 @@ describe('chaos', () => {
     } finally {
       await Promise.all(services.map(stop));
     }
+  }, 120_000);
+
+  it('outbox target failing half the time for a while: every message published once per key, none lost', async () => {
+    const { sql, url } = await useTestDatabase();
+    const sink = await startSink();
+    const publishedByKey = new Map<string, number>();
+    const flakyUntil = Date.now() + 3000;
+    sink.respond((request) => {
+      const key = String(request.headers['idempotency-key']);
+      if (Date.now() < flakyUntil && Math.random() < 0.5) return { status: 503, body: '{"error":"busy"}' };
+      publishedByKey.set(key, (publishedByKey.get(key) ?? 0) + 1);
+      return { status: 200, body: '{}' };
+    });
+    const service = await startListeningService({
+      ...serviceEnv(url),
+      OUTBOX_TARGET_URL: sink.url,
+      RELAY_INTERVAL_MS: '50',
+      OUTBOX_BACKOFF_BASE_MS: '20',
+      OUTBOX_BACKOFF_MAX_MS: '300',
+      OUTBOX_MAX_ATTEMPTS: '1000',
+    });
+    try {
+      const list = deliveries(300);
+      const answers = await send(list, 16, () => service.origin);
+      expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+      await expect
+        .poll(
+          async () =>
+            (await sql<{ n: number }[]>`select count(*)::int as n from outbox_messages where status = 'published'`)[0]
+              ?.n,
+          { timeout: 30_000, interval: 250 },
+        )
+        .toBe(300);
+    } finally {
+      await stop(service);
+    }
+    const [facts] = await sql<{ total: number; retried: number; dead: number }[]>`
+      select count(*)::int as total, count(*) filter (where attempts > 0)::int as retried,
+             count(*) filter (where status = 'dead')::int as dead from outbox_messages`;
+    expect(facts).toMatchObject({ total: 300, dead: 0 });
+    expect(facts?.retried).toBeGreaterThan(0);
+    expect(publishedByKey.size).toBe(300);
+    expect([...publishedByKey.values()].every((count) => count === 1)).toBe(true);
   }, 120_000);
 });

@@ -48,6 +48,10 @@ describe('GET /metrics', () => {
     expect(sample(text, 'webhook_processing_duration_seconds_count{provider="acme"}')).toBe(4);
     expect(sample(text, 'webhook_inbox_events{status="parked"}')).toBe(1);
     expect(sample(text, 'webhook_database_up')).toBe(1);
+    // The applied event announced its change: one message waits for the relay.
+    expect(sample(text, 'webhook_outbox_messages{status="pending"}')).toBe(1);
+    expect(sample(text, 'webhook_outbox_messages{status="dead"}')).toBe(0);
+    expect(sample(text, 'webhook_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
     expect(text).not.toContain(applied.id);
     expect(text).not.toContain('made-up-provider');
   });

@@ -39,7 +39,11 @@ export async function workerPoolOptions({ inject }: PoolContext): Promise<PoolOp
     remoteBindings: false,
     miniflare: {
       hyperdrives: { HYPERDRIVE: withPassword(databaseUrl(adminUrl, name)) },
-      bindings: { ACME_WEBHOOK_SECRET: TEST_SECRET, LOG_LEVEL: 'silent' },
+      bindings: {
+        ACME_WEBHOOK_SECRET: TEST_SECRET,
+        LOG_LEVEL: 'silent',
+        OUTBOX_TARGET_URL: inject('workerOutboxSinkUrl'),
+      },
     },
   };
 }

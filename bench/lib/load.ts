@@ -30,6 +30,8 @@ export interface LoadOptions {
   concurrency: number;
   /** Whether an answer counts as accepted; by default any 200. */
   accept?: (status: number, body: string) => boolean;
+  /** Sees every answer with its latency (a storm tells first deliveries from duplicates by it). */
+  onAnswer?: (latencyMs: number, status: number, body: string) => void;
   signal?: AbortSignal;
 }
 
@@ -63,7 +65,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       } catch (error) {
         body = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       }
-      latenciesMs[sent++] = performance.now() - started;
+      const latencyMs = performance.now() - started;
+      latenciesMs[sent++] = latencyMs;
+      options.onAnswer?.(latencyMs, status, body);
       if (status !== 0 && accept(status, body)) accepted++;
       else rejections.push({ index, status, detail: body.slice(0, 200) });
     }

@@ -4,14 +4,15 @@
 import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
-import type { Enqueue } from '../outbox/enqueue.ts';
+import { type Enqueue, enqueueWhen } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
 export interface HandlerContext {
   tx: Transaction;
-  event: AuthenticatedEvent;
+  /** The stored event: its provider and the id it is stored under (a digest match keeps the first id). */
+  event: AuthenticatedEvent & { provider: string };
   /** Writes a side effect to the outbox in `tx`; the relay publishes it after COMMIT. */
   enqueue: Enqueue;
 }
@@ -37,10 +38,13 @@ const acmeSubscriptionEvent = z.looseObject({
   }),
 });
 
-/** Applies the change and, only if it changed a row, announces it through the outbox. */
-async function applyAndAnnounce({ tx, enqueue }: HandlerContext, change: SubscriptionChange): Promise<void> {
-  // A stale version changed nothing, so there is nothing to tell anyone.
-  if (await applySubscriptionChange(tx, change)) await enqueue(subscriptionChanged(change));
+/**
+ * Applies the change and, only if it changed a row, announces it through the outbox: a stale version
+ * changed nothing, so there is nothing to tell anyone. Both go in one statement (one round trip on
+ * every applied event), so this uses the outbox's embeddable insert rather than `enqueue`.
+ */
+async function applyAndAnnounce({ tx, event }: HandlerContext, change: SubscriptionChange): Promise<void> {
+  await applySubscriptionChange(tx, change, (changed) => enqueueWhen(event, subscriptionChanged(change), changed));
 }
 
 const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>

@@ -88,8 +88,9 @@ export async function takeBackFailed(
  * a round trip. Answers the stored row, or null when the event is already stored in any other state
  * (a duplicate).
  *
- * Safe under READ COMMITTED, with nothing read before it is written: INSERT … ON CONFLICT DO NOTHING
- * names no target, so every unique index arbitrates, the primary key (provider, event_id) and the
+ * Where the scheme's id is not signed (GitHub, Shopify), it is safe under READ COMMITTED, with
+ * nothing read before it is written: INSERT … ON CONFLICT DO NOTHING names no target, so every unique
+ * index arbitrates, the primary key (provider, event_id) and the
  * partial one on (provider, content_digest); a conflict on either inserts nothing instead of raising
  * a unique violation. When another transaction holds an uncommitted conflicting row, the INSERT waits
  * for it: committed, nothing is inserted; rolled back, our row goes in. So of any number of concurrent
@@ -101,10 +102,24 @@ export async function takeBackFailed(
 async function claimEvent(tx: Transaction, event: InboxEvent, status: WebhookEventStatus): Promise<StoredRow | null> {
   // A parked event is not finished: it waits for an operator's replay.
   const completedAt = status === 'parked' ? sql`null` : sql`now()`;
+  const values = sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${status}, ${JSON.stringify(event.payload)},
+    ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${completedAt})`;
+  if (event.contentDigest === undefined) {
+    // The id is signed and the digest column stays null (outside its partial unique index), so the
+    // primary key is the only arbiter: one statement inserts, takes back a failed row, or finds a
+    // duplicate (in a new event's, and a duplicate's, single round trip).
+    const [row] = await tx.execute<{ attempt_count: number; event_id: string }>(sql`
+      insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at)
+      values ${values}
+      on conflict (provider, event_id) do update
+        set status = excluded.status, completed_at = excluded.completed_at, last_error = null
+        where webhook_events.status = 'failed'
+      returning attempt_count, event_id`);
+    return row === undefined ? null : { attemptCount: row.attempt_count, eventId: row.event_id };
+  }
   const [inserted] = await tx.execute<{ attempt_count: number; event_id: string }>(sql`
     insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at)
-    values (${event.provider}, ${event.eventId}, ${event.eventType}, ${status}, ${JSON.stringify(event.payload)},
-      ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${completedAt})
+    values ${values}
     on conflict do nothing
     returning attempt_count, event_id`);
   if (inserted !== undefined) return { attemptCount: inserted.attempt_count, eventId: inserted.event_id };

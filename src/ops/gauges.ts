@@ -2,6 +2,7 @@
 // every Workers isolate), unlike the in-process counters.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
+import { outboxStats } from '../outbox/metrics.ts';
 import type { GaugeSample } from './metrics.ts';
 
 /** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */
@@ -31,4 +32,18 @@ export async function inboxGauges(db: Executor): Promise<GaugeSample[]> {
     value: Number(row?.oldest_unprocessed_seconds ?? 0),
   });
   return samples;
+}
+
+export async function outboxGauges(db: Executor, nowMs: number): Promise<GaugeSample[]> {
+  const stats = await outboxStats(db, nowMs);
+  const help = 'Outbox messages waiting for the relay, or dead.';
+  return [
+    { name: 'webhook_outbox_messages', help, labels: { status: 'pending' }, value: stats.pending },
+    { name: 'webhook_outbox_messages', help, labels: { status: 'dead' }, value: stats.dead },
+    {
+      name: 'webhook_outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest unpublished outbox message.',
+      value: stats.oldestPendingAgeSeconds,
+    },
+  ];
 }

@@ -10,6 +10,7 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
+import { outboxDrain } from '../outbox/maintenance-step.ts';
 import type { LogFields, Logger } from './logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -87,7 +88,14 @@ export const retentionPurge: MaintenanceStep = {
 };
 
 /** Every scheduled run performs these, in this order. Adding a step is one line here. */
-export const maintenanceSteps: readonly MaintenanceStep[] = [databaseReadiness, inboxSweep, inboxWork, retentionPurge];
+/** The inbox worker runs before the outbox drain, so the messages it enqueues go out in the same run. */
+export const maintenanceSteps: readonly MaintenanceStep[] = [
+  databaseReadiness,
+  inboxSweep,
+  inboxWork,
+  outboxDrain,
+  retentionPurge,
+];
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';
 

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import type { AppDeps } from '../deps.ts';
 import { requireBearer } from './bearer.ts';
-import { inboxGauges } from './gauges.ts';
+import { inboxGauges, outboxGauges } from './gauges.ts';
 import type { GaugeSample } from './metrics.ts';
 
 export function metricsRoutes(deps: AppDeps): Hono {
@@ -12,7 +12,7 @@ export function metricsRoutes(deps: AppDeps): Hono {
     let gauges: GaugeSample[];
     let databaseUp = 1;
     try {
-      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(deps.db)))).flat();
+      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(deps.db, deps.clock())))).flat();
     } catch {
       // The counters are still worth scraping while the database is away; say that it is.
       gauges = [];
@@ -24,4 +24,4 @@ export function metricsRoutes(deps: AppDeps): Hono {
   return routes;
 }
 
-export const defaultGaugeSources = [inboxGauges];
+export const defaultGaugeSources = [inboxGauges, outboxGauges];

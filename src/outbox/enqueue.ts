@@ -1,7 +1,7 @@
 // Writing side effects into the outbox, inside the transaction that makes the domain change: the
 // message commits with the change or not at all, and nothing is published from inside a transaction
 // (the relay does that after COMMIT).
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { JsonValue } from '../inbox/payload.ts';
 
@@ -38,6 +38,18 @@ export async function enqueueMessage(db: Executor, source: MessageSource, messag
     on conflict (deduplication_key) do nothing
     returning id`);
   return inserted.length > 0;
+}
+
+/**
+ * The outbox INSERT for `message` as a statement to embed in a larger one, written only when the
+ * relation `when` (a CTE of that statement) has a row: a domain write and its announcement then
+ * cost one round trip, and a write that changed nothing announces nothing.
+ */
+export function enqueueWhen(source: MessageSource, message: OutgoingMessage, when: SQL): SQL {
+  return sql`insert into outbox_messages (topic, deduplication_key, payload)
+    select ${message.topic}, ${deduplicationKey(source, message.topic)}, ${JSON.stringify(message.payload)}::jsonb
+    where exists (select 1 from ${when})
+    on conflict (deduplication_key) do nothing`;
 }
 
 export function enqueuerFor(db: Executor, source: MessageSource): Enqueue {

@@ -1,0 +1,142 @@
+// `npm run bench`: every benchmark, one after another on fresh databases, then one table of the
+// figures that matter with their targets. Each benchmark also keeps its own JSON in bench/results/;
+// this run adds `all-<time>.json` with the table's figures, so runs can be compared.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runContext, writeResult } from './lib/results.ts';
+import { REPO_ROOT } from './lib/service.ts';
+import { formatTable, round } from './lib/stats.ts';
+
+type Json = Record<string, unknown>;
+
+interface Step {
+  /** The result file prefix the benchmark writes. */
+  name: string;
+  script: string;
+  args?: string[];
+  /** Run pinned to one core (figures "per core"). */
+  oneCore?: boolean;
+}
+
+const steps: Step[] = [
+  { name: 'intake', script: 'bench/intake.ts' },
+  { name: 'intake', script: 'bench/intake.ts', args: ['--mode', 'async'] },
+  { name: 'storm', script: 'bench/storm.ts' },
+  { name: 'outbox', script: 'bench/outbox.ts' },
+  { name: 'verify', script: 'bench/verify.ts', oneCore: true },
+  { name: 'bundle', script: 'bench/bundle.ts' },
+];
+
+const resultsFolder = join(REPO_ROOT, 'bench', 'results');
+
+/** The newest result of `name` written after `since`, or undefined when the benchmark wrote none. */
+function newestResult(name: string, since: number): Json | undefined {
+  const files = readdirSync(resultsFolder, { withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.startsWith(`${name}-`) && entry.name.endsWith('.json'))
+    .map((entry) => join(resultsFolder, entry.name));
+  let newest: { at: number; json: Json } | undefined;
+  for (const file of files) {
+    const json = JSON.parse(readFileSync(file, 'utf8')) as Json;
+    const at = Date.parse(String(json.startedAt ?? '')) || statTime(file);
+    if (at >= since && (newest === undefined || at > newest.at)) newest = { at, json };
+  }
+  return newest?.json;
+}
+
+function statTime(file: string): number {
+  const stamp = /-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z)\.json$/.exec(file)?.[1];
+  return stamp === undefined ? 0 : Date.parse(stamp.replace(/T(\d{2})-(\d{2})-(\d{2})/, 'T$1:$2:$3'));
+}
+
+const get = (json: Json | undefined, ...path: string[]): unknown =>
+  path.reduce<unknown>(
+    (value, key) => (typeof value === 'object' && value !== null ? (value as Json)[key] : undefined),
+    json,
+  );
+
+const num = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+
+const collected: Record<string, Json | undefined> = {};
+const failures: string[] = [];
+const startedAt = new Date();
+for (const step of steps) {
+  const label = [step.script, ...(step.args ?? [])].join(' ');
+  console.log(`\n=== ${label}`);
+  const since = Date.now() - 1000;
+  const command = step.oneCore ? 'taskset' : process.execPath;
+  const args = [
+    ...(step.oneCore ? ['-c', '0', process.execPath] : []),
+    '--import',
+    'tsx',
+    join(REPO_ROOT, step.script),
+    ...(step.args ?? []),
+  ];
+  const run = spawnSync(command, args, { cwd: REPO_ROOT, stdio: 'inherit' });
+  if (run.status !== 0) failures.push(`${label} exited with ${run.status ?? run.signal}`);
+  collected[label] = newestResult(step.name, since);
+}
+
+const sync = collected['bench/intake.ts'];
+const async = collected['bench/intake.ts --mode async'];
+const storm = collected['bench/storm.ts'];
+const outbox = collected['bench/outbox.ts'];
+const verify = collected['bench/verify.ts'];
+const bundle = collected['bench/bundle.ts'];
+const syncRate = num(get(sync, 'figures', 'eventsPerSecond'));
+const asyncRate = num(get(async, 'figures', 'eventsPerSecond'));
+const verifyRates =
+  (get(verify, 'results') as Array<{ scheme: string; inFlight: number; perCpuSecond: number }> | undefined) ?? [];
+const slowestScheme = verifyRates
+  .filter((rate) => rate.inFlight === 1)
+  .reduce<{ scheme: string; perCpuSecond: number } | undefined>(
+    (slowest, rate) => (slowest === undefined || rate.perCpuSecond < slowest.perCpuSecond ? rate : slowest),
+    undefined,
+  );
+
+const rows = [
+  { label: 'sync intake events/s', value: syncRate ?? 'n/a', note: 'target >= 1100' },
+  {
+    label: 'sync p50 / p99 (ms)',
+    value: `${get(sync, 'figures', 'p50Ms') ?? 'n/a'} / ${get(sync, 'figures', 'p99Ms') ?? 'n/a'}`,
+  },
+  {
+    label: 'sync service CPU ms/event',
+    value: num(get(sync, 'figures', 'serviceCpuMsPerEvent')) ?? 'n/a',
+    note: 'target <= 0.5',
+  },
+  { label: 'sync service peak RSS (MiB)', value: num(get(sync, 'figures', 'servicePeakRssMiB')) ?? 'n/a' },
+  {
+    label: 'pgbench ceiling (tx/s)',
+    value: num(get(sync, 'figures', 'pgbenchTransactionsPerSecond')) ?? 'n/a',
+    note: `service at ${get(sync, 'figures', 'shareOfPgbenchCeiling') ?? 'n/a'} of it`,
+  },
+  { label: 'async acceptance events/s', value: asyncRate ?? 'n/a', note: 'target >= 1.5x sync' },
+  {
+    label: 'async / sync',
+    value: asyncRate !== undefined && syncRate !== undefined ? round(asyncRate / syncRate, 2) : 'n/a',
+  },
+  { label: 'async worker applied events/s', value: num(get(async, 'figures', 'workerEventsPerSecond')) ?? 'n/a' },
+  { label: 'duplicate storm deliveries/s', value: num(get(storm, 'figures', 'eventsPerSecond')) ?? 'n/a' },
+  {
+    label: 'duplicate path p50 / p99 (ms)',
+    value: `${get(storm, 'figures', 'duplicateP50Ms') ?? 'n/a'} / ${get(storm, 'figures', 'duplicateP99Ms') ?? 'n/a'}`,
+  },
+  { label: 'outbox drain messages/s', value: num(get(outbox, 'messagesPerSecond')) ?? 'n/a', note: 'target >= 3000' },
+  {
+    label: 'slowest verification /CPU s',
+    value: slowestScheme === undefined ? 'n/a' : `${Math.round(slowestScheme.perCpuSecond)} (${slowestScheme.scheme})`,
+    note: 'target >= 20000 per scheme',
+  },
+  {
+    label: 'Worker bundle gzip (KiB)',
+    value: num(get(bundle, 'gzipBytes')) === undefined ? 'n/a' : round((num(get(bundle, 'gzipBytes')) ?? 0) / 1024, 1),
+    note: 'target <= 256',
+  },
+];
+console.log(`\n${formatTable('Webhook Inbox benchmarks (one run)', rows)}`);
+const file = writeResult('all', startedAt, { startedAt: startedAt.toISOString(), ...runContext(), rows, failures });
+console.log(`\nwritten to ${file}`);
+for (const failure of failures) console.error(`FAILED: ${failure}`);
+process.exit(failures.length === 0 ? 0 : 1);
