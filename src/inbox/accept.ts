@@ -37,17 +37,32 @@ function beforeDeadline<T>(deadline: Deadline, work: Promise<T>): Promise<T> {
  * this one statement, with no transaction around it (autocommit is the commit before the 202).
  *
  * A conflict means the event is stored: a `failed` row is re-queued (received, due now, its attempt
- * count unchanged: a redelivery is not a failure), any other state is a duplicate. The re-queue is a
- * guarded UPDATE, so a worker that took the failed row meanwhile wins and this is a duplicate.
+ * count unchanged: a redelivery is not a failure), any other state is a duplicate. The re-queue is
+ * guarded on `failed`, so a worker that took the failed row meanwhile wins and this is a duplicate.
+ * Where the digest is a second key (GitHub, Shopify) the re-queue is a second statement, matched by
+ * the signed digest, never by the unsigned id alone (see takeBackFailed).
  *
  * A SQL template, like the synchronous claim: it runs for every delivery.
  */
 export async function enqueueEvent(db: Database, event: InboxEvent, availableAt: Date): Promise<Accepted> {
   const dueAt = availableAt.toISOString();
+  const values = sql`(${event.provider}, ${event.eventId}, ${event.eventType}, 'received', ${JSON.stringify(event.payload)},
+    ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${dueAt})`;
+  if (event.contentDigest === undefined) {
+    // A signed id and no digest (outside the digest's partial unique index): the primary key is the
+    // only arbiter, so one statement inserts, re-queues a failed row, or finds a duplicate.
+    const [row] = await db.execute<{ attempt_count: number }>(sql`
+      insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, occurred_at, available_at)
+      values ${values}
+      on conflict (provider, event_id) do update
+        set status = 'received', available_at = excluded.available_at, completed_at = null
+        where webhook_events.status = 'failed'
+      returning attempt_count`);
+    return row === undefined ? { outcome: 'duplicate' } : { outcome: 'queued', attempts: row.attempt_count };
+  }
   const [inserted] = await db.execute<{ attempt_count: number }>(sql`
     insert into webhook_events (provider, event_id, event_type, status, payload, content_digest, occurred_at, available_at)
-    values (${event.provider}, ${event.eventId}, ${event.eventType}, 'received', ${JSON.stringify(event.payload)},
-      ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${dueAt})
+    values ${values}
     on conflict do nothing
     returning attempt_count`);
   if (inserted !== undefined) return { outcome: 'queued', attempts: inserted.attempt_count };
