@@ -30,10 +30,16 @@ export interface CliIo {
   env: Readonly<Record<string, string | undefined>>;
   out(line: string): void;
   err(line: string): void;
+  /** Asks the operator on the terminal; absent when stdin is not a terminal (scripts, CI). */
+  ask?: (question: string) => Promise<string>;
+  /** Whether stderr is a terminal (progress output is drawn only then). */
+  errIsTerminal?: boolean;
 }
 
 export interface CliContext {
   config: Config;
+  /** DATABASE_URL, known to be set (the CLI refuses to run without it). */
+  databaseUrl: string;
   db: Database;
   clock: Clock;
   newId: () => string;
@@ -41,6 +47,8 @@ export interface CliContext {
   logger: Logger;
   out(line: string): void;
   err(line: string): void;
+  ask?: CliIo['ask'];
+  errIsTerminal: boolean;
 }
 
 /** Operator commands may scan more than a webhook request, so they get a longer statement bound. */
@@ -61,12 +69,17 @@ function loadConfig(env: CliIo['env']): Config & { DATABASE_URL: string } {
   return { ...config, DATABASE_URL: url };
 }
 
-async function openDatabase(config: Config & { DATABASE_URL: string }): Promise<DatabaseHandle> {
+async function openDatabase(
+  config: Config & { DATABASE_URL: string },
+  requireMigrated: boolean,
+): Promise<DatabaseHandle> {
   const handle = connectDatabase({
     url: config.DATABASE_URL,
     maxConnections: Math.min(config.DB_POOL_MAX, 4),
     statementTimeoutMs: CLI_STATEMENT_TIMEOUT_MS,
   });
+  // `migrate` is the one verb that runs on a database with pending migrations (it applies them).
+  if (!requireMigrated) return handle;
   let pending: boolean;
   try {
     pending = await hasPendingMigrations(handle.db, expectedMigration);
@@ -91,18 +104,22 @@ export type CommandAction<Args extends unknown[]> = (
  * records the exit code. Failures never print more than a class or a code: an error message from
  * the driver can quote parameters or the connection string.
  */
-export type Runner = <Args extends unknown[]>(action: CommandAction<Args>) => (...args: Args) => Promise<void>;
+export type Runner = <Args extends unknown[]>(
+  action: CommandAction<Args>,
+  options?: { requireMigrated?: boolean },
+) => (...args: Args) => Promise<void>;
 
 export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): Runner {
-  return (action) =>
+  return (action, options = {}) =>
     async (...args) => {
       let handle: DatabaseHandle | undefined;
       try {
         const config = loadConfig(io.env);
-        handle = await openDatabase(config);
+        handle = await openDatabase(config, options.requireMigrated ?? true);
         const clock = () => Date.now();
         const context: CliContext = {
           config,
+          databaseUrl: config.DATABASE_URL,
           db: handle.db,
           clock,
           newId: () => randomUUID(),
@@ -110,6 +127,8 @@ export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): 
           logger: createLogger({ level: config.LOG_LEVEL, now: () => new Date(clock()), write: io.err }),
           out: io.out,
           err: io.err,
+          ask: io.ask,
+          errIsTerminal: io.errIsTerminal ?? false,
         };
         setExitCode((await action(context, ...args)) ?? EXIT.done);
       } catch (error) {
@@ -136,6 +155,13 @@ export interface CommandModule {
   groupDescription?: string;
   /** Adds description, arguments and options to `command`, and its action through `run`. */
   define(command: Command, run: Runner): void;
+}
+
+/** The `--operator` parser: a name is required and blanks are not one (a usage error, exit 2). */
+export function operatorName(value: string): string {
+  const name = value.trim();
+  if (name.length === 0) throw new InvalidArgumentError('must name someone');
+  return name;
 }
 
 /** An option parser for a whole number in [min, max]; anything else is a usage error (exit 2). */
