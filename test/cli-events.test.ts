@@ -1,5 +1,6 @@
 // The operator CLI's inbox verbs as real processes: events list/show, replay (exit codes, audit rows,
 // the domain change applied once) and migrate, against a real database.
+import type postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
@@ -22,7 +23,7 @@ async function storeEvent(status: string, overrides: { lastError?: string; attem
   const event = acmeEvent({ version: 4, data: { id: subscription, status: 'past_due' } });
   await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, last_error,
       completed_at)
-    values ('acme', ${event.id}, ${event.type}, ${status}, ${sql.json(event)}, ${overrides.attempts ?? 0},
+    values ('acme', ${event.id}, ${event.type}, ${status}, ${sql.json(event as unknown as postgres.JSONValue)}, ${overrides.attempts ?? 0},
       ${overrides.lastError ?? null}, ${status === 'completed' ? new Date() : null})`;
   return { eventId: event.id, subscription };
 }
