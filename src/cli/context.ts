@@ -54,14 +54,17 @@ export interface CliContext {
 /** Operator commands may scan more than a webhook request, so they get a longer statement bound. */
 const CLI_STATEMENT_TIMEOUT_MS = 30_000;
 
-function loadConfig(env: CliIo['env']): Config & { DATABASE_URL: string } {
-  let config: Config;
+function parseCliConfig(env: CliIo['env']): Config {
   try {
-    config = parseConfig(env);
+    return parseConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
   }
+}
+
+function loadConfig(env: CliIo['env']): Config & { DATABASE_URL: string } {
+  const config = parseCliConfig(env);
   const url = config.DATABASE_URL;
   if (url === undefined) {
     throw new CliError(EXIT.couldNotRun, 'DATABASE_URL is required: the CLI works on the database the server uses');
@@ -99,53 +102,84 @@ export type CommandAction<Args extends unknown[]> = (
   ...args: Args
 ) => Promise<ExitCode | undefined>;
 
+/** What a command that needs no database (`send`) runs with. */
+export type OfflineContext = Omit<CliContext, 'db' | 'databaseUrl'>;
+
+export type OfflineAction<Args extends unknown[]> = (
+  context: OfflineContext,
+  ...args: Args
+) => Promise<ExitCode | undefined>;
+
 /**
  * Wraps a command's action: builds its context (config, database), runs it, closes the database and
  * records the exit code. Failures never print more than a class or a code: an error message from
- * the driver can quote parameters or the connection string.
+ * the driver can quote parameters or the connection string. `offline` does the same without a
+ * database (nor DATABASE_URL).
  */
-export type Runner = <Args extends unknown[]>(
-  action: CommandAction<Args>,
-  options?: { requireMigrated?: boolean },
-) => (...args: Args) => Promise<void>;
+export interface Runner {
+  <Args extends unknown[]>(
+    action: CommandAction<Args>,
+    options?: { requireMigrated?: boolean },
+  ): (...args: Args) => Promise<void>;
+  offline<Args extends unknown[]>(action: OfflineAction<Args>): (...args: Args) => Promise<void>;
+}
+
+function baseContext(io: CliIo, config: Config): OfflineContext {
+  const clock = () => Date.now();
+  return {
+    config,
+    clock,
+    newId: () => randomUUID(),
+    random: Math.random,
+    logger: createLogger({ level: config.LOG_LEVEL, now: () => new Date(clock()), write: io.err }),
+    out: io.out,
+    err: io.err,
+    ask: io.ask,
+    errIsTerminal: io.errIsTerminal ?? false,
+  };
+}
 
 export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): Runner {
-  return (action, options = {}) =>
-    async (...args) => {
-      let handle: DatabaseHandle | undefined;
-      try {
-        const config = loadConfig(io.env);
-        handle = await openDatabase(config, options.requireMigrated ?? true);
-        const clock = () => Date.now();
-        const context: CliContext = {
-          config,
-          databaseUrl: config.DATABASE_URL,
-          db: handle.db,
-          clock,
-          newId: () => randomUUID(),
-          random: Math.random,
-          logger: createLogger({ level: config.LOG_LEVEL, now: () => new Date(clock()), write: io.err }),
-          out: io.out,
-          err: io.err,
-          ask: io.ask,
-          errIsTerminal: io.errIsTerminal ?? false,
-        };
-        setExitCode((await action(context, ...args)) ?? EXIT.done);
-      } catch (error) {
-        if (error instanceof CliError) {
-          io.err(error.message);
-          setExitCode(error.exitCode);
-        } else if (isTransientDatabaseError(error)) {
-          io.err(`the database is unavailable (${describeError(error)})`);
-          setExitCode(EXIT.couldNotRun);
-        } else {
-          io.err(`failed: ${describeError(error)}`);
-          setExitCode(EXIT.couldNotRun);
-        }
-      } finally {
-        await handle?.close().catch(() => {});
+  const guarded = async (body: () => Promise<ExitCode | undefined>, cleanUp: () => Promise<void>) => {
+    try {
+      setExitCode((await body()) ?? EXIT.done);
+    } catch (error) {
+      if (error instanceof CliError) {
+        io.err(error.message);
+        setExitCode(error.exitCode);
+      } else if (isTransientDatabaseError(error)) {
+        io.err(`the database is unavailable (${describeError(error)})`);
+        setExitCode(EXIT.couldNotRun);
+      } else {
+        io.err(`failed: ${describeError(error)}`);
+        setExitCode(EXIT.couldNotRun);
       }
+    } finally {
+      await cleanUp().catch(() => {});
+    }
+  };
+  const run = (<Args extends unknown[]>(action: CommandAction<Args>, options: { requireMigrated?: boolean } = {}) =>
+    async (...args: Args) => {
+      let handle: DatabaseHandle | undefined;
+      await guarded(
+        async () => {
+          const config = loadConfig(io.env);
+          handle = await openDatabase(config, options.requireMigrated ?? true);
+          const context: CliContext = { ...baseContext(io, config), databaseUrl: config.DATABASE_URL, db: handle.db };
+          return action(context, ...args);
+        },
+        async () => handle?.close(),
+      );
+    }) as Runner;
+  run.offline =
+    (action) =>
+    async (...args) => {
+      await guarded(
+        async () => action(baseContext(io, parseCliConfig(io.env)), ...args),
+        async () => {},
+      );
     };
+  return run;
 }
 
 export interface CommandModule {

@@ -8,6 +8,7 @@ import { migrateCommand } from './commands/migrate.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
 import { replayCommand } from './commands/replay.ts';
+import { sendCommand } from './commands/send.ts';
 import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
 
 const commands: readonly CommandModule[] = [
@@ -18,6 +19,7 @@ const commands: readonly CommandModule[] = [
   outboxRetryCommand,
   drainCommand,
   migrateCommand,
+  sendCommand,
 ];
 
 /** Commander's codes for "asked for help or the version": not a usage error. */
