@@ -1,13 +1,9 @@
-// The admin API through app.request with a real database: the bearer gate, 404 for everything under
-// /admin without ADMIN_TOKEN, zod-validated inputs answered in the one error shape, replay and retry
-// with their audit rows, counts, and an OpenAPI document whose routes all exist.
-import type postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { adminApiRoutes } from '../src/ops/admin-api.ts';
 import { adminOpenApi } from '../src/ops/admin-openapi.ts';
-import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 
@@ -25,14 +21,8 @@ async function call(path: string, init: RequestInit = {}) {
 const post = (path: string, body: unknown) =>
   call(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
-async function storeEvent(status: string, lastError: string | null = null) {
-  const subscription = uniqueId('sub');
-  const event = acmeEvent({ version: 2, data: { id: subscription, status: 'canceled' } });
-  await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, last_error)
-    values ('acme', ${event.id}, ${event.type}, ${status}, ${sql.json(event as unknown as postgres.JSONValue)}, 1,
-      ${lastError})`;
-  return { eventId: event.id, subscription };
-}
+const storeEvent = (status: string, lastError: string | null = null) =>
+  insertEvent(sql, { status, lastError, attempts: 1, version: 2, to: 'canceled' });
 
 describe('the gate', () => {
   it('answers 404 JSON for everything under /admin when ADMIN_TOKEN is unset', async () => {

@@ -5,11 +5,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { chromium } from 'playwright-core';
-import type postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows } from './helpers/outbox.ts';
 
@@ -18,14 +17,8 @@ const TOKEN = 'dashboard-token-for-tests-0123456789';
 const test = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN } });
 const CHROMIUM = '/usr/bin/chromium';
 
-async function storeFailedEvent(lastError: string) {
-  const subscription = uniqueId('sub');
-  const event = acmeEvent({ version: 5, data: { id: subscription, status: 'unpaid' } });
-  await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, last_error)
-    values ('acme', ${event.id}, ${event.type}, 'failed', ${sql.json(event as unknown as postgres.JSONValue)}, 3,
-      ${lastError})`;
-  return { eventId: event.id, subscription };
-}
+const storeFailedEvent = (lastError: string) =>
+  insertEvent(sql, { status: 'failed', lastError, attempts: 3, version: 5, to: 'unpaid' });
 
 describe('dashboard through app.request', () => {
   it('answers a browser without a token with a 401 sign-in page that holds no data', async () => {

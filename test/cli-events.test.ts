@@ -1,32 +1,18 @@
-// The operator CLI's inbox verbs as real processes: events list/show, replay (exit codes, audit rows,
-// the domain change applied once) and migrate, against a real database.
-import type postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
+import { runCli } from './helpers/cli.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { operatorActionRows } from './helpers/outbox.ts';
-import { cleanEnv, run } from './helpers/process.ts';
 
 const { sql, url } = await useTestDatabase();
 const empty = await useEmptyDatabase();
 
-async function cli(args: string[], env: Record<string, string> = { DATABASE_URL: url }) {
-  const child = run(process.execPath, ['bin/webhook-inbox.js', ...args], cleanEnv({ LOG_LEVEL: 'silent', ...env }));
-  const { code } = await child.exited;
-  return { code, output: child.output() };
-}
+const cli = (args: string[], env: Record<string, string> = { DATABASE_URL: url }) => runCli(args, env);
 
-/** Stores an acme event in `status` as the intake would have left it. */
-async function storeEvent(status: string, overrides: { lastError?: string; attempts?: number } = {}) {
-  const subscription = uniqueId('sub');
-  const event = acmeEvent({ version: 4, data: { id: subscription, status: 'past_due' } });
-  await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, last_error,
-      completed_at)
-    values ('acme', ${event.id}, ${event.type}, ${status}, ${sql.json(event as unknown as postgres.JSONValue)}, ${overrides.attempts ?? 0},
-      ${overrides.lastError ?? null}, ${status === 'completed' ? new Date() : null})`;
-  return { eventId: event.id, subscription };
-}
+const storeEvent = (status: string, options: { lastError?: string; attempts?: number } = {}) =>
+  insertEvent(sql, { status, ...options });
 
 describe('replay', () => {
   it('applies a failed event, records who did it, and exits 0', async () => {

@@ -10,9 +10,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { enableProviders } from '../src/providers/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { providerRows } from './helpers/facts.ts';
-import { cleanEnv, run } from './helpers/process.ts';
 import { standardSecret } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -44,15 +44,7 @@ const origin = await new Promise<string>((resolve) =>
 );
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-async function send(args: string[], extraEnv: Record<string, string> = env) {
-  const child = run(
-    process.execPath,
-    ['bin/webhook-inbox.js', 'send', ...args],
-    cleanEnv({ LOG_LEVEL: 'silent', ...extraEnv }),
-  );
-  const { code } = await child.exited;
-  return { code, output: child.output() };
-}
+const send = (args: string[], extraEnv: Record<string, string> = env) => runCli(['send', ...args], extraEnv);
 
 describe('send', () => {
   it('signs acme events, delivers duplicates, and summarises the answers', async () => {
