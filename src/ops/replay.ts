@@ -79,13 +79,12 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
   for (const eventId of eventIds) {
     const before = states.get(eventId) as WebhookEventStatus;
     const key = { provider: request.provider, eventId };
-    const applied = REPLAYABLE.includes(before);
-    if (applied) {
-      await applyStoredEvent(stored, key, {
-        from: REPLAYABLE,
-        onFailure: { retryAt: new Date(context.clock()) },
-      });
-    }
+    // `skipped`: a concurrent replay or worker took the row first; this one applied nothing.
+    const outcome = REPLAYABLE.includes(before)
+      ? (await applyStoredEvent(stored, key, { from: REPLAYABLE, onFailure: { retryAt: new Date(context.clock()) } }))
+          .outcome
+      : 'skipped';
+    const applied = outcome !== 'skipped';
     const after = await getEvent(context.db, key);
     // Only retention can remove a row between the check and here; report it as it was.
     const afterStatus = after?.status ?? before;
