@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { runCli as runCliInProcess } from '../src/cli/program.ts';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { runCli } from './helpers/cli.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
@@ -85,6 +86,39 @@ describe('replay', () => {
     expect((await eventRow(sql, eventId))?.status).toBe('failed');
     expect((await cli(['replay', 'acme', eventId, '--yes'])).code).toBe(2);
     expect((await cli(['replay', 'nowhere', eventId, '--operator', 'erin', '--yes'])).code).toBe(2);
+  });
+});
+
+describe('replay on a terminal', () => {
+  /** The program in this process with a scripted terminal: `answer` is typed at the prompt. */
+  async function interactive(args: string[], answer: string) {
+    const lines: string[] = [];
+    const questions: string[] = [];
+    const code = await runCliInProcess(args, {
+      env: { DATABASE_URL: url, LOG_LEVEL: 'silent' },
+      out: (line) => lines.push(line),
+      err: (line) => lines.push(line),
+      ask: async (question) => {
+        questions.push(question);
+        return answer;
+      },
+    });
+    return { code, output: lines.join('\n'), questions };
+  }
+
+  it('shows the state and asks; anything but yes replays nothing', async () => {
+    const { eventId } = await storeEvent('failed', { lastError: 'ledger down', attempts: 1 });
+    const declined = await interactive(['replay', 'acme', eventId, '--operator', 'frank'], 'n');
+    expect(declined.code).toBe(0);
+    expect(declined.questions).toEqual(['Replay 1 event(s) of acme? [y/N] ']);
+    expect(declined.output).toMatch(new RegExp(`${eventId}\\s+failed\\s+1\\s+apply again\\s+ledger down`));
+    expect(declined.output).toContain('nothing was replayed');
+    expect((await eventRow(sql, eventId))?.status).toBe('failed');
+    expect(await operatorActionRows(sql, `acme/${eventId}`)).toEqual([]);
+
+    const accepted = await interactive(['replay', 'acme', eventId, '--operator', 'frank'], 'y');
+    expect(accepted.code).toBe(0);
+    expect((await eventRow(sql, eventId))?.status).toBe('completed');
   });
 });
 
