@@ -104,8 +104,10 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
           after_status: 'completed',
         }),
       ]);
-      // Replayed, it left the failures table.
+      // Replayed, it left the failures table; a reload keeps the tab signed in.
       expect(await page.locator(`tr[data-event="acme/${eventId}"]`).count()).toBe(0);
+      await page.reload();
+      await page.locator('h2', { hasText: 'Recent failures' }).waitFor();
     } finally {
       await browser.close();
     }

@@ -30,6 +30,10 @@ async function load(message) {
   document.querySelector('main').replaceWith(page.querySelector('main'));
   if (message) say(message);
 }
+// A reload in the same tab signs in again by itself while the tab keeps the token.
+document.addEventListener('DOMContentLoaded', () => {
+  if (sessionStorage.getItem(KEY) && document.getElementById('sign-in')) load('');
+});
 document.addEventListener('submit', async (event) => {
   const form = event.target;
   if (form.id === 'sign-in') {
