@@ -136,6 +136,15 @@ describe('outbox', () => {
     expect(retried).toMatchObject({ status: 200, body: { retried: true, message: { id: dead, status: 'pending' } } });
     expect(await outboxRow(sql, dead)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await operatorActionRows(sql, dead)).toHaveLength(1);
+    expect(test.logs.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(
+      expect.objectContaining({
+        msg: 'operator retry',
+        operator: 'carol',
+        message_id: dead,
+        before: 'dead',
+        after: 'pending',
+      }),
+    );
 
     expect(await post(`/admin/api/outbox/${dead}/retry`, {})).toMatchObject({ status: 400 });
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
