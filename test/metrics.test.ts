@@ -7,9 +7,8 @@ import { DomainRejection } from '../src/errors.ts';
 import { acmeEvent, signedHeaders } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { insertMessages } from './helpers/outbox.ts';
 
-const { db, sql } = await useTestDatabase();
+const { db } = await useTestDatabase();
 
 async function deliver(test: TestApp, event: object, headers?: Record<string, string>) {
   const body = JSON.stringify(event);
@@ -100,16 +99,5 @@ describe('GET /metrics', () => {
     }
     const allowed = await test.request('/metrics', { method: 'GET', headers: { authorization: `Bearer ${token}` } });
     expect(allowed.status).toBe(200);
-  });
-
-  it('shows the outbox backlog: pending and dead counts and the oldest pending age', async () => {
-    await insertMessages(sql, 2, { status: 'pending', createdAt: new Date(Date.now() - 120_000) });
-    await insertMessages(sql, 1, { status: 'dead' });
-    const test = await buildTestApp(db);
-    const text = await (await test.request('/metrics', { method: 'GET' })).text();
-    expect(text).toContain('# TYPE webhook_outbox_messages gauge');
-    expect(sample(text, 'webhook_outbox_messages{status="pending"}')).toBeGreaterThanOrEqual(2);
-    expect(sample(text, 'webhook_outbox_messages{status="dead"}')).toBeGreaterThanOrEqual(1);
-    expect(sample(text, 'webhook_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(119);
   });
 });

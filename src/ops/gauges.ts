@@ -2,7 +2,6 @@
 // every Workers isolate), unlike the in-process counters.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { outboxStats } from '../outbox/metrics.ts';
 import type { GaugeSample } from './metrics.ts';
 
 /** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */
@@ -32,22 +31,4 @@ export async function inboxGauges(db: Executor): Promise<GaugeSample[]> {
     value: Number(row?.oldest_unprocessed_seconds ?? 0),
   });
   return samples;
-}
-
-/**
- * The outbox's backlog: pending and dead counts and the oldest pending message's age (what the
- * `WebhookOutboxStalled` alert watches). Age is measured against this process's clock, like a scrape.
- */
-export async function outboxGauges(db: Executor): Promise<GaugeSample[]> {
-  const stats = await outboxStats(db, Date.now());
-  const help = 'Outbox messages not yet published, or given up on, by status.';
-  return [
-    { name: 'webhook_outbox_messages', help, labels: { status: 'pending' }, value: stats.pending },
-    { name: 'webhook_outbox_messages', help, labels: { status: 'dead' }, value: stats.dead },
-    {
-      name: 'webhook_outbox_oldest_pending_age_seconds',
-      help: 'Age of the oldest pending outbox message.',
-      value: stats.oldestPendingAgeSeconds,
-    },
-  ];
 }

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import type { AppDeps } from '../deps.ts';
 import { requireBearer } from './bearer.ts';
-import { inboxGauges, outboxGauges } from './gauges.ts';
+import { inboxGauges } from './gauges.ts';
 import type { GaugeSample } from './metrics.ts';
 
 export function metricsRoutes(deps: AppDeps): Hono {
@@ -24,4 +24,4 @@ export function metricsRoutes(deps: AppDeps): Hono {
   return routes;
 }
 
-export const defaultGaugeSources = [inboxGauges, outboxGauges];
+export const defaultGaugeSources = [inboxGauges];
