@@ -10,7 +10,10 @@ import type { EnabledProvider } from './providers/registry.ts';
 export type Clock = () => number;
 
 export interface AppDeps {
-  config: Pick<Config, 'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'METRICS_TOKEN'>;
+  config: Pick<
+    Config,
+    'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'METRICS_TOKEN' | 'ADMIN_TOKEN'
+  >;
   db: Database;
   providers: ReadonlyMap<string, EnabledProvider>;
   handlers: HandlerMap;
