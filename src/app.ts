@@ -5,6 +5,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { AppDeps } from './deps.ts';
 import { AppError } from './errors.ts';
 import { intakeRoutes } from './inbox/intake.ts';
+import { adminRoutes } from './ops/admin.ts';
 import { healthRoutes } from './ops/health.ts';
 import { metricsRoutes } from './ops/metrics-routes.ts';
 
@@ -13,6 +14,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', healthRoutes(deps));
   app.route('/', metricsRoutes(deps));
   app.route('/', intakeRoutes(deps));
+  app.route('/', adminRoutes(deps));
 
   app.notFound(() => new AppError('not_found').getResponse());
   app.onError((error) => {

@@ -16,6 +16,7 @@ export interface AppDeps {
     | 'MAX_BODY_BYTES'
     | 'WEBHOOK_TOLERANCE_SECONDS'
     | 'METRICS_TOKEN'
+    | 'ADMIN_TOKEN'
     | 'PROCESSING_MODE'
     | 'INBOX_MAX_BACKLOG'
   >;

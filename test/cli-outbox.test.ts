@@ -3,6 +3,7 @@
 // run, 2 usage, 3 not found) and the audit row a retry writes in the same transaction.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 import { cleanEnv, run } from './helpers/process.ts';
@@ -11,11 +12,7 @@ import { startSink } from './helpers/sink.ts';
 const { sql, url } = await useTestDatabase();
 const sink = await startSink();
 
-async function cli(args: string[], env: Record<string, string> = { DATABASE_URL: url }) {
-  const child = run(process.execPath, ['bin/webhook-inbox.js', ...args], cleanEnv({ LOG_LEVEL: 'silent', ...env }));
-  const { code } = await child.exited;
-  return { code, output: child.output() };
-}
+const cli = (args: string[], env: Record<string, string> = { DATABASE_URL: url }) => runCli(args, env);
 
 describe('outbox retry', () => {
   it('sends a dead message back to pending and records who did it (via npx)', async () => {

@@ -2,20 +2,30 @@
 // the list below that registers them. Adding a verb is one file plus one line in `commands`.
 import { Command, CommanderError } from 'commander';
 import { drainCommand } from './commands/drain.ts';
+import { eventsListCommand } from './commands/events-list.ts';
+import { eventsShowCommand } from './commands/events-show.ts';
+import { migrateCommand } from './commands/migrate.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
 import { purgeCommand } from './commands/purge.ts';
+import { replayCommand } from './commands/replay.ts';
+import { sendCommand } from './commands/send.ts';
 import { sweepCommand } from './commands/sweep.ts';
 import { workCommand } from './commands/work.ts';
 import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
 
 const commands: readonly CommandModule[] = [
-  drainCommand,
+  eventsListCommand,
+  eventsShowCommand,
+  replayCommand,
   outboxListCommand,
   outboxRetryCommand,
+  drainCommand,
   workCommand,
   sweepCommand,
   purgeCommand,
+  migrateCommand,
+  sendCommand,
 ];
 
 /** Commander's codes for "asked for help or the version": not a usage error. */

@@ -70,7 +70,14 @@ export interface ServiceUnderTest extends Running {
 /** Starts the service on a free port and waits until it listens. */
 export async function startListeningService(env: Record<string, string>): Promise<ServiceUnderTest> {
   const service = startService({ PORT: '0', ...env });
-  const line = await service.waitForLine(/"msg":"listening"/);
+  let line: string;
+  try {
+    line = await service.waitForLine(/"msg":"listening"/);
+  } catch (error) {
+    // A service that never said it listens must not outlive the test that started it.
+    service.child.kill('SIGKILL');
+    throw error;
+  }
   const { port } = JSON.parse(line) as { port: number };
   return { ...service, origin: `http://127.0.0.1:${port}` };
 }

@@ -2,26 +2,12 @@
 // one JSON document. Payloads are not shown.
 import { Option } from 'commander';
 import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
-import { listOutbox, type OutboxListing } from '../../outbox/operator.ts';
+import { outboxJson } from '../../ops/outbox-view.ts';
+import { listOutbox } from '../../outbox/operator.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';
 
-const iso = (date: Date | null) => (date === null ? '' : date.toISOString());
-
-function asJson(message: OutboxListing) {
-  return {
-    id: message.id,
-    topic: message.topic,
-    deduplication_key: message.deduplicationKey,
-    status: message.status,
-    attempts: message.attempts,
-    last_error: message.lastError,
-    created_at: iso(message.createdAt),
-    available_at: iso(message.availableAt),
-    published_at: message.publishedAt === null ? null : iso(message.publishedAt),
-    locked_until: message.lockedUntil === null ? null : iso(message.lockedUntil),
-  };
-}
+const iso = (date: Date) => date.toISOString();
 
 export const outboxListCommand: CommandModule = {
   path: ['outbox', 'list'],
@@ -36,7 +22,7 @@ export const outboxListCommand: CommandModule = {
         run(async (context, options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
           const messages = await listOutbox(context.db, { status: options.status, limit: options.limit });
           if (options.json) {
-            context.out(JSON.stringify(messages.map(asJson)));
+            context.out(JSON.stringify(messages.map(outboxJson)));
           } else if (messages.length === 0) {
             context.out('no messages');
           } else {

@@ -2,19 +2,14 @@
 // now), audited per message. All or nothing: an unknown id changes nothing and exits 3. A message
 // that is not dead is left alone and reported; that alone is still exit 0.
 import { InvalidArgumentError } from 'commander';
-import { isMessageId, retryDeadMessages } from '../../outbox/operator.ts';
-import { type CommandModule, EXIT } from '../context.ts';
+import { retryOutbox } from '../../ops/retry.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { type CommandModule, EXIT, operatorName } from '../context.ts';
 
 // Checked while parsing, before any database work: a bad argument is a usage error (exit 2).
 function messageIds(value: string, previous: string[] = []): string[] {
   if (!isMessageId(value)) throw new InvalidArgumentError(`not a message id: ${value}`);
   return [...previous, value];
-}
-
-function operatorName(value: string): string {
-  const name = value.trim();
-  if (name.length === 0) throw new InvalidArgumentError('must name someone');
-  return name;
 }
 
 export const outboxRetryCommand: CommandModule = {
@@ -26,11 +21,7 @@ export const outboxRetryCommand: CommandModule = {
       .requiredOption('--operator <name>', 'who is doing this (recorded with each retry)', operatorName)
       .action(
         run(async (context, ids: string[], options: { operator: string }) => {
-          const result = await retryDeadMessages(context.db, {
-            ids,
-            operator: options.operator,
-            now: new Date(context.clock()),
-          });
+          const result = await retryOutbox(context, { ids, operator: options.operator });
           if (result.kind === 'not_found') {
             context.err(`not found: ${result.ids.join(', ')} (nothing was changed)`);
             return EXIT.notFound;

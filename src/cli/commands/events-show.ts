@@ -1,0 +1,36 @@
+// `webhook-inbox events show <provider> <event-id>`: one event's state, attempts, last error and
+// timestamps; its payload only with --payload (it may hold personal data). Unknown: exit 3.
+import { eventJson, getEvent } from '../../ops/events.ts';
+import { type CommandModule, EXIT } from '../context.ts';
+
+export const eventsShowCommand: CommandModule = {
+  path: ['events', 'show'],
+  define: (command, run) =>
+    command
+      .description("show one event's state, attempts, last error and timestamps")
+      .argument('<provider>', 'the route name (acme, stripe, ...)')
+      .argument('<event-id>', 'the event id')
+      .option('--payload', 'include the stored payload (null once retention purged it)')
+      .option('--json', 'print one JSON document')
+      .action(
+        run(async (context, provider: string, eventId: string, options: { payload?: boolean; json?: boolean }) => {
+          const event = await getEvent(context.db, { provider, eventId }, { payload: options.payload === true });
+          if (event === undefined) {
+            context.err(`not found: ${provider}/${eventId}`);
+            return EXIT.notFound;
+          }
+          const json = eventJson(event);
+          if (options.json) {
+            context.out(JSON.stringify(json));
+          } else {
+            const { payload, ...fields } = json as typeof json & { payload?: unknown };
+            const width = Math.max(...Object.keys(fields).map((name) => name.length));
+            for (const [name, value] of Object.entries(fields)) {
+              context.out(`${name.padEnd(width)}  ${value ?? ''}`);
+            }
+            if (options.payload) context.out(`payload\n${JSON.stringify(payload ?? null, null, 2)}`);
+          }
+          return EXIT.done;
+        }),
+      ),
+};

@@ -1,0 +1,27 @@
+// `webhook-inbox migrate`: applies pending migrations (drizzle/) to DATABASE_URL with Drizzle's
+// migrator, exactly as `npm run db:migrate` does. Safe to repeat: applied migrations are skipped.
+import { migrateDatabase } from '../../db/migrate.ts';
+import { CliError, type CommandModule, EXIT } from '../context.ts';
+
+export const migrateCommand: CommandModule = {
+  path: ['migrate'],
+  define: (command, run) =>
+    command.description('apply pending database migrations (same as npm run db:migrate)').action(
+      run(
+        async (context) => {
+          try {
+            await migrateDatabase(context.databaseUrl);
+          } catch (error) {
+            // The migrator's message names the statement, never the connection string.
+            throw new CliError(
+              EXIT.couldNotRun,
+              `migration failed: ${error instanceof Error ? error.message : String(error)}`,
+            );
+          }
+          context.out('migrations applied');
+          return EXIT.done;
+        },
+        { requireMigrated: false },
+      ),
+    ),
+};

@@ -1,0 +1,117 @@
+// `webhook-inbox send <provider> --url URL`: a local provider simulator for demos, load and chaos.
+// Builds events (or takes a file), signs each delivery with the provider's secret from the
+// environment in that provider's scheme, sends them with bounded concurrency, draws progress on a
+// terminal and always prints a summary of answers by status. Needs no database; exit 0 once sent.
+import { readFileSync } from 'node:fs';
+import { Argument, InvalidArgumentError } from 'commander';
+import { providerSecrets } from '../../config.ts';
+import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
+import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
+
+interface SendOptions {
+  url: string;
+  file?: string;
+  type?: string;
+  count: number;
+  duplicates: number;
+  concurrency: number;
+  json?: boolean;
+}
+
+function httpUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.toString();
+  } catch {}
+  throw new InvalidArgumentError('expected an http:// or https:// URL');
+}
+
+/** What one delivery was answered with: the status, `duplicate` noted apart, or a network failure. */
+async function deliver(url: string, outgoing: Outgoing, headers: Record<string, string>): Promise<string> {
+  try {
+    const response = await fetch(url, { method: 'POST', body: outgoing.body, headers });
+    const text = await response.text();
+    return response.status === 200 && text.includes('"duplicate":true') ? '200 duplicate' : String(response.status);
+  } catch {
+    return 'no answer';
+  }
+}
+
+export const sendCommand: CommandModule = {
+  path: ['send'],
+  define: (command, run) =>
+    command
+      .description("sign events with the provider's secret (from the environment) and deliver them to a URL")
+      .addArgument(new Argument('<provider>', 'the scheme to sign with').choices(Object.keys(simulatedSchemes)))
+      .requiredOption('--url <url>', 'where to deliver, e.g. http://127.0.0.1:3000/webhooks/acme', httpUrl)
+      .option('--file <path>', 'send this JSON body as it is (instead of generated events)')
+      .option('--type <type>', 'event type of the generated events (acme: subscription.updated)')
+      .option('--count <n>', 'distinct events (with --file: deliveries of the one file)', integerIn(1, 1_000_000), 1)
+      .option('--duplicates <k>', 'deliver each event k more times (same id, fresh signature)', integerIn(0, 1000), 0)
+      .option('--concurrency <c>', 'deliveries in flight at once', integerIn(1, 1000), 4)
+      .option('--json', 'print the summary as one JSON document')
+      .action(
+        run.offline(async (context, provider: string, options: SendOptions) => {
+          if (options.file !== undefined && options.type !== undefined) {
+            throw new CliError(EXIT.usage, '--file and --type exclude each other');
+          }
+          const scheme = simulatedSchemes[provider];
+          const secret = providerSecrets(context.config)[provider]?.[0];
+          if (scheme === undefined) throw new CliError(EXIT.usage, `unknown provider: ${provider}`);
+          if (secret === undefined) throw new CliError(EXIT.couldNotRun, `${provider}: its secret is not set`);
+          let fileBody: string | undefined;
+          try {
+            fileBody = options.file === undefined ? undefined : readFileSync(options.file, 'utf8');
+            if (fileBody !== undefined) scheme.fromFile(fileBody);
+          } catch (error) {
+            throw new CliError(EXIT.couldNotRun, `cannot use ${options.file}: ${(error as Error).message}`);
+          }
+
+          const nowSeconds = () => Math.floor(context.clock() / 1000);
+          const events = Array.from({ length: options.count }, () =>
+            fileBody === undefined ? scheme.newEvent(options.type, nowSeconds()) : scheme.fromFile(fileBody),
+          );
+          const queue = events.flatMap((event) => Array.from({ length: 1 + options.duplicates }, () => event));
+          const total = queue.length;
+          const answers = new Map<string, number>();
+          let done = 0;
+          const draw = () => {
+            if (!context.errIsTerminal) return;
+            const width = 30;
+            const filled = Math.round((done / total) * width);
+            process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`);
+          };
+          let next = 0;
+          const worker = async () => {
+            while (next < queue.length) {
+              const outgoing = queue[next++] as Outgoing;
+              const answer = await deliver(options.url, outgoing, await scheme.sign(outgoing, secret, nowSeconds()));
+              answers.set(answer, (answers.get(answer) ?? 0) + 1);
+              done += 1;
+              draw();
+            }
+          };
+          const started = context.clock();
+          await Promise.all(Array.from({ length: Math.min(options.concurrency, total) }, worker));
+          if (context.errIsTerminal) process.stderr.write('\n');
+
+          const byAnswer = Object.fromEntries([...answers].sort(([a], [b]) => a.localeCompare(b)));
+          const elapsedMs = context.clock() - started;
+          context.out(
+            options.json
+              ? JSON.stringify({
+                  provider,
+                  events: events.length,
+                  deliveries: total,
+                  answers: byAnswer,
+                  elapsed_ms: elapsedMs,
+                })
+              : `sent ${total} deliveries of ${events.length} event(s) in ${elapsedMs} ms: ` +
+                  Object.entries(byAnswer)
+                    .map(([answer, count]) => `${answer} x${count}`)
+                    .join(', '),
+          );
+          return EXIT.done;
+        }),
+      ),
+};

@@ -1,0 +1,22 @@
+// Everything under /admin: the bearer gate (ADMIN_TOKEN, constant-time), the JSON API at /admin/api
+// and the HTML dashboard at /admin. Without ADMIN_TOKEN nothing is mounted, so every /admin path
+// falls through to the app's JSON 404.
+import { Hono } from 'hono';
+import type { AppDeps } from '../deps.ts';
+import { adminApiRoutes } from './admin-api.ts';
+import { dashboardRoutes, dashboardSignIn } from './admin-dashboard.tsx';
+import { requireBearer } from './bearer.ts';
+
+export function adminRoutes(deps: AppDeps): Hono {
+  const routes = new Hono();
+  const token = deps.config.ADMIN_TOKEN;
+  if (token === undefined) return routes;
+  const gate = requireBearer(token);
+  // A browser's plain navigation to /admin gets the sign-in page (still a 401); see admin-dashboard.tsx.
+  routes.use('/admin', dashboardSignIn());
+  routes.use('/admin', gate);
+  routes.use('/admin/*', gate);
+  routes.route('/admin/api', adminApiRoutes(deps));
+  routes.route('/admin', dashboardRoutes(deps));
+  return routes;
+}

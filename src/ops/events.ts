@@ -1,0 +1,127 @@
+// What an operator reads about inbox events (CLI `events list|show`, the admin API and the
+// dashboard): listings without payloads, one event with its payload only when asked, and counts by
+// status. Reads only: every change goes through replay (src/ops/replay.ts).
+import { and, desc, eq, gte, sql } from 'drizzle-orm';
+import type { Executor } from '../db/client.ts';
+import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import type { JsonValue } from '../inbox/payload.ts';
+
+export interface EventListing {
+  provider: string;
+  eventId: string;
+  eventType: string;
+  status: WebhookEventStatus;
+  attempts: number;
+  lastError: string | null;
+  receivedAt: Date;
+  completedAt: Date | null;
+  availableAt: Date;
+}
+
+export interface EventDetail extends EventListing {
+  occurredAt: Date | null;
+  lockedUntil: Date | null;
+  /** Present only when asked for; null once retention purged it. */
+  payload?: JsonValue | null;
+}
+
+export interface EventFilter {
+  status?: WebhookEventStatus | undefined;
+  provider?: string | undefined;
+  since?: Date | undefined;
+  limit: number;
+}
+
+const t = webhookEvents;
+const listingColumns = {
+  provider: t.provider,
+  eventId: t.eventId,
+  eventType: t.eventType,
+  status: t.status,
+  attempts: t.attemptCount,
+  lastError: t.lastError,
+  receivedAt: t.receivedAt,
+  completedAt: t.completedAt,
+  availableAt: t.availableAt,
+};
+
+/** Newest first; payloads are left out (a listing is for finding events, not reading data). */
+export async function listEvents(db: Executor, filter: EventFilter): Promise<EventListing[]> {
+  return db
+    .select(listingColumns)
+    .from(t)
+    .where(
+      and(
+        filter.status === undefined ? undefined : eq(t.status, filter.status),
+        filter.provider === undefined ? undefined : eq(t.provider, filter.provider),
+        filter.since === undefined ? undefined : gte(t.receivedAt, filter.since),
+      ),
+    )
+    .orderBy(desc(t.receivedAt), t.provider, t.eventId)
+    .limit(filter.limit);
+}
+
+export async function getEvent(
+  db: Executor,
+  key: { provider: string; eventId: string },
+  options: { payload?: boolean } = {},
+): Promise<EventDetail | undefined> {
+  const [row] = await db
+    .select({ ...listingColumns, occurredAt: t.occurredAt, lockedUntil: t.lockedUntil, payload: t.payload })
+    .from(t)
+    .where(and(eq(t.provider, key.provider), eq(t.eventId, key.eventId)));
+  if (row === undefined) return undefined;
+  const { payload, ...rest } = row;
+  return options.payload ? { ...rest, payload: payload as JsonValue | null } : rest;
+}
+
+const iso = (date: Date | null) => (date === null ? null : date.toISOString());
+
+/** The wire form shared by `--json` and the admin API (snake_case, like the tables). */
+export function eventJson(event: EventDetail | EventListing) {
+  return {
+    provider: event.provider,
+    event_id: event.eventId,
+    event_type: event.eventType,
+    status: event.status,
+    attempts: event.attempts,
+    last_error: event.lastError,
+    received_at: iso(event.receivedAt),
+    completed_at: iso(event.completedAt),
+    available_at: iso(event.availableAt),
+    ...('occurredAt' in event ? { occurred_at: iso(event.occurredAt), locked_until: iso(event.lockedUntil) } : {}),
+    ...('payload' in event ? { payload: event.payload ?? null } : {}),
+  };
+}
+
+export interface StatusCounts {
+  events: Record<string, number>;
+  outbox: Record<string, number>;
+  /** Seconds since the oldest event still to be applied (received, processing, failed) arrived. */
+  oldestUnprocessedSeconds: number;
+  /** Seconds since the oldest pending outbox message became due. */
+  oldestPendingOutboxSeconds: number;
+}
+
+/** Counts by status for both tables, and the ages the backlog alerts watch. */
+export async function statusCounts(db: Executor): Promise<StatusCounts> {
+  const events = await db.execute<{ status: string; n: string }>(
+    sql`select status::text as status, count(*) as n from webhook_events group by status`,
+  );
+  const outbox = await db.execute<{ status: string; n: string }>(
+    sql`select status::text as status, count(*) as n from outbox_messages group by status`,
+  );
+  const [ages] = await db.execute<{ inbox: string; outbox: string }>(sql`select
+    coalesce((select extract(epoch from now() - min(received_at)) from webhook_events
+      where status in ('received', 'processing', 'failed')), 0) as inbox,
+    coalesce((select extract(epoch from now() - min(available_at)) from outbox_messages
+      where status = 'pending' and available_at <= now()), 0) as outbox`);
+  const byStatus = (rows: Iterable<{ status: string; n: string }>) =>
+    Object.fromEntries([...rows].map((row) => [row.status, Number(row.n)]));
+  return {
+    events: byStatus(events),
+    outbox: byStatus(outbox),
+    oldestUnprocessedSeconds: Math.max(0, Math.round(Number(ages?.inbox ?? 0))),
+    oldestPendingOutboxSeconds: Math.max(0, Math.round(Number(ages?.outbox ?? 0))),
+  };
+}

@@ -1,0 +1,112 @@
+// Operator replay of stored events, shared by the CLI (`replay`), the admin API and the dashboard:
+// explicit ids only, all known or nothing done, each event applied through the one idempotent path
+// (applyStoredEvent) and each replay recorded in `operator_actions` and in one log line.
+import { and, eq, inArray } from 'drizzle-orm';
+import type { Database } from '../db/client.ts';
+import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import type { Clock } from '../deps.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
+import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
+import { providers as schemes } from '../providers/registry.ts';
+import { type EventDetail, getEvent } from './events.ts';
+import type { Logger } from './logger.ts';
+
+/** The states a replay takes an event from; anything else is left as it is (and still recorded). */
+export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];
+
+export interface ReplayContext {
+  db: Database;
+  handlers: HandlerMap;
+  clock: Clock;
+  logger: Logger;
+  /** Providers asked whether they know a parked payload's schema now; every scheme by default. */
+  providers?: StoredContext['providers'];
+}
+
+export interface ReplayRequest {
+  provider: string;
+  eventIds: readonly string[];
+  operator: string;
+}
+
+export interface ReplayedEvent {
+  eventId: string;
+  before: WebhookEventStatus;
+  /** Whether the event was taken through the domain path (false: it was not in a replayable state). */
+  applied: boolean;
+  /** The event as it stands after the replay. */
+  after: EventDetail;
+}
+
+export type ReplayResult = { kind: 'replayed'; events: ReplayedEvent[] } | { kind: 'not_found'; eventIds: string[] };
+
+/** Every scheme, secret or not: a provider switched off since can still have its events replayed. */
+const allSchemes: StoredContext['providers'] = new Map(schemes.map((scheme) => [scheme.name, scheme]));
+
+/** Current states of the events asked for, keyed by id. */
+export async function eventStates(
+  db: Database,
+  provider: string,
+  eventIds: readonly string[],
+): Promise<Map<string, WebhookEventStatus>> {
+  if (eventIds.length === 0) return new Map();
+  const rows = await db
+    .select({ eventId: webhookEvents.eventId, status: webhookEvents.status })
+    .from(webhookEvents)
+    .where(and(eq(webhookEvents.provider, provider), inArray(webhookEvents.eventId, [...eventIds])));
+  return new Map(rows.map((row) => [row.eventId, row.status]));
+}
+
+/**
+ * Replays each event in turn. Unknown ids are checked first, so a typo changes nothing (like
+ * `outbox retry`). A completed or ignored event is not applied again, only recorded: replaying is
+ * safe to repeat. A failure is recorded as `failed`, due now, and never dead-letters by itself (no
+ * maxAttempts): the operator who replays decides what happens next. The audit row is written after
+ * the apply's own transaction, with the state read back, so it says what really became of it.
+ */
+export async function replayEvents(context: ReplayContext, request: ReplayRequest): Promise<ReplayResult> {
+  const eventIds = [...new Set(request.eventIds)];
+  const states = await eventStates(context.db, request.provider, eventIds);
+  const missing = eventIds.filter((id) => !states.has(id));
+  if (missing.length > 0) return { kind: 'not_found', eventIds: missing };
+
+  const stored: StoredContext = {
+    db: context.db,
+    handlers: context.handlers,
+    providers: context.providers ?? allSchemes,
+  };
+  const events: ReplayedEvent[] = [];
+  for (const eventId of eventIds) {
+    const before = states.get(eventId) as WebhookEventStatus;
+    const key = { provider: request.provider, eventId };
+    // `skipped`: a concurrent replay or worker took the row first; this one applied nothing.
+    const outcome = REPLAYABLE.includes(before)
+      ? (await applyStoredEvent(stored, key, { from: REPLAYABLE, onFailure: { retryAt: new Date(context.clock()) } }))
+          .outcome
+      : 'skipped';
+    const applied = outcome !== 'skipped';
+    const after = await getEvent(context.db, key);
+    // Only retention can remove a row between the check and here; report it as it was.
+    const afterStatus = after?.status ?? before;
+    await context.db.insert(operatorActions).values({
+      operator: request.operator,
+      action: 'replay',
+      targetKind: 'event',
+      target: `${request.provider}/${eventId}`,
+      beforeStatus: before,
+      afterStatus,
+      at: new Date(context.clock()),
+    });
+    context.logger.info('operator replay', {
+      operator: request.operator,
+      provider: request.provider,
+      event_id: eventId,
+      before,
+      after: afterStatus,
+      applied,
+      attempt: after?.attempts,
+    });
+    if (after !== undefined) events.push({ eventId, before, applied, after });
+  }
+  return { kind: 'replayed', events };
+}

@@ -1,0 +1,25 @@
+// Operator retry of dead outbox messages, shared by the CLI (`outbox retry`), the admin API and the
+// dashboard: the outbox's own all-or-nothing retry (src/outbox/operator.ts), plus the one log line
+// per retried message that every operator action leaves beside its audit row.
+import type { Database } from '../db/client.ts';
+import type { Clock } from '../deps.ts';
+import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
+import type { Logger } from './logger.ts';
+
+export async function retryOutbox(
+  context: { db: Database; clock: Clock; logger: Logger },
+  request: { ids: readonly string[]; operator: string },
+): Promise<RetryResult> {
+  const result = await retryDeadMessages(context.db, { ...request, now: new Date(context.clock()) });
+  if (result.kind === 'retried') {
+    for (const id of result.ids) {
+      context.logger.info('operator retry', {
+        operator: request.operator,
+        message_id: id,
+        before: 'dead',
+        after: 'pending',
+      });
+    }
+  }
+  return result;
+}

@@ -1,0 +1,98 @@
+// `webhook-inbox send` as a real process against the app served on a local port: every scheme's
+// signature is accepted by the service, duplicates are answered as such, and the summary counts them.
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '@hono/node-server';
+import { afterAll, describe, expect, it } from 'vitest';
+import { enableProviders } from '../src/providers/registry.ts';
+import { acmeEvent } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { runCli } from './helpers/cli.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { providerRows } from './helpers/facts.ts';
+import { standardSecret } from './helpers/senders.ts';
+
+const { sql, db } = await useTestDatabase();
+const secrets = {
+  acme: 'send-test-acme-secret',
+  standard: standardSecret(),
+  stripe: `whsec_${randomBytes(8).toString('hex')}`,
+  github: 'send-test-github-secret',
+  shopify: 'send-test-shopify-secret',
+  slack: 'send-test-slack-secret',
+};
+const env = {
+  ACME_WEBHOOK_SECRET: secrets.acme,
+  STANDARD_WEBHOOK_SECRET: secrets.standard,
+  STRIPE_WEBHOOK_SECRET: secrets.stripe,
+  GITHUB_WEBHOOK_SECRET: secrets.github,
+  SHOPIFY_WEBHOOK_SECRET: secrets.shopify,
+  SLACK_SIGNING_SECRET: secrets.slack,
+};
+const test = await buildTestApp(db, {
+  providers: await enableProviders(
+    Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, [secret]])),
+  ),
+});
+test.setNow(Date.now());
+const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
+const origin = await new Promise<string>((resolve) =>
+  server.once('listening', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+);
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+const send = (args: string[], extraEnv: Record<string, string> = env) => runCli(['send', ...args], extraEnv);
+
+describe('send', () => {
+  it('signs acme events, delivers duplicates, and summarises the answers', async () => {
+    const result = await send([
+      'acme',
+      '--url',
+      `${origin}/webhooks/acme`,
+      '--count',
+      '3',
+      '--duplicates',
+      '1',
+      '--json',
+    ]);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.output)).toMatchObject({
+      events: 3,
+      deliveries: 6,
+      answers: { '200': 3, '200 duplicate': 3 },
+    });
+    const rows = await providerRows(sql, 'acme');
+    expect(rows).toHaveLength(3);
+    expect(rows.every((row) => row.status === 'completed')).toBe(true);
+  }, 60_000);
+
+  it.each(['standard', 'stripe', 'github', 'shopify', 'slack'])(
+    'signs %s deliveries the service accepts',
+    async (name) => {
+      const result = await send([name, '--url', `${origin}/webhooks/${name}`, '--count', '2', '--concurrency', '2']);
+      expect(result.code).toBe(0);
+      expect(result.output).toMatch(/sent 2 deliveries of 2 event\(s\) in \d+ ms: 200 x2/);
+      expect(await providerRows(sql, name)).toHaveLength(2);
+    },
+    60_000,
+  );
+
+  it('sends a file as it is; a missing secret exits 1, bad options exit 2', async () => {
+    const event = acmeEvent({ created: Math.floor(Date.now() / 1000) });
+    const file = join(tmpdir(), `send-${event.id}.json`);
+    writeFileSync(file, JSON.stringify(event));
+    const result = await send(['acme', '--url', `${origin}/webhooks/acme`, '--file', file, '--count', '2']);
+    expect(result.code).toBe(0);
+    expect(result.output).toContain('200 x1, 200 duplicate x1');
+    expect((await providerRows(sql, 'acme')).some((row) => row.event_id === event.id)).toBe(true);
+
+    expect((await send(['acme', '--url', `${origin}/webhooks/acme`], {})).code).toBe(1);
+    expect((await send(['acme', '--url', 'ftp://example'])).code).toBe(2);
+    expect((await send(['nobody', '--url', origin])).code).toBe(2);
+    expect((await send(['acme', '--url', origin, '--file', file, '--type', 'x'])).code).toBe(2);
+    expect((await send(['--help'], {})).code).toBe(0);
+  }, 60_000);
+});
