@@ -14,7 +14,13 @@ export interface DatabaseOptions {
   maxConnections: number;
   /** Server-side bound on one statement, and on a transaction left idle. */
   statementTimeoutMs: number;
-  /** Workers have no process-wide connection reuse; fetch_types costs a round trip there. */
+  /**
+   * postgres.js's array-type lookup on every new connection. Off by default: nothing here binds or
+   * reads arrays of custom types, it costs a round trip per connection (every request on Workers),
+   * and in 3.4.9 its promise is left unhandled when the server ends the connection during the lookup
+   * (ReadyForQuery `return fetchArrayTypes()` in src/connection.js), which crashes a Node process on a
+   * database restart (seen in test/chaos.test.ts "connections cut").
+   */
   fetchTypes?: boolean;
   /** Named prepared statements (postgres.js's default); poolers that cannot hold them need false. */
   prepare?: boolean;
@@ -34,7 +40,7 @@ export function connectDatabase(options: DatabaseOptions): DatabaseHandle {
   const sql = postgres(options.url, {
     max: options.maxConnections,
     connect_timeout: Math.max(1, Math.ceil(options.statementTimeoutMs / 1000)),
-    fetch_types: options.fetchTypes ?? true,
+    fetch_types: options.fetchTypes ?? false,
     prepare: options.prepare ?? true,
     onnotice: () => {},
     connection: {

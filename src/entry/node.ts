@@ -90,10 +90,6 @@ async function main(): Promise<void> {
     url,
     maxConnections: pools.background,
     statementTimeoutMs: config.HANDLER_DEADLINE_MS,
-    // The background jobs bind no array parameters, so skip postgres.js's array-type fetch. With it,
-    // connections cut under load (test/chaos.test.ts) crashed the process with an unhandled 57P01
-    // rejection in about half the runs (4 of 6); without it, none in 8 (cause not pinned down).
-    fetchTypes: false,
   });
   const stopDatabase = async () => {
     await Promise.all([database.close(), background.close()]);
