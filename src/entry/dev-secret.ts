@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeHex, importHmacKey, prefixed, signHmac, utf8 } from '../providers/hmac.ts';
+import { simulatedSchemes } from '../ops/simulator.ts';
 
 export async function developmentSecret(dataDir: string): Promise<string> {
   const file = join(dataDir, 'acme-development-secret');
@@ -17,22 +17,13 @@ export async function developmentSecret(dataDir: string): Promise<string> {
 
 /** A ready-to-paste `curl` delivering one signed acme event; valid while its timestamp is fresh. */
 export async function signedCurlExample(options: { port: number; secret: string; nowMs: number }): Promise<string> {
-  const created = Math.floor(options.nowMs / 1000);
-  const body = JSON.stringify({
-    id: `evt_${randomBytes(8).toString('hex')}`,
-    type: 'subscription.updated',
-    api_version: '2024-06-01',
-    created,
-    version: 1,
-    data: { id: 'sub_demo', status: 'active' },
-  });
-  const key = await importHmacKey(options.secret);
-  const signature = encodeHex(await signHmac(key, prefixed(`${created}.`, utf8(body))));
+  const nowSeconds = Math.floor(options.nowMs / 1000);
+  const outgoing = simulatedSchemes.acme?.newEvent('subscription.updated', nowSeconds);
+  if (outgoing === undefined) throw new Error('no acme simulator');
+  const headers = await simulatedSchemes.acme?.sign(outgoing, options.secret, nowSeconds);
   return [
     `curl -sS -X POST http://127.0.0.1:${options.port}/webhooks/acme`,
-    `-H 'content-type: application/json'`,
-    `-H 'x-acme-timestamp: ${created}'`,
-    `-H 'x-acme-signature: ${signature}'`,
-    `--data-binary '${body}'`,
+    ...Object.entries(headers ?? {}).map(([name, value]) => `-H '${name}: ${value}'`),
+    `--data-binary '${outgoing.body}'`,
   ].join(' ');
 }
