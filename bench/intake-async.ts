@@ -18,7 +18,7 @@ import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runLoad } from './lib/load.ts';
 import { runContext, writeResult } from './lib/results.ts';
-import { startService, tail } from './lib/service.ts';
+import { intakeServiceEnv, startService, tail } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
 
 const TARGET_RATIO = 1.5;
@@ -51,10 +51,7 @@ async function runMode(
   const secret = randomBytes(32).toString('hex');
   const stderrFile = join(tmp, `${mode}.stderr.log`);
   const service = await startService({
-    env: {
-      NODE_ENV: 'production',
-      DATABASE_URL: database.url,
-      ACME_WEBHOOK_SECRET: secret,
+    env: intakeServiceEnv(database.url, secret, {
       LOG_LEVEL: settings.logLevel,
       DB_POOL_MAX: String(settings.dbPoolMax),
       DATA_DIR: join(tmp, `${mode}-data`),
@@ -63,7 +60,7 @@ async function runMode(
       INBOX_MAX_BACKLOG: String(settings.events * 2),
       // Overridable to see acceptance without the worker competing (e.g. 60000: it starts after the load).
       WORKER_INTERVAL_MS: process.env.WORKER_INTERVAL_MS || '200',
-    },
+    }),
     stdoutFile: join(tmp, `${mode}.stdout.log`),
     stderrFile,
   });

@@ -33,7 +33,7 @@ import {
   ticksToMs,
 } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
-import { type RunningService, startService, tail } from './lib/service.ts';
+import { intakeServiceEnv, type RunningService, startService, tail } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
 
 const TARGET_EVENTS_PER_SECOND = 1100;
@@ -111,17 +111,11 @@ async function main(): Promise<boolean> {
     database = await freshDatabase(join(tmp, 'db'));
     const secret = randomBytes(32).toString('hex');
     service = await startService({
-      env: {
-        NODE_ENV: 'production',
-        DATABASE_URL: database.url,
-        ACME_WEBHOOK_SECRET: secret,
+      env: intakeServiceEnv(database.url, secret, {
         LOG_LEVEL: config.logLevel,
         DB_POOL_MAX: String(config.dbPoolMax),
-        // The relay publishing the outbox is measured by bench:outbox; here it would add its own work
-        // (and a log line per message) to the intake's figures.
-        RELAY_INTERVAL_MS: '0',
         DATA_DIR: join(tmp, 'service-data'),
-      },
+      }),
       stdoutFile,
       stderrFile,
       nodeArgs: config.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${config.cpuProfDir}`] : [],

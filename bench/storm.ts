@@ -14,7 +14,7 @@ import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { type PreparedRequest, runLoad } from './lib/load.ts';
 import { processCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
-import { type RunningService, startService } from './lib/service.ts';
+import { intakeServiceEnv, type RunningService, startService } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
 
 const ids = Number(process.env.STORM_IDS ?? 500);
@@ -46,14 +46,7 @@ async function main(): Promise<boolean> {
     database = await freshDatabase(join(tmp, 'db'));
     const secret = randomBytes(32).toString('hex');
     service = await startService({
-      // The relay is off: bench:outbox measures it; here it would only add noise.
-      env: {
-        NODE_ENV: 'production',
-        DATABASE_URL: database.url,
-        ACME_WEBHOOK_SECRET: secret,
-        LOG_LEVEL: 'info',
-        RELAY_INTERVAL_MS: '0',
-      },
+      env: intakeServiceEnv(database.url, secret),
       stdoutFile: join(tmp, 'service.stdout.log'),
       stderrFile: join(tmp, 'service.stderr.log'),
     });

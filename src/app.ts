@@ -2,12 +2,31 @@
 // Workers and the tests all serve the very same routes.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { expectedMigration } from './db/migrations.ts';
 import type { AppDeps } from './deps.ts';
+import { defaultHandlers } from './domain/handlers.ts';
 import { AppError } from './errors.ts';
 import { intakeRoutes } from './inbox/intake.ts';
 import { adminRoutes } from './ops/admin.ts';
 import { healthRoutes } from './ops/health.ts';
-import { metricsRoutes } from './ops/metrics-routes.ts';
+import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
+
+/** A 32-hex id (trace ids, relay and worker ids), from the Web Crypto both runtimes have. */
+export const newHexId = (): string => crypto.randomUUID().replaceAll('-', '');
+
+/** What the entry points supply; the rest of a production app is the same everywhere. */
+export type RuntimeDeps = Pick<AppDeps, 'config' | 'db' | 'providers' | 'metrics' | 'clock' | 'logger'>;
+
+/** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */
+export function createProductionApp(runtime: RuntimeDeps): Hono {
+  return createApp({
+    ...runtime,
+    handlers: defaultHandlers,
+    gaugeSources: defaultGaugeSources,
+    newId: newHexId,
+    expectedMigration,
+  });
+}
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();

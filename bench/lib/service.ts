@@ -103,3 +103,19 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     exited: () => child.exitCode !== null || child.signalCode !== null,
   };
 }
+
+/**
+ * The service as the intake benchmarks run it: production mode on `databaseUrl` with one acme secret,
+ * and the outbox relay off (bench:outbox measures it; here it would add its own work and a log line
+ * per message to the intake's figures).
+ */
+export function intakeServiceEnv(databaseUrl: string, secret: string, extra: Record<string, string> = {}) {
+  return {
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    ACME_WEBHOOK_SECRET: secret,
+    LOG_LEVEL: 'info',
+    RELAY_INTERVAL_MS: '0',
+    ...extra,
+  };
+}

@@ -4,9 +4,8 @@
 // lease sweeper every minute, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
-import { randomUUID } from 'node:crypto';
 import { serve } from '@hono/node-server';
-import { createApp } from '../app.ts';
+import { createProductionApp, newHexId } from '../app.ts';
 import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
@@ -17,7 +16,6 @@ import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
 import { createLogger } from '../ops/logger.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
-import { defaultGaugeSources } from '../ops/metrics-routes.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { publisherFor } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
@@ -107,20 +105,9 @@ async function main(): Promise<void> {
   }
 
   const providers = await enableProviders(secrets);
-  const newId = () => randomUUID().replaceAll('-', '');
+  const newId = newHexId;
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
-  const app = createApp({
-    config,
-    db: database.db,
-    providers,
-    handlers: defaultHandlers,
-    metrics,
-    gaugeSources: defaultGaugeSources,
-    clock,
-    newId,
-    logger,
-    expectedMigration,
-  });
+  const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger });
   const relay = createRelay({
     db: background.db,
     publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),

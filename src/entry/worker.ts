@@ -1,7 +1,7 @@
 // The Cloudflare Workers entry: the same portable app as `npm start`, served by workerd, with
 // PostgreSQL through the Hyperdrive binding and the maintenance steps on the cron trigger. Bindings
 // arrive with each invocation, so the environment is validated here, by the same parseConfig.
-import { createApp } from '../app.ts';
+import { createProductionApp } from '../app.ts';
 import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
 import { connectDatabase, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
@@ -11,7 +11,6 @@ import { AppError } from '../errors.ts';
 import { createLogger, type Logger } from '../ops/logger.ts';
 import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
-import { defaultGaugeSources } from '../ops/metrics-routes.ts';
 import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
 
 /**
@@ -113,18 +112,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   const { config, providers, logger, metrics } = runtime;
   const database = openDatabase(env, config);
   try {
-    const app = createApp({
-      config,
-      db: database.db,
-      providers,
-      handlers: defaultHandlers,
-      metrics,
-      gaugeSources: defaultGaugeSources,
-      clock: () => Date.now(),
-      newId: () => crypto.randomUUID().replaceAll('-', ''),
-      logger,
-      expectedMigration,
-    });
+    const app = createProductionApp({ config, db: database.db, providers, metrics, clock: () => Date.now(), logger });
     return await app.fetch(request);
   } finally {
     // After the answer: ending the client waits for its last statement, then closes the sockets.
