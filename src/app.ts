@@ -15,7 +15,8 @@ import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 export const newHexId = (): string => crypto.randomUUID().replaceAll('-', '');
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
-export type RuntimeDeps = Pick<AppDeps, 'config' | 'db' | 'providers' | 'metrics' | 'clock' | 'logger'>;
+export type RuntimeDeps = Pick<AppDeps, 'config' | 'db' | 'providers' | 'metrics' | 'clock' | 'logger'> &
+  Pick<Partial<AppDeps>, 'intakeLoad'>;
 
 /** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */
 export function createProductionApp(runtime: RuntimeDeps): Hono {

@@ -2,6 +2,7 @@
 import type { Config } from './config.ts';
 import type { Database, Executor } from './db/client.ts';
 import type { HandlerMap } from './domain/handlers.ts';
+import type { IntakeLoad } from './inbox/intake-load.ts';
 import type { Logger } from './ops/logger.ts';
 import type { GaugeSample, Metrics } from './ops/metrics.ts';
 import type { EnabledProvider } from './providers/registry.ts';
@@ -31,6 +32,8 @@ export interface AppDeps {
   gaugeSources: ReadonlyArray<(db: Executor, nowMs: number) => Promise<GaugeSample[]>>;
   /** Migration the database must have applied for /readyz (the journal's last entry). */
   expectedMigration: { tag: string; createdAt: number };
+  /** Deliveries in flight, shared with an in-process async worker that defers to a saturated intake. */
+  intakeLoad?: IntakeLoad;
   /** Test and tracing hook: runs after validation, just before the database claim. */
   beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
 }

@@ -1,5 +1,6 @@
 // The load generator: sends prepared POSTs over an undici Pool (keep-alive HTTP/1.1, no pipelining)
-// with a fixed number of requests in flight, and records each one's latency and answer.
+// with a fixed number of requests in flight (optionally paced at a set rate), and records each one's latency and answer.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'undici';
 
 export interface PreparedRequest {
@@ -33,6 +34,8 @@ export interface LoadOptions {
   /** Sees every answer with its latency (a storm tells first deliveries from duplicates by it). */
   onAnswer?: (latencyMs: number, status: number, body: string) => void;
   signal?: AbortSignal;
+  /** Open-loop pacing: request i is not sent before i/rate seconds into the run (concurrency still caps it). */
+  ratePerSecond?: number;
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
@@ -43,6 +46,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let next = 0;
   let sent = 0;
   let accepted = 0;
+  const runStarted = performance.now();
 
   // Each worker keeps exactly one request in flight, so concurrency is exact and independent of
   // how fast the service answers.
@@ -50,6 +54,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     while (next < requests.length && !signal?.aborted) {
       const index = next++;
       const request = requests[index] as PreparedRequest;
+      if (options.ratePerSecond !== undefined) {
+        const dueMs = runStarted + (index * 1000) / options.ratePerSecond - performance.now();
+        if (dueMs > 0) await sleep(dueMs);
+      }
       const started = performance.now();
       let status = 0;
       let body: string;
@@ -73,13 +81,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     }
   };
 
-  const started = performance.now();
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   return {
     sent,
     accepted,
     rejections,
     latenciesMs: latenciesMs.subarray(0, sent),
-    elapsedMs: performance.now() - started,
+    elapsedMs: performance.now() - runStarted,
   };
 }

@@ -11,6 +11,7 @@ import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
@@ -107,7 +108,10 @@ async function main(): Promise<void> {
   const providers = await enableProviders(secrets);
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
-  const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger });
+  const asyncMode = config.PROCESSING_MODE === 'async';
+  // Requests start queueing for a connection once every request connection is taken.
+  const intakeLoad = asyncMode ? new IntakeLoad(pools.requests) : undefined;
+  const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
   const relay = createRelay({
     db: background.db,
     publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
@@ -126,7 +130,6 @@ async function main(): Promise<void> {
       await relay.drain({ signal });
     },
   });
-  const asyncMode = config.PROCESSING_MODE === 'async';
   const worker = createWorker({
     db: background.db,
     handlers: defaultHandlers,
@@ -135,6 +138,7 @@ async function main(): Promise<void> {
     random: Math.random,
     logger,
     metrics,
+    ...(intakeLoad === undefined ? {} : { intakeLoad }),
     // One application per background connection: the relay's writes wait at most for one of them.
     settings: workerSettings(config, { concurrency: pools.background }),
   });

@@ -100,7 +100,12 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
       // by bodyLimit below while it streams in, and refused as soon as it passes the cap.
       if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw new AppError('payload_too_large');
       if (!isJsonContentType(c.req.header('content-type'))) throw new AppError('unsupported_media_type');
-      await next();
+      deps.intakeLoad?.enter();
+      try {
+        await next();
+      } finally {
+        deps.intakeLoad?.leave();
+      }
     },
     streamedBodyLimit(config.MAX_BODY_BYTES),
     async (c) => {

@@ -17,18 +17,38 @@ import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.t
 import type { Logger } from '../ops/logger.ts';
 import type { Metrics } from '../ops/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
-import { applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
+import { deferToIntake, type IntakeLoad } from './intake-load.ts';
+import {
+  applyStoredBatch,
+  applyStoredEvent,
+  type StoredContext,
+  type StoredOutcome,
+  storedKeyString,
+} from './stored.ts';
 
 /** `concurrency`: at most the worker pool's connections, so the worker never queues on itself. */
 export interface WorkerSettings extends QueueSettings {
   /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
   applyTimeoutMs: number;
+  /** Events applied in one transaction (a batch is split among `concurrency` such groups). */
+  groupSize: number;
+  /** Longest a batch waits for a saturated intake (see IntakeLoad) before it goes ahead anyway. */
+  maxDeferMs: number;
 }
 
 /** Tuning, not contract: small batches keep a lease short relative to the work it covers. */
 export const DEFAULT_WORKER_BATCH_SIZE = 100;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
+/**
+ * One commit per 25 events: most of the per-event cost of a one-event transaction (BEGIN, the row
+ * lock, the status update, COMMIT and its WAL flush) is shared, while a group that rolls back and is
+ * re-applied one by one stays small.
+ */
+export const DEFAULT_WORKER_GROUP_SIZE = 25;
+/** Under sustained saturation a batch still goes every second: the backlog moves, if slowly. */
+export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
+const DEFER_POLL_MS = 10;
 
 export function workerSettings(
   config: Pick<
@@ -45,6 +65,8 @@ export function workerSettings(
     applyTimeoutMs: Math.min(config.HANDLER_DEADLINE_MS, Math.floor(config.INBOX_LEASE_MS / 2)),
     batchSize: DEFAULT_WORKER_BATCH_SIZE,
     concurrency: DEFAULT_WORKER_CONCURRENCY,
+    groupSize: DEFAULT_WORKER_GROUP_SIZE,
+    maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,
     budgetMs: DEFAULT_WORKER_BUDGET_MS,
     ...overrides,
   };
@@ -61,6 +83,8 @@ export interface WorkerDeps {
   random: RandomSource;
   logger: Logger;
   metrics?: Pick<Metrics, 'countEvent'>;
+  /** The in-process intake's load, when there is one: batches wait while it is saturated. */
+  intakeLoad?: IntakeLoad;
   settings: WorkerSettings;
 }
 
@@ -79,6 +103,8 @@ export interface WorkSummary {
   batches: number;
   stoppedBy: 'drained' | 'budget' | 'aborted';
   elapsedMs: number;
+  /** Time spent waiting for a saturated intake, included in elapsedMs. */
+  deferredMs: number;
 }
 
 /** One pass at a time per worker (its lease owner is its id); run several workers for parallelism. */
@@ -140,6 +166,20 @@ async function release(db: Database, owner: string, event: ClaimedEvent, availab
     );
 }
 
+/** What a pass counts as it goes. */
+type Tally = Omit<WorkSummary, 'batches' | 'stoppedBy' | 'elapsedMs'>;
+
+function elapsedMs(startedMs: number): number {
+  return Math.round((performance.now() - startedMs) * 100) / 100;
+}
+
+/** Consecutive runs of at most `size` items, in order. */
+function inGroups<T>(items: readonly T[], size: number): T[][] {
+  const groups: T[][] = [];
+  for (let start = 0; start < items.length; start += Math.max(1, size)) groups.push(items.slice(start, start + size));
+  return groups;
+}
+
 const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
   failed: 'failed',
   dead_letter: 'dead_letter',
@@ -156,12 +196,58 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     providers: deps.providers ?? new Map(allProviders.map((provider) => [provider.name, provider])),
   };
 
-  async function applyOne(event: ClaimedEvent, summary: Omit<WorkSummary, 'batches' | 'stoppedBy' | 'elapsedMs'>) {
+  function report(
+    event: ClaimedEvent,
+    outcome: StoredOutcome,
+    summary: Tally,
+    line: { attempt: number; duration_ms: number; retryAt?: Date; batch_size?: number },
+  ) {
+    const fields = {
+      worker: id,
+      provider: event.provider,
+      event_id: event.eventId,
+      event_type: event.eventType,
+      outcome,
+      attempt: line.attempt,
+      duration_ms: line.duration_ms,
+      ...(line.batch_size === undefined ? {} : { batch_size: line.batch_size }),
+    };
+    switch (outcome) {
+      case 'completed':
+        summary.completed += 1;
+        logger.info('inbox event applied', fields);
+        break;
+      case 'ignored':
+      case 'parked':
+        summary[outcome] += 1;
+        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
+        else logger.info('inbox event ignored', fields);
+        break;
+      case 'failed':
+        summary.failed += 1;
+        logger.warn('inbox event failed, will retry', { ...fields, retry_at: line.retryAt?.toISOString() });
+        break;
+      case 'dead_letter':
+        summary.deadLettered += 1;
+        logger.error('inbox event dead-lettered', { ...fields, alert: true });
+        break;
+      case 'skipped':
+        summary.skipped += 1;
+        logger.info('inbox event skipped: no longer held by this worker', fields);
+        break;
+    }
+    const metric = metricFor[outcome];
+    if (metric !== undefined) deps.metrics?.countEvent(event.provider, event.eventType, metric);
+    // An application after earlier failures is a retry, whatever its outcome (as the intake counts it).
+    if (line.attempt > 1 && outcome !== 'skipped') deps.metrics?.countEvent(event.provider, event.eventType, 'retried');
+  }
+
+  /** The one-event path: records this event's own failure, or releases it after a database error. */
+  async function applyOne(event: ClaimedEvent, summary: Tally) {
     const started = performance.now();
     const attempt = event.attemptCount + 1;
     // The retry time is computed before the apply from the attempt it would be, and only used on failure.
     const retryAt = new Date(clock() + backoffDelayMs(settings.backoff, attempt, deps.random));
-    const fields = { worker: id, provider: event.provider, event_id: event.eventId, event_type: event.eventType };
     let outcome: StoredOutcome;
     try {
       const result = await applyStoredEvent(
@@ -175,49 +261,48 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
       // to the queue after a backoff, or, when even that fails, waits for its lease to expire.
       summary.released += 1;
       logger.warn('inbox event released after a database error', {
-        ...fields,
+        worker: id,
+        provider: event.provider,
+        event_id: event.eventId,
+        event_type: event.eventType,
         attempt,
         error: describeError(error),
-        duration_ms: Math.round(performance.now() - started),
+        duration_ms: elapsedMs(started),
       });
       await release(db, id, event, retryAt).catch(() => {});
       return;
     }
-    const durationMs = Math.round((performance.now() - started) * 100) / 100;
-    const line = { ...fields, outcome, attempt, duration_ms: durationMs };
-    switch (outcome) {
-      case 'completed':
-        summary.completed += 1;
-        logger.info('inbox event applied', line);
-        break;
-      case 'ignored':
-      case 'parked':
-        summary[outcome] += 1;
-        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...line, alert: true });
-        else logger.info('inbox event ignored', line);
-        break;
-      case 'failed':
-        summary.failed += 1;
-        logger.warn('inbox event failed, will retry', { ...line, retry_at: retryAt.toISOString() });
-        break;
-      case 'dead_letter':
-        summary.deadLettered += 1;
-        logger.error('inbox event dead-lettered', { ...line, alert: true });
-        break;
-      case 'skipped':
-        summary.skipped += 1;
-        logger.info('inbox event skipped: no longer held by this worker', line);
-        break;
+    report(event, outcome, summary, { attempt, duration_ms: elapsedMs(started), retryAt });
+  }
+
+  /**
+   * Applies a group of claimed events in one transaction; when that rolls back (one of them failed,
+   * or the database did), applies each on its own, so only the failing one is counted as failed.
+   */
+  async function applyGroup(events: readonly ClaimedEvent[], summary: Tally) {
+    const [only] = events;
+    if (events.length === 1 && only !== undefined) return applyOne(only, summary);
+    const started = performance.now();
+    const result = await applyStoredBatch(context, events, id);
+    if (!result.applied) {
+      logger.info('inbox batch rolled back, applying its events one at a time', {
+        worker: id,
+        batch_size: events.length,
+        error: describeError(result.error),
+      });
+      for (const event of events) await applyOne(event, summary);
+      return;
     }
-    const metric = metricFor[outcome];
-    if (metric !== undefined) deps.metrics?.countEvent(event.provider, event.eventType, metric);
-    // An application after earlier failures is a retry, whatever its outcome (as the intake counts it).
-    if (attempt > 1 && outcome !== 'skipped') deps.metrics?.countEvent(event.provider, event.eventType, 'retried');
+    const line = { duration_ms: elapsedMs(started), batch_size: events.length };
+    for (const event of events) {
+      const outcome = result.results.get(storedKeyString(event.provider, event.eventId))?.outcome ?? 'skipped';
+      report(event, outcome, summary, { ...line, attempt: event.attemptCount + 1 });
+    }
   }
 
   async function work(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<WorkSummary> {
     const startedMs = clock();
-    const summary = {
+    const summary: Tally = {
       claimed: 0,
       completed: 0,
       ignored: 0,
@@ -226,6 +311,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
       deadLettered: 0,
       skipped: 0,
       released: 0,
+      deferredMs: 0,
     };
     // Only rows due when the pass began: one rescheduled during it waits for a later pass.
     const dueBy = new Date(startedMs);
@@ -234,18 +320,27 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
       budgetMs: options.budgetMs ?? settings.budgetMs,
       signal: options.signal,
       batch: async (deadlineMs) => {
+        if (deps.intakeLoad !== undefined) {
+          const maxWaitMs = Math.min(settings.maxDeferMs, deadlineMs - clock());
+          summary.deferredMs += await deferToIntake(deps.intakeLoad, {
+            maxWaitMs,
+            pollMs: DEFER_POLL_MS,
+            signal: options.signal,
+          });
+        }
         const lease = takeLease(id, clock(), settings.leaseMs);
         const events = await claimBatch(db, lease, dueBy, settings.batchSize);
         summary.claimed += events.length;
-        await forEachBounded(events, settings.concurrency, async (event) => {
+        const groups = inGroups(events, Math.min(settings.groupSize, Math.ceil(events.length / settings.concurrency)));
+        await forEachBounded(groups, settings.concurrency, async (group) => {
           const nowMs = clock();
           if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.applyTimeoutMs)) {
-            // Not started, so nothing happened: give it back at once, counting nothing.
-            summary.released += 1;
-            await release(db, id, event).catch(() => {});
+            // Not started, so nothing happened: give them back at once, counting nothing.
+            summary.released += group.length;
+            await Promise.all(group.map((event) => release(db, id, event).catch(() => {})));
             return;
           }
-          await applyOne(event, summary);
+          await applyGroup(group, summary);
         });
         return { claimed: events.length, limit: settings.batchSize };
       },

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../../src/db/client.ts';
 import { defaultHandlers, type HandlerMap } from '../../src/domain/handlers.ts';
+import type { IntakeLoad } from '../../src/inbox/intake-load.ts';
 import { createWorker, type InboxWorker, type WorkerSettings } from '../../src/inbox/worker.ts';
 import { createLogger } from '../../src/ops/logger.ts';
 import { labelBounds, Metrics } from '../../src/ops/metrics.ts';
@@ -16,6 +17,8 @@ export const testWorkerSettings: WorkerSettings = {
   applyTimeoutMs: 5000,
   batchSize: 100,
   concurrency: 4,
+  groupSize: 25,
+  maxDeferMs: 1000,
   budgetMs: 20_000,
 };
 
@@ -29,7 +32,13 @@ export interface TestWorker {
 
 export function buildTestWorker(
   db: Database,
-  options: { handlers?: HandlerMap; settings?: Partial<WorkerSettings>; random?: () => number; now?: number } = {},
+  options: {
+    handlers?: HandlerMap;
+    settings?: Partial<WorkerSettings>;
+    random?: () => number;
+    now?: number;
+    intakeLoad?: IntakeLoad;
+  } = {},
 ): TestWorker {
   let now = options.now ?? TEST_NOW_MS;
   const logs: Array<Record<string, unknown>> = [];
@@ -47,6 +56,7 @@ export function buildTestWorker(
       write: (line) => logs.push(JSON.parse(line) as Record<string, unknown>),
     }),
     metrics,
+    ...(options.intakeLoad === undefined ? {} : { intakeLoad: options.intakeLoad }),
     settings: { ...testWorkerSettings, ...options.settings },
   });
   return {

@@ -1,0 +1,90 @@
+// The async worker defers to a saturated intake: the load the intake route reports, how long a batch
+// waits for it (bounded, so a backlog moves under sustained overload), and that it goes at once when
+// the intake is not saturated. Real timers with short bounds: the wait is what is under test.
+import { describe, expect, it } from 'vitest';
+import { deferToIntake, IntakeLoad } from '../src/inbox/intake-load.ts';
+import { acmeEvent } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { deferred, eventRow } from './helpers/facts.ts';
+import { buildTestWorker, deliver } from './helpers/worker.ts';
+
+const { sql, db } = await useTestDatabase();
+
+function saturated(at: number): IntakeLoad {
+  const load = new IntakeLoad(at);
+  for (let i = 0; i < at; i += 1) load.enter();
+  return load;
+}
+
+describe('intake load', () => {
+  it('goes at once when the intake is below saturation', async () => {
+    const load = new IntakeLoad(3);
+    load.enter();
+    load.enter();
+    expect(await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 })).toBeLessThan(50);
+  });
+
+  it('waits while saturated, and goes ahead after the bound even if it stays saturated', async () => {
+    const waited = await deferToIntake(saturated(2), { maxWaitMs: 120, pollMs: 5 });
+    expect(waited).toBeGreaterThanOrEqual(110);
+    expect(waited).toBeLessThan(1000);
+  });
+
+  it('resumes soon after the load falls, without waiting out the bound', async () => {
+    const load = saturated(2);
+    setTimeout(() => {
+      load.leave();
+      load.leave();
+    }, 60);
+    const waited = await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 });
+    expect(waited).toBeGreaterThanOrEqual(50);
+    expect(waited).toBeLessThan(1000);
+  });
+
+  it('counts a saturation that ended since the last look, once', () => {
+    const load = saturated(2);
+    load.leave();
+    load.leave();
+    expect(load.inFlight).toBe(0);
+    expect(load.saturatedSinceLastLook()).toBe(true);
+    expect(load.saturatedSinceLastLook()).toBe(false);
+  });
+
+  it('is the number of deliveries the intake route has in flight', async () => {
+    const intakeLoad = new IntakeLoad(4);
+    const held = deferred();
+    const reached = deferred();
+    const test = await buildTestApp(db, {
+      intakeLoad,
+      config: { PROCESSING_MODE: 'async' },
+      beforeClaim: async () => {
+        reached.resolve();
+        await held.promise;
+      },
+    });
+    const answer = deliver(test);
+    await reached.promise;
+    expect(intakeLoad.inFlight).toBe(1);
+    held.resolve();
+    expect((await answer).status).toBe(202);
+    expect(intakeLoad.inFlight).toBe(0);
+    // A refused delivery is let go too.
+    expect((await test.request('/webhooks/acme', { method: 'POST', body: '{}' })).status).toBe(415);
+    expect(intakeLoad.inFlight).toBe(0);
+  });
+
+  it('a worker beside a saturated intake waits, then still applies the batch', async () => {
+    const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+    const event = acmeEvent();
+    expect((await deliver(test, event)).status).toBe(202);
+    const { worker } = buildTestWorker(db, { intakeLoad: saturated(1), settings: { maxDeferMs: 150 } });
+
+    const summary = await worker.work();
+    // The route test above left its event queued too: the worker applies whatever is due.
+    expect(summary.completed).toBe(summary.claimed);
+    // The intake never stopped being saturated: the batch waited out the bound, then went ahead.
+    expect(summary.deferredMs).toBeGreaterThanOrEqual(140);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+  });
+});

@@ -1,0 +1,125 @@
+// The worker's grouped applications: events of one group share a transaction (and its commit), and a
+// group that rolls back is re-applied one event at a time, so only the event that failed is counted
+// as failed and every other one is still applied exactly once.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { DomainRejection } from '../src/errors.ts';
+import { acmeEvent, uniqueId } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { subscriptionRow } from './helpers/facts.ts';
+import { buildTestWorker, deliver } from './helpers/worker.ts';
+
+const { sql, db } = await useTestDatabase();
+
+/** The real acme handler, except for the subscriptions named, whose events throw `failure()` after writing. */
+function failingFor(subscriptions: ReadonlySet<string>, failure: () => Error): HandlerMap {
+  const real = defaultHandlers.acme?.['subscription.updated'];
+  if (real === undefined) throw new Error('no default handler');
+  const subscriptionOf = z.object({ data: z.object({ id: z.string() }) });
+  return {
+    acme: {
+      'subscription.updated': defineHandler({
+        schema: z.unknown(),
+        async apply(context, payload) {
+          await real.apply(context, payload);
+          if (subscriptions.has(subscriptionOf.parse(payload).data.id)) throw failure();
+        },
+      }),
+    },
+  };
+}
+
+/** Queues `count` events for fresh subscriptions through the async intake; answers their subscription ids. */
+async function queue(count: number): Promise<{ eventIds: string[]; subscriptions: string[] }> {
+  const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+  const subscriptions = Array.from({ length: count }, () => uniqueId('sub'));
+  const events = subscriptions.map((id) => acmeEvent({ data: { id, status: 'active' } }));
+  for (const event of events) expect((await deliver(test, event)).status).toBe(202);
+  return { eventIds: events.map((event) => event.id), subscriptions };
+}
+
+async function rowsOf(eventIds: readonly string[]) {
+  return sql<{ event_id: string; status: string; attempt_count: number; completed_at: Date | null }[]>`
+    select event_id, status::text as status, attempt_count, completed_at from webhook_events
+    where provider = 'acme' and event_id in ${sql(eventIds)} order by event_id`;
+}
+
+async function messagesFor(eventIds: readonly string[]): Promise<number> {
+  const keys = eventIds.map((id) => `acme:${id}:subscription.changed`);
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from outbox_messages where deduplication_key in ${sql(keys)}`;
+  return row?.n ?? 0;
+}
+
+describe('grouped applications', () => {
+  it('applies a group in one transaction: every row completed at the same commit, one message each', async () => {
+    const { eventIds, subscriptions } = await queue(10);
+    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 1, groupSize: 10 } });
+
+    expect(await worker.work()).toMatchObject({ claimed: 10, completed: 10, failed: 0, released: 0 });
+
+    const rows = await rowsOf(eventIds);
+    expect(rows.map((row) => row.status)).toEqual(Array(10).fill('completed'));
+    // completed_at is now(), the transaction's start: one value means one transaction.
+    expect(new Set(rows.map((row) => row.completed_at?.getTime())).size).toBe(1);
+    expect(await messagesFor(eventIds)).toBe(10);
+    for (const subscription of subscriptions) {
+      expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'active' });
+    }
+    const applied = logs.filter((line) => line.msg === 'inbox event applied');
+    expect(applied).toHaveLength(10);
+    expect(applied.every((line) => line.batch_size === 10)).toBe(true);
+  });
+
+  it('re-applies a rolled-back group one by one: only the failing event fails, the rest apply once', async () => {
+    const { eventIds, subscriptions } = await queue(8);
+    const failing = subscriptions[5] as string;
+    const { worker, logs } = buildTestWorker(db, {
+      handlers: failingFor(new Set([failing]), () => new Error('ledger unavailable')),
+      settings: { concurrency: 1, groupSize: 8 },
+    });
+
+    expect(await worker.work()).toMatchObject({ claimed: 8, completed: 7, failed: 1, deadLettered: 0 });
+
+    const rows = new Map((await rowsOf(eventIds)).map((row) => [row.event_id, row]));
+    eventIds.forEach((eventId, index) => {
+      expect(rows.get(eventId)).toMatchObject(
+        index === 5
+          ? { status: 'failed', attempt_count: 1, completed_at: null }
+          : { status: 'completed', attempt_count: 0 },
+      );
+    });
+    // The failing event's own write rolled back with it; the others' writes and messages are there once.
+    expect(await subscriptionRow(sql, failing)).toBeUndefined();
+    expect(await messagesFor(eventIds)).toBe(7);
+    const rolledBack = logs.filter((line) => line.msg === 'inbox batch rolled back, applying its events one at a time');
+    expect(rolledBack).toMatchObject([{ batch_size: 8, error: 'Error' }]);
+  });
+
+  it('dead-letters only the event its handler permanently rejects', async () => {
+    const { eventIds, subscriptions } = await queue(5);
+    const rejected = subscriptions[0] as string;
+    const { worker } = buildTestWorker(db, {
+      handlers: failingFor(new Set([rejected]), () => new DomainRejection('impossible')),
+      settings: { concurrency: 1, groupSize: 5 },
+    });
+
+    expect(await worker.work()).toMatchObject({ claimed: 5, completed: 4, deadLettered: 1 });
+    const statuses = new Map((await rowsOf(eventIds)).map((row) => [row.event_id, row.status]));
+    expect(statuses.get(eventIds[0] as string)).toBe('dead_letter');
+    expect([...statuses.values()].filter((status) => status === 'completed')).toHaveLength(4);
+    expect(await messagesFor(eventIds)).toBe(4);
+  });
+
+  it('splits a batch among the concurrent groups it is allowed', async () => {
+    const { eventIds } = await queue(12);
+    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 3, groupSize: 25 } });
+
+    expect(await worker.work()).toMatchObject({ claimed: 12, completed: 12 });
+    const sizes = logs.filter((line) => line.msg === 'inbox event applied').map((line) => line.batch_size);
+    expect(sizes).toEqual(Array(12).fill(4));
+    expect(new Set((await rowsOf(eventIds)).map((row) => row.completed_at?.getTime())).size).toBe(3);
+  });
+});
