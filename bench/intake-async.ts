@@ -20,6 +20,7 @@ import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runLoad } from './lib/load.ts';
+import { type CpuSpent, startCpuMeter } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { intakeServiceEnv, startService, tail } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
@@ -27,8 +28,24 @@ import { formatTable, percentile, round } from './lib/stats.ts';
 const TARGET_RATIO = 1.5;
 const DRAIN_TIMEOUT_MS = 300_000;
 
+/** CPU per event in milliseconds: the service process, and PostgreSQL when it runs here. */
+interface CpuPerEvent {
+  serviceMs: number;
+  postgresMs: number | null;
+}
+
+function perEvent(spent: CpuSpent, events: number): CpuPerEvent {
+  const per = (ms: number) => round(ms / Math.max(events, 1), 3);
+  return { serviceMs: per(spent.serviceMs), postgresMs: spent.postgresMs === undefined ? null : per(spent.postgresMs) };
+}
+
+function describeCpu(cpu: CpuPerEvent): string {
+  return `CPU/event: service ${cpu.serviceMs} ms, postgres ${cpu.postgresMs ?? 'n/a'} ms`;
+}
+
 interface ModeFigures {
   eventsPerSecond: number;
+  cpu: CpuPerEvent;
   p50Ms: number;
   p99Ms: number;
   accepted: number;
@@ -42,6 +59,7 @@ interface WorkerFigures {
   backlogAtBurstEnd: number;
   /** That backlog over the time the worker took to empty it, once the intake was idle. */
   drainPerSecond: number;
+  drainCpu: CpuPerEvent;
   drainSeconds: number;
   /** Burst events over the time from the burst's start to an empty backlog. */
   appliedPerSecond: number;
@@ -154,9 +172,11 @@ async function runMode(
     if (mode === 'async') await waitForEmptyBacklog(sql, tag, failures);
     console.log(`${mode}: sending ${settings.events - settings.warmup} events at concurrency ${settings.concurrency}`);
     const burstStarted = performance.now();
+    const burstCpu = startCpuMeter(service.pid, database.postmasterPid);
     const timed = await runLoad({ ...load, requests: requests.slice(settings.warmup, settings.events) });
     const figures: ModeFigures = {
       eventsPerSecond: round(timed.accepted / (timed.elapsedMs / 1000), 1),
+      cpu: perEvent(burstCpu(), timed.accepted),
       p50Ms: round(percentile(timed.latenciesMs, 50)),
       p99Ms: round(percentile(timed.latenciesMs, 99)),
       accepted: timed.accepted,
@@ -166,7 +186,9 @@ async function runMode(
     if (mode === 'async') {
       const burstEnded = performance.now();
       const backlogAtBurstEnd = await countWaiting(sql, tag);
+      const drainCpu = startCpuMeter(service.pid, database.postmasterPid);
       const emptied = await waitForEmptyBacklog(sql, tag, failures);
+      const drainSpent = drainCpu();
       const drainSeconds = (emptied - burstEnded) / 1000;
       const rate = pacedRate ?? figures.eventsPerSecond;
       console.log(`async: sending ${paced} events paced at ${rate} events/s (the sync rate)`);
@@ -182,6 +204,7 @@ async function runMode(
         backlogAtBurstEnd,
         drainSeconds: round(drainSeconds, 2),
         drainPerSecond: round(backlogAtBurstEnd / Math.max(drainSeconds, 0.001), 1),
+        drainCpu: perEvent(drainSpent, backlogAtBurstEnd),
         appliedPerSecond: round(timed.accepted / ((emptied - burstStarted) / 1000), 1),
         paced: {
           offeredPerSecond: rate,
@@ -247,17 +270,20 @@ export async function benchAsyncIntake(): Promise<boolean> {
         `intake, sync vs async (${settings.concurrency} connections, ${settings.events - settings.warmup} timed events each)`,
         [
           { label: 'sync events/s', value: sync.eventsPerSecond, note: `p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms` },
+          { label: '', value: '', note: describeCpu(sync.cpu) },
           {
             label: 'async acceptance events/s',
             value: asynchronous.eventsPerSecond,
             note: `p50 ${asynchronous.p50Ms} ms, p99 ${asynchronous.p99Ms} ms`,
           },
+          { label: '', value: '', note: `${describeCpu(asynchronous.cpu)} (the worker's, if it ran, included)` },
           { label: 'async / sync', value: ratio, note: `target >= ${TARGET_RATIO}: ${mark(ratio >= TARGET_RATIO)}` },
           {
             label: 'worker drain events/s',
             value: worker.drainPerSecond,
             note: `${worker.backlogAtBurstEnd} waiting at the burst's end, empty ${worker.drainSeconds} s later; ${workerRatio}x sync, target >= 1: ${mark(workerRatio >= 1)}`,
           },
+          { label: '', value: '', note: describeCpu(worker.drainCpu) },
           {
             label: 'burst applied events/s',
             value: worker.appliedPerSecond,

@@ -14,6 +14,8 @@ const { sql, db } = await useTestDatabase();
 function saturated(at: number): IntakeLoad {
   const load = new IntakeLoad(at);
   for (let i = 0; i < at; i += 1) load.enter();
+  // From here on the mean is `at`: the time before the deliveries entered no longer counts.
+  load.meanInFlightSinceLastLook();
   return load;
 }
 
@@ -42,13 +44,30 @@ describe('intake load', () => {
     expect(waited).toBeLessThan(1000);
   });
 
-  it('counts a saturation that ended since the last look, once', () => {
-    const load = saturated(2);
+  it('averages the deliveries in flight over the time since the last look', () => {
+    let now = 0;
+    const load = new IntakeLoad(2, () => now);
+    load.enter();
+    load.enter();
+    load.enter();
+    now = 50;
     load.leave();
     load.leave();
-    expect(load.inFlight).toBe(0);
+    load.leave();
+    now = 100;
+    // Three for half the window, none for the other half.
+    expect(load.meanInFlightSinceLastLook()).toBe(1.5);
+    load.enter();
+    now = 150;
+    load.enter();
+    now = 200;
+    expect(load.meanInFlightSinceLastLook()).toBe(1.5);
+    now = 300;
+    // Two in flight the whole window, and no time passing shows the count itself.
     expect(load.saturatedSinceLastLook()).toBe(true);
-    expect(load.saturatedSinceLastLook()).toBe(false);
+    expect(load.meanInFlightSinceLastLook()).toBe(2);
+    load.leave();
+    expect(load.inFlight).toBe(1);
   });
 
   it('is the number of deliveries the intake route has in flight', async () => {

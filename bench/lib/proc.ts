@@ -114,3 +114,29 @@ export function machineBusyShare(before: MachineCpu, after: MachineCpu): number 
   const total = after.total - before.total;
   return total > 0 ? (after.busy - before.busy) / total : 0;
 }
+
+export interface CpuSpent {
+  serviceMs: number;
+  /** Undefined when PostgreSQL runs elsewhere (BENCH_DATABASE_URL). */
+  postgresMs: number | undefined;
+  machineBusyShare: number;
+}
+
+/** Starts measuring the CPU a service and a local PostgreSQL spend; the answer stops it. */
+export function startCpuMeter(servicePid: number, postmasterPid: number | undefined): () => CpuSpent {
+  const serviceTicks = () => {
+    const ticks = processCpuTicks(servicePid);
+    return ticks.user + ticks.system;
+  };
+  const serviceBefore = serviceTicks();
+  const postgresBefore = postmasterPid === undefined ? undefined : processTreeCpuTicks(postmasterPid);
+  const machineBefore = machineCpu();
+  return () => ({
+    serviceMs: ticksToMs(serviceTicks() - serviceBefore),
+    postgresMs:
+      postmasterPid === undefined || postgresBefore === undefined
+        ? undefined
+        : ticksToMs(processTreeCpuTicks(postmasterPid) - postgresBefore),
+    machineBusyShare: machineBusyShare(machineBefore, machineCpu()),
+  });
+}

@@ -1,26 +1,39 @@
 // How busy the intake is, as the in-process async worker sees it. In async mode the point of the
 // queue is to acknowledge a burst at the intake's full rate and apply it afterwards: a worker that
 // applied at full speed during the burst would take CPU and database time from the requests, which
-// then queue behind it. So the worker defers to a saturated intake (more deliveries in flight than
-// the request pool has connections), for a bounded time per batch, so that a backlog still moves
+// then queue behind it. So the worker defers to a saturated intake (on average as many deliveries
+// in flight as the request pool has connections), for a bounded time per batch, so that a backlog still moves
 // under sustained overload (where the backlog gate, not the worker, is what sheds load).
 // Runtime-neutral; only the Node entry shares one between its app and its worker (on Workers the
 // cron runs in an invocation of its own, which sees no requests).
 
 export class IntakeLoad {
   #inFlight = 0;
-  #peak = 0;
+  /** Deliveries in flight integrated over time (count × ms) since the last look. */
+  #area = 0;
+  #changedAt: number;
+  #lookedAt: number;
 
-  /** `saturatedAt`: deliveries in flight at which requests start queueing (the request pool's size). */
-  constructor(readonly saturatedAt: number) {}
+  /**
+   * `saturatedAt`: mean deliveries in flight at which requests queue (the request pool's size).
+   * `now`: a monotonic millisecond clock.
+   */
+  constructor(
+    readonly saturatedAt: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.#changedAt = now();
+    this.#lookedAt = this.#changedAt;
+  }
 
   /** A delivery started; pair with `leave` in a finally. */
   enter(): void {
+    this.#account();
     this.#inFlight += 1;
-    if (this.#inFlight > this.#peak) this.#peak = this.#inFlight;
   }
 
   leave(): void {
+    this.#account();
     this.#inFlight -= 1;
   }
 
@@ -29,14 +42,28 @@ export class IntakeLoad {
   }
 
   /**
-   * Whether the intake was saturated at any moment since the last call. The peak, not the current
-   * count: under a closed-loop burst the count dips each time a request ends and the next is not yet
-   * read, and a worker that woke on every dip would not be deferring at all.
+   * The mean number of deliveries in flight since the last look: arrival rate times time in the
+   * service (Little's law), so it reaches the pool size only when requests wait for connections. A
+   * mean, not the current count: a closed-loop burst dips each time one request ends before the next
+   * is read, and an open-loop load at half the capacity still peaks above the pool now and then.
    */
+  meanInFlightSinceLastLook(): number {
+    this.#account();
+    const span = this.#changedAt - this.#lookedAt;
+    const mean = span > 0 ? this.#area / span : this.#inFlight;
+    this.#area = 0;
+    this.#lookedAt = this.#changedAt;
+    return mean;
+  }
+
   saturatedSinceLastLook(): boolean {
-    const peak = this.#peak;
-    this.#peak = this.#inFlight;
-    return peak >= this.saturatedAt;
+    return this.meanInFlightSinceLastLook() >= this.saturatedAt;
+  }
+
+  #account(): void {
+    const now = this.now();
+    this.#area += this.#inFlight * (now - this.#changedAt);
+    this.#changedAt = now;
   }
 }
 
