@@ -10,7 +10,7 @@
 // BENCH_PACED_EVENTS (6000), BENCH_CONCURRENCY (32), BENCH_DATABASE_URL (else embedded PostgreSQL),
 // BENCH_LOG_LEVEL (info), DB_POOL_MAX (10), WORKER_INTERVAL_MS (200).
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,6 +63,8 @@ interface WorkerFigures {
   drainSeconds: number;
   /** Burst events over the time from the burst's start to an empty backlog. */
   appliedPerSecond: number;
+  /** The worker's passes from the burst's start to an empty backlog. */
+  duringBurst: WorkerPasses;
   paced: PacedFigures;
 }
 
@@ -75,9 +77,42 @@ interface PacedFigures {
   backlogAtEnd: number;
   /** The backlog at the end is at most one second of the offered load. */
   keptUp: boolean;
+  p50Ms: number;
+  p99Ms: number;
+  worker: WorkerPasses;
 }
 
 const BACKLOG_SAMPLE_MS = 100;
+
+/** What the worker's `inbox worked` log lines say about the passes that ended in a stretch of the log. */
+interface WorkerPasses {
+  passes: number;
+  completed: number;
+  /** Time the worker waited for a saturated intake. */
+  deferredSeconds: number;
+}
+
+function fileSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Sums the worker's pass summaries logged from byte `from` of the service's stdout on. */
+function workerPassesSince(stdoutFile: string, from: number): WorkerPasses {
+  const text = readFileSync(stdoutFile).subarray(from).toString('utf8');
+  const totals = { passes: 0, completed: 0, deferredMs: 0 };
+  for (const line of text.split('\n')) {
+    if (!line.includes('"inbox worked"')) continue;
+    const pass = JSON.parse(line) as { completed?: number; deferredMs?: number };
+    totals.passes += 1;
+    totals.completed += pass.completed ?? 0;
+    totals.deferredMs += pass.deferredMs ?? 0;
+  }
+  return { passes: totals.passes, completed: totals.completed, deferredSeconds: round(totals.deferredMs / 1000, 2) };
+}
 
 async function countStatus(sql: postgres.Sql, runTag: string): Promise<Record<string, number>> {
   const rows = await sql<{ status: string; n: number }[]>`select status::text as status, count(*)::int as n
@@ -139,6 +174,7 @@ async function runMode(
 ): Promise<ModeFigures> {
   const secret = randomBytes(32).toString('hex');
   const stderrFile = join(tmp, `${mode}.stderr.log`);
+  const stdoutFile = join(tmp, `${mode}.stdout.log`);
   const paced = mode === 'async' ? settings.paced : 0;
   const total = settings.events + paced;
   const service = await startService({
@@ -151,7 +187,7 @@ async function runMode(
       INBOX_MAX_BACKLOG: String(total * 2),
       WORKER_INTERVAL_MS: process.env.WORKER_INTERVAL_MS || '200',
     }),
-    stdoutFile: join(tmp, `${mode}.stdout.log`),
+    stdoutFile,
     stderrFile,
   });
   const sql = postgres(database.url, { max: 1, onnotice: () => {} });
@@ -171,6 +207,7 @@ async function runMode(
     await runLoad({ ...load, requests: requests.slice(0, settings.warmup) });
     if (mode === 'async') await waitForEmptyBacklog(sql, tag, failures);
     console.log(`${mode}: sending ${settings.events - settings.warmup} events at concurrency ${settings.concurrency}`);
+    const burstLogFrom = fileSize(stdoutFile);
     const burstStarted = performance.now();
     const burstCpu = startCpuMeter(service.pid, database.postmasterPid);
     const timed = await runLoad({ ...load, requests: requests.slice(settings.warmup, settings.events) });
@@ -189,6 +226,8 @@ async function runMode(
       const drainCpu = startCpuMeter(service.pid, database.postmasterPid);
       const emptied = await waitForEmptyBacklog(sql, tag, failures);
       const drainSpent = drainCpu();
+      const duringBurst = workerPassesSince(stdoutFile, burstLogFrom);
+      const pacedLogFrom = fileSize(stdoutFile);
       const drainSeconds = (emptied - burstEnded) / 1000;
       const rate = pacedRate ?? figures.eventsPerSecond;
       console.log(`async: sending ${paced} events paced at ${rate} events/s (the sync rate)`);
@@ -197,6 +236,7 @@ async function runMode(
       const steadyResult = await steady;
       const backlogAtEnd = await countWaiting(sql, tag);
       await waitForEmptyBacklog(sql, tag, failures);
+      const pacedWorker = workerPassesSince(stdoutFile, pacedLogFrom);
       if (steadyResult.rejections.length > 0) {
         failures.push(`async paced: ${steadyResult.rejections.length} unexpected answers`);
       }
@@ -206,6 +246,7 @@ async function runMode(
         drainPerSecond: round(backlogAtBurstEnd / Math.max(drainSeconds, 0.001), 1),
         drainCpu: perEvent(drainSpent, backlogAtBurstEnd),
         appliedPerSecond: round(timed.accepted / ((emptied - burstStarted) / 1000), 1),
+        duringBurst,
         paced: {
           offeredPerSecond: rate,
           acceptedPerSecond: round(steadyResult.accepted / (steadyResult.elapsedMs / 1000), 1),
@@ -213,6 +254,9 @@ async function runMode(
           maxBacklog,
           backlogAtEnd,
           keptUp: backlogAtEnd <= rate,
+          p50Ms: round(percentile(steadyResult.latenciesMs, 50)),
+          p99Ms: round(percentile(steadyResult.latenciesMs, 99)),
+          worker: pacedWorker,
         },
       };
     }
@@ -287,12 +331,17 @@ export async function benchAsyncIntake(): Promise<boolean> {
           {
             label: 'burst applied events/s',
             value: worker.appliedPerSecond,
-            note: 'burst start to empty backlog (the worker defers to a saturated intake)',
+            note: `burst start to empty backlog; the worker deferred ${worker.duringBurst.deferredSeconds} s to the saturated intake`,
           },
           {
             label: 'paced at the sync rate',
             value: paced.acceptedPerSecond,
             note: `${paced.seconds} s; backlog max ${paced.maxBacklog}, ${paced.backlogAtEnd} at the end: keeps up ${mark(paced.keptUp)}`,
+          },
+          {
+            label: '',
+            value: '',
+            note: `p50 ${paced.p50Ms} ms, p99 ${paced.p99Ms} ms; the worker deferred ${paced.worker.deferredSeconds} s`,
           },
         ],
       )}\n`,
