@@ -360,7 +360,8 @@ export async function benchAsyncIntake(): Promise<boolean> {
     failures.push(error instanceof Error ? error.message : String(error));
   } finally {
     await database?.dispose().catch(() => {});
-    rmSync(tmp, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP_TMP) rmSync(tmp, { recursive: true, force: true });
+    else console.log(`kept ${tmp}`);
   }
   for (const failure of failures) console.error(`FAILED: ${failure}`);
   return failures.length === 0;

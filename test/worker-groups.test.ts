@@ -1,10 +1,11 @@
 // The worker's grouped applications: events of one group share a transaction (and its commit), and a
 // group that rolls back is re-applied one event at a time, so only the event that failed is counted
-// as failed and every other one is still applied exactly once.
+// as failed and every other one is still applied exactly once. Also the schedule's loop of passes.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { DomainRejection } from '../src/errors.ts';
+import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -121,5 +122,36 @@ describe('grouped applications', () => {
     const sizes = logs.filter((line) => line.msg === 'inbox event applied').map((line) => line.batch_size);
     expect(sizes).toEqual(Array(12).fill(4));
     expect(new Set((await rowsOf(eventIds)).map((row) => row.completed_at?.getTime())).size).toBe(3);
+  });
+});
+
+describe('workUntilCaughtUp', () => {
+  /** A worker whose passes claim the given numbers of rows, recording each pass. */
+  function scripted(claims: number[]) {
+    const passes: number[] = [];
+    const worker = {
+      async work() {
+        const claimed = claims[passes.length] ?? 0;
+        passes.push(claimed);
+        return { claimed } as WorkSummary;
+      },
+    };
+    return { worker, passes };
+  }
+
+  it('runs passes back to back while each claims a full batch, and stops after the first that does not', async () => {
+    const { worker, passes } = scripted([100, 250, 100, 40, 300]);
+    await workUntilCaughtUp(worker, 100);
+    expect(passes).toEqual([100, 250, 100, 40]);
+  });
+
+  it('runs one pass when the queue is keeping up, and none once aborted', async () => {
+    const keepingUp = scripted([12]);
+    await workUntilCaughtUp(keepingUp.worker, 100);
+    expect(keepingUp.passes).toEqual([12]);
+
+    const aborted = scripted([100]);
+    await workUntilCaughtUp(aborted.worker, 100, AbortSignal.abort());
+    expect(aborted.passes).toEqual([]);
   });
 });

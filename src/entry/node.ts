@@ -14,7 +14,7 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { createWorker, workerSettings } from '../inbox/worker.ts';
+import { createWorker, workerSettings, workUntilCaughtUp } from '../inbox/worker.ts';
 import { createLogger } from '../ops/logger.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
@@ -130,6 +130,8 @@ async function main(): Promise<void> {
       await relay.drain({ signal });
     },
   });
+  // One application per background connection: the relay's writes wait at most for one of them.
+  const inboxWorkerSettings = workerSettings(config, { concurrency: pools.background });
   const worker = createWorker({
     db: background.db,
     handlers: defaultHandlers,
@@ -139,8 +141,7 @@ async function main(): Promise<void> {
     logger,
     metrics,
     ...(intakeLoad === undefined ? {} : { intakeLoad }),
-    // One application per background connection: the relay's writes wait at most for one of them.
-    settings: workerSettings(config, { concurrency: pools.background }),
+    settings: inboxWorkerSettings,
   });
   const workerSchedule = startSchedule({
     name: 'inbox worker',
@@ -148,9 +149,7 @@ async function main(): Promise<void> {
     intervalMs: asyncMode ? config.WORKER_INTERVAL_MS : 0,
     random: Math.random,
     logger,
-    run: async (signal) => {
-      await worker.work({ signal });
-    },
+    run: (signal) => workUntilCaughtUp(worker, inboxWorkerSettings.batchSize, signal),
   });
   const sweepSchedule = startSchedule({
     name: 'inbox sweep',

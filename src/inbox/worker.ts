@@ -352,3 +352,21 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
 
   return { id, work };
 }
+
+/**
+ * Passes back to back while each claims at least a full batch, then returns, for the caller's
+ * schedule to wait its interval. Each pass only takes rows due when it began, so under a steady load
+ * every pass ends with the rows that arrived while it ran still waiting; a worker that then idled a
+ * whole interval would fall behind a load it could carry. A pass that claimed less than a batch is
+ * keeping up, and the interval only adds latency, not backlog.
+ */
+export async function workUntilCaughtUp(
+  worker: Pick<InboxWorker, 'work'>,
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  while (!signal?.aborted) {
+    const { claimed } = await worker.work(signal === undefined ? {} : { signal });
+    if (claimed < batchSize) return;
+  }
+}
