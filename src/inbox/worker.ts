@@ -1,8 +1,9 @@
 // The async inbox worker: claims due `received` and retryable `failed` rows, and `processing` rows
-// whose lease expired (a crashed worker's), under a lease in one statement, then applies each
-// through applyStoredEvent (the row's new status and the domain change commit together, guarded on
-// the lease) with bounded concurrency. Failures go to `failed` with capped full-jitter backoff, or to
-// `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection. Runtime-neutral, like the
+// whose lease expired (a crashed worker's), under a lease in one statement, then applies the batch in
+// one transaction (applyStoredBatch: each row's new status commits with its domain change, guarded on
+// the lease), in `concurrency` lanes. A batch that rolls back is applied again one event at a time
+// (applyStoredEvent), so a failure is recorded against its own event only: `failed` with capped
+// full-jitter backoff, or `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection. Runtime-neutral, like the
 // outbox relay it follows: the Node schedule, the CLI `work` and the Workers cron drive one `work`.
 import { and, inArray, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
@@ -13,7 +14,7 @@ import { webhookEvents } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
-import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.ts';
+import { drainBatches, type QueueSettings } from '../ops/drain.ts';
 import type { Logger } from '../ops/logger.ts';
 import type { Metrics } from '../ops/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
@@ -26,26 +27,26 @@ import {
   storedKeyString,
 } from './stored.ts';
 
-/** `concurrency`: at most the worker pool's connections, so the worker never queues on itself. */
+/**
+ * `concurrency`: lanes, each claiming and applying one batch at a time; at most the worker pool's
+ * connections, so the worker never queues on itself.
+ */
 export interface WorkerSettings extends QueueSettings {
   /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
   applyTimeoutMs: number;
-  /** Events applied in one transaction (a batch is split among `concurrency` such groups). */
-  groupSize: number;
   /** Longest a batch waits for a saturated intake (see IntakeLoad) before it goes ahead anyway. */
   maxDeferMs: number;
 }
 
-/** Tuning, not contract: small batches keep a lease short relative to the work it covers. */
-export const DEFAULT_WORKER_BATCH_SIZE = 100;
+/**
+ * Tuning, not contract. A batch is applied in one transaction: 25 events share one commit, so most of
+ * the per-event cost of a transaction of its own (BEGIN, the row lock, the status update, COMMIT and
+ * its WAL flush) is spread, while a batch that rolls back and is re-applied one by one stays small,
+ * and so does its lease relative to the work it covers.
+ */
+export const DEFAULT_WORKER_BATCH_SIZE = 25;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
-/**
- * One commit per 25 events: most of the per-event cost of a one-event transaction (BEGIN, the row
- * lock, the status update, COMMIT and its WAL flush) is shared, while a group that rolls back and is
- * re-applied one by one stays small.
- */
-export const DEFAULT_WORKER_GROUP_SIZE = 25;
 /** Under sustained saturation a batch still goes every second: the backlog moves, if slowly. */
 export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
 const DEFER_POLL_MS = 10;
@@ -65,7 +66,6 @@ export function workerSettings(
     applyTimeoutMs: Math.min(config.HANDLER_DEADLINE_MS, Math.floor(config.INBOX_LEASE_MS / 2)),
     batchSize: DEFAULT_WORKER_BATCH_SIZE,
     concurrency: DEFAULT_WORKER_CONCURRENCY,
-    groupSize: DEFAULT_WORKER_GROUP_SIZE,
     maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,
     budgetMs: DEFAULT_WORKER_BUDGET_MS,
     ...overrides,
@@ -173,13 +173,6 @@ function elapsedMs(startedMs: number): number {
   return Math.round((performance.now() - startedMs) * 100) / 100;
 }
 
-/** Consecutive runs of at most `size` items, in order. */
-function inGroups<T>(items: readonly T[], size: number): T[][] {
-  const groups: T[][] = [];
-  for (let start = 0; start < items.length; start += Math.max(1, size)) groups.push(items.slice(start, start + size));
-  return groups;
-}
-
 const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
   failed: 'failed',
   dead_letter: 'dead_letter',
@@ -276,10 +269,10 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   }
 
   /**
-   * Applies a group of claimed events in one transaction; when that rolls back (one of them failed,
-   * or the database did), applies each on its own, so only the failing one is counted as failed.
+   * Applies a claimed batch in one transaction; when that rolls back (one of them failed, or the
+   * database did), applies each on its own, so only the failing one is counted as failed.
    */
-  async function applyGroup(events: readonly ClaimedEvent[], summary: Tally) {
+  async function applyBatch(events: readonly ClaimedEvent[], summary: Tally) {
     const [only] = events;
     if (events.length === 1 && only !== undefined) return applyOne(only, summary);
     const started = performance.now();
@@ -315,36 +308,44 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     };
     // Only rows due when the pass began: one rescheduled during it waits for a later pass.
     const dueBy = new Date(startedMs);
-    const progress = await drainBatches({
-      nowMs: clock,
-      budgetMs: options.budgetMs ?? settings.budgetMs,
-      signal: options.signal,
-      batch: async (deadlineMs) => {
-        if (deps.intakeLoad !== undefined) {
-          const maxWaitMs = Math.min(settings.maxDeferMs, deadlineMs - clock());
-          summary.deferredMs += await deferToIntake(deps.intakeLoad, {
-            maxWaitMs,
-            pollMs: DEFER_POLL_MS,
-            signal: options.signal,
-          });
-        }
-        const lease = takeLease(id, clock(), settings.leaseMs);
-        const events = await claimBatch(db, lease, dueBy, settings.batchSize);
-        summary.claimed += events.length;
-        const groups = inGroups(events, Math.min(settings.groupSize, Math.ceil(events.length / settings.concurrency)));
-        await forEachBounded(groups, settings.concurrency, async (group) => {
+    const budgetMs = options.budgetMs ?? settings.budgetMs;
+    // Each lane claims a batch and applies it as one transaction, again and again: no lane waits for
+    // another's batch, and lanes split the rows (SKIP LOCKED) as separate workers would.
+    const lane = () =>
+      drainBatches({
+        nowMs: clock,
+        budgetMs,
+        signal: options.signal,
+        batch: async (deadlineMs) => {
+          if (deps.intakeLoad !== undefined) {
+            const maxWaitMs = Math.min(settings.maxDeferMs, deadlineMs - clock());
+            summary.deferredMs += await deferToIntake(deps.intakeLoad, {
+              maxWaitMs,
+              pollMs: DEFER_POLL_MS,
+              signal: options.signal,
+            });
+          }
+          const lease = takeLease(id, clock(), settings.leaseMs);
+          const events = await claimBatch(db, lease, dueBy, settings.batchSize);
+          summary.claimed += events.length;
+          if (events.length === 0) return { claimed: 0, limit: settings.batchSize };
           const nowMs = clock();
           if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.applyTimeoutMs)) {
             // Not started, so nothing happened: give them back at once, counting nothing.
-            summary.released += group.length;
-            await Promise.all(group.map((event) => release(db, id, event).catch(() => {})));
-            return;
+            summary.released += events.length;
+            await Promise.all(events.map((event) => release(db, id, event).catch(() => {})));
+          } else {
+            await applyBatch(events, summary);
           }
-          await applyGroup(group, summary);
-        });
-        return { claimed: events.length, limit: settings.batchSize };
-      },
-    });
+          return { claimed: events.length, limit: settings.batchSize };
+        },
+      });
+    const lanes = await Promise.all(Array.from({ length: Math.max(1, settings.concurrency) }, lane));
+    const stopped = lanes.map((progress) => progress.stoppedBy);
+    const progress = {
+      batches: lanes.reduce((sum, progress) => sum + progress.batches, 0),
+      stoppedBy: stopped.includes('aborted') ? 'aborted' : stopped.includes('budget') ? 'budget' : 'drained',
+    } as const;
     const result: WorkSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
     if (result.claimed > 0) logger.info('inbox worked', { worker: id, ...result });
     return result;

@@ -15,9 +15,8 @@ export const testWorkerSettings: WorkerSettings = {
   backoff: { baseMs: 1000, maxMs: 300_000 },
   leaseMs: 30_000,
   applyTimeoutMs: 5000,
-  batchSize: 100,
+  batchSize: 25,
   concurrency: 4,
-  groupSize: 25,
   maxDeferMs: 1000,
   budgetMs: 20_000,
 };

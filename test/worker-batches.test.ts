@@ -1,5 +1,5 @@
-// The worker's grouped applications: events of one group share a transaction (and its commit), and a
-// group that rolls back is re-applied one event at a time, so only the event that failed is counted
+// The worker's batched applications: the events of a claimed batch share a transaction (and its
+// commit), and a batch that rolls back is re-applied one event at a time, so only the event that failed is counted
 // as failed and every other one is still applied exactly once. Also the schedule's loop of passes.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -54,10 +54,10 @@ async function messagesFor(eventIds: readonly string[]): Promise<number> {
   return row?.n ?? 0;
 }
 
-describe('grouped applications', () => {
-  it('applies a group in one transaction: every row completed at the same commit, one message each', async () => {
+describe('batched applications', () => {
+  it('applies a batch in one transaction: every row completed at the same commit, one message each', async () => {
     const { eventIds, subscriptions } = await queue(10);
-    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 1, groupSize: 10 } });
+    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 1, batchSize: 10 } });
 
     expect(await worker.work()).toMatchObject({ claimed: 10, completed: 10, failed: 0, released: 0 });
 
@@ -74,12 +74,12 @@ describe('grouped applications', () => {
     expect(applied.every((line) => line.batch_size === 10)).toBe(true);
   });
 
-  it('re-applies a rolled-back group one by one: only the failing event fails, the rest apply once', async () => {
+  it('re-applies a rolled-back batch one by one: only the failing event fails, the rest apply once', async () => {
     const { eventIds, subscriptions } = await queue(8);
     const failing = subscriptions[5] as string;
     const { worker, logs } = buildTestWorker(db, {
       handlers: failingFor(new Set([failing]), () => new Error('ledger unavailable')),
-      settings: { concurrency: 1, groupSize: 8 },
+      settings: { concurrency: 1, batchSize: 8 },
     });
 
     expect(await worker.work()).toMatchObject({ claimed: 8, completed: 7, failed: 1, deadLettered: 0 });
@@ -104,7 +104,7 @@ describe('grouped applications', () => {
     const rejected = subscriptions[0] as string;
     const { worker } = buildTestWorker(db, {
       handlers: failingFor(new Set([rejected]), () => new DomainRejection('impossible')),
-      settings: { concurrency: 1, groupSize: 5 },
+      settings: { concurrency: 1, batchSize: 5 },
     });
 
     expect(await worker.work()).toMatchObject({ claimed: 5, completed: 4, deadLettered: 1 });
@@ -114,13 +114,14 @@ describe('grouped applications', () => {
     expect(await messagesFor(eventIds)).toBe(4);
   });
 
-  it('splits a batch among the concurrent groups it is allowed', async () => {
+  it('works in lanes, each claiming and committing batches of its own', async () => {
     const { eventIds } = await queue(12);
-    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 3, groupSize: 25 } });
+    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 3, batchSize: 4 } });
 
-    expect(await worker.work()).toMatchObject({ claimed: 12, completed: 12 });
+    expect(await worker.work()).toMatchObject({ claimed: 12, completed: 12, stoppedBy: 'drained' });
     const sizes = logs.filter((line) => line.msg === 'inbox event applied').map((line) => line.batch_size);
     expect(sizes).toEqual(Array(12).fill(4));
+    // Three transactions, whichever lanes ran them.
     expect(new Set((await rowsOf(eventIds)).map((row) => row.completed_at?.getTime())).size).toBe(3);
   });
 });
