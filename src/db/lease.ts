@@ -4,9 +4,9 @@
 //
 // Every comparison takes the caller's clock as a parameter instead of the database's now(): tests
 // move time to expire leases and backoffs without sleeping, and one drain sees one consistent "now".
-import { and, isNull, lt, lte, or, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, isNull, lt, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import type { Executor } from './client.ts';
+import type { Database, Executor, Transaction } from './client.ts';
 
 export interface LeaseColumns {
   availableAt: PgColumn;
@@ -63,6 +63,24 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
     .orderBy(table.availableAt)
     .limit(spec.limit)
     .for('update', { skipLocked: true });
+}
+
+/**
+ * Runs a claim (an UPDATE built on claimCandidates) in a transaction of its own in which the planner
+ * may neither sort nor use a bitmap scan, so the only plan left is a walk of the queue's partial index
+ * in `available_at` order that stops after `limit` rows. Why: the planner sizes the queue from the
+ * statistics of the last ANALYZE, and autovacuum analyzes a big table only after a tenth of it has
+ * changed (and at most once a minute). When a burst arrives the queue still looks a few rows long,
+ * and the plan chosen is a bitmap scan of every waiting row plus a sort, to take the first 25: each
+ * claim then reads the whole backlog, and draining it costs the square of its length (measured here:
+ * 30 ms to claim 25 of 20,000 rows, against 3 ms in index order). The settings are LOCAL: they end
+ * with this transaction, which holds nothing but the claim.
+ */
+export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`);
+    return claim(tx);
+  });
 }
 
 /**

@@ -7,9 +7,17 @@
 // outbox relay it follows: the Node schedule, the CLI `work` and the Workers cron drive one `work`.
 import { and, inArray, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
-import type { Database } from '../db/client.ts';
+import type { Database, Executor } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
-import { claimCandidates, type Lease, leaseCleared, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
+import {
+  claimCandidates,
+  claimInQueueOrder,
+  type Lease,
+  leaseCleared,
+  leaseCovers,
+  leaseValues,
+  takeLease,
+} from '../db/lease.ts';
 import { webhookEvents } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
@@ -123,7 +131,8 @@ interface ClaimedEvent {
 /** Every state the worker may claim from; `processing` only once its lease has expired (claimCandidates). */
 const CLAIMABLE = ['received', 'failed', 'processing'] as const;
 
-async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
+/** The claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
+export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
   const table = webhookEvents;
   const candidates = claimCandidates(db, {
     table,
@@ -133,7 +142,7 @@ async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number
     dueBy,
     limit,
   });
-  const rows = await db
+  return db
     .update(table)
     .set({ status: 'processing', ...leaseValues(lease) })
     .where(sql`(${table.provider}, ${table.eventId}) in (${candidates})`)
@@ -144,6 +153,10 @@ async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number
       attemptCount: table.attemptCount,
       availableAt: table.availableAt,
     });
+}
+
+async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
+  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
   // Claimed rows come back in no particular order; apply the longest-waiting first.
   return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
 }

@@ -5,8 +5,8 @@
 // entry, the CLI and, later, a Workers cron all drive the same `drain`.
 import { eq, inArray, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
-import type { Database } from '../db/client.ts';
-import { claimCandidates, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
+import type { Database, Executor } from '../db/client.ts';
+import { claimCandidates, claimInQueueOrder, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX, type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { JsonValue } from '../inbox/payload.ts';
@@ -91,7 +91,8 @@ function outcomeRow(id: string, status: OutboxStatus, fields: Partial<Omit<Outco
   return { id, status, failed: 0, available_at: null, published_at: null, last_error: null, ...fields };
 }
 
-async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
+/** The claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
+export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
   const table = outboxMessages;
   const candidates = claimCandidates(db, {
     table,
@@ -101,7 +102,7 @@ async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number
     dueBy,
     limit,
   });
-  const rows = await db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
+  return db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
     id: table.id,
     topic: table.topic,
     deduplicationKey: table.deduplicationKey,
@@ -109,6 +110,10 @@ async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number
     createdAt: table.createdAt,
     attempts: table.attempts,
   });
+}
+
+async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
+  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
   // Claimed rows come back in no particular order; publish oldest first.
   return rows
     .map((row) => ({ ...row, payload: row.payload as JsonValue }))
