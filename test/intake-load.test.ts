@@ -44,6 +44,19 @@ describe('intake load', () => {
     expect(waited).toBeLessThan(1000);
   });
 
+  it('counts a request pool as saturated at twice its connections, not at its size', async () => {
+    const load = IntakeLoad.forRequestPool(3);
+    const inFlight = (count: number) => {
+      while (load.inFlight < count) load.enter();
+      // From here on the mean is `count`.
+      load.meanInFlightSinceLastLook();
+    };
+    inFlight(3);
+    expect(await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 })).toBeLessThan(50);
+    inFlight(6);
+    expect(await deferToIntake(load, { maxWaitMs: 100, pollMs: 5 })).toBeGreaterThanOrEqual(90);
+  });
+
   it('averages the deliveries in flight over the time since the last look', () => {
     let now = 0;
     const load = new IntakeLoad(2, () => now);

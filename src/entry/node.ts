@@ -109,8 +109,7 @@ async function main(): Promise<void> {
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const asyncMode = config.PROCESSING_MODE === 'async';
-  // Requests start queueing for a connection once every request connection is taken.
-  const intakeLoad = asyncMode ? new IntakeLoad(pools.requests) : undefined;
+  const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
   const relay = createRelay({
     db: background.db,

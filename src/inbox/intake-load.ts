@@ -1,9 +1,10 @@
 // How busy the intake is, as the in-process async worker sees it. In async mode the point of the
 // queue is to acknowledge a burst at the intake's full rate and apply it afterwards: a worker that
 // applied at full speed during the burst would take CPU and database time from the requests, which
-// then queue behind it. So the worker defers to a saturated intake (on average as many deliveries
-// in flight as the request pool has connections), for a bounded time per batch, so that a backlog still moves
-// under sustained overload (where the backlog gate, not the worker, is what sheds load).
+// then queue behind it. So the worker defers to a saturated intake (on average twice as many
+// deliveries in flight as the request pool has connections), for a bounded time per batch, so that
+// a backlog still moves under sustained overload (where the backlog gate, not the worker, is what
+// sheds load).
 // Runtime-neutral; only the Node entry shares one between its app and its worker (on Workers the
 // cron runs in an invocation of its own, which sees no requests).
 
@@ -15,7 +16,20 @@ export class IntakeLoad {
   #lookedAt: number;
 
   /**
-   * `saturatedAt`: mean deliveries in flight at which requests queue (the request pool's size).
+   * Saturated at twice the request pool: a queue for connections as long as the pool itself. Nearly
+   * all of a delivery's time in async mode is spent waiting for and holding a connection (measured:
+   * 95% of it), so the mean in flight is the pool's queue plus its busy connections. A load the
+   * service carries keeps it near or below the pool size (4 to 6 of 6 at sync mode's rate, and up to
+   * 10 while the worker competes for the cores), while a burst beyond the intake's capacity fills it
+   * to the senders' concurrency (30 of 32 in the benchmark). At the pool size itself the worker took
+   * its own competition for the CPU as saturation, deferred, and fell behind a load it could carry.
+   */
+  static forRequestPool(connections: number, now?: () => number): IntakeLoad {
+    return new IntakeLoad(2 * connections, now);
+  }
+
+  /**
+   * `saturatedAt`: mean deliveries in flight from which the intake counts as saturated.
    * `now`: a monotonic millisecond clock.
    */
   constructor(
@@ -43,8 +57,8 @@ export class IntakeLoad {
 
   /**
    * The mean number of deliveries in flight since the last look: arrival rate times time in the
-   * service (Little's law), so it reaches the pool size only when requests wait for connections. A
-   * mean, not the current count: a closed-loop burst dips each time one request ends before the next
+   * service (Little's law), which grows past the pool size only as requests queue for connections.
+   * A mean, not the current count: a closed-loop burst dips each time one request ends before the next
    * is read, and an open-loop load at half the capacity still peaks above the pool now and then.
    */
   meanInFlightSinceLastLook(): number {
