@@ -110,13 +110,37 @@ describe('intake load', () => {
     const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
     const event = acmeEvent();
     expect((await deliver(test, event)).status).toBe(202);
-    const { worker } = buildTestWorker(db, { intakeLoad: saturated(1), settings: { maxDeferMs: 150 } });
+    const { worker } = buildTestWorker(db, {
+      intakeLoad: saturated(1),
+      // The real clock: the pass's budget and the waits are measured in the same time.
+      clock: Date.now,
+      settings: { maxDeferMs: 150, budgetMs: 400 },
+    });
 
     const summary = await worker.work();
     // The route test above left its event queued too: the worker applies whatever is due.
     expect(summary.completed).toBe(summary.claimed);
-    // The intake never stopped being saturated: the batch waited out the bound, then went ahead.
-    expect(summary.deferredMs).toBeGreaterThanOrEqual(140);
+    // The intake never stopped being saturated: the first lane waited out the bound, then went
+    // ahead; the other three waited for the end of the pass.
+    expect(summary.deferredMs).toBeGreaterThanOrEqual(140 + 3 * 350);
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+  });
+
+  it('under sustained saturation moves one batch per bound in all, not one per lane', async () => {
+    const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+    for (let i = 0; i < 40; i += 1) expect((await deliver(test)).status).toBe(202);
+    const { worker } = buildTestWorker(db, {
+      intakeLoad: saturated(1),
+      clock: Date.now,
+      settings: { concurrency: 3, batchSize: 5, maxDeferMs: 100, budgetMs: 450 },
+    });
+
+    const summary = await worker.work();
+    // About four batches of five at 100, 200, 300 and 400 ms, all by the first lane; three lanes
+    // going a batch per bound each would have moved about three times as many.
+    expect(summary.claimed).toBeGreaterThanOrEqual(10);
+    expect(summary.claimed).toBeLessThanOrEqual(25);
+    expect(summary.completed).toBe(summary.claimed);
+    expect(summary.stoppedBy).toBe('budget');
   });
 });

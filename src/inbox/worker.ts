@@ -42,7 +42,10 @@ import {
 export interface WorkerSettings extends QueueSettings {
   /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
   applyTimeoutMs: number;
-  /** Longest a batch waits for a saturated intake (see IntakeLoad) before it goes ahead anyway. */
+  /**
+   * Longest the first lane's batch waits for a saturated intake (see IntakeLoad) before it goes ahead
+   * anyway; the other lanes wait for the intake, or for the end of the pass.
+   */
   maxDeferMs: number;
 }
 
@@ -55,7 +58,7 @@ export interface WorkerSettings extends QueueSettings {
 export const DEFAULT_WORKER_BATCH_SIZE = 25;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
-/** Under sustained saturation a batch still goes every second: the backlog moves, if slowly. */
+/** Under sustained saturation a batch still goes every second: the backlog moves, if slowly (25 events/s). */
 export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
 const DEFER_POLL_MS = 10;
 
@@ -324,19 +327,24 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     const budgetMs = options.budgetMs ?? settings.budgetMs;
     // Each lane claims a batch and applies it as one transaction, again and again: no lane waits for
     // another's batch, and lanes split the rows (SKIP LOCKED) as separate workers would.
-    const lane = () =>
+    const lane = (laneIndex: number) =>
       drainBatches({
         nowMs: clock,
         budgetMs,
         signal: options.signal,
         batch: async (deadlineMs) => {
           if (deps.intakeLoad !== undefined) {
-            const maxWaitMs = Math.min(settings.maxDeferMs, deadlineMs - clock());
-            summary.deferredMs += await deferToIntake(deps.intakeLoad, {
-              maxWaitMs,
+            // While the intake stays saturated only the first lane goes ahead, a batch per
+            // maxDeferMs: the backlog moves, at the cost of one lane's share of the cores, not four.
+            const waitedMs = await deferToIntake(deps.intakeLoad, {
+              maxWaitMs: laneIndex === 0 ? Math.min(settings.maxDeferMs, deadlineMs - clock()) : deadlineMs - clock(),
               pollMs: DEFER_POLL_MS,
               signal: options.signal,
             });
+            summary.deferredMs += waitedMs;
+            if (options.signal?.aborted || clock() >= deadlineMs) {
+              return { claimed: 0, limit: settings.batchSize, notStarted: true };
+            }
           }
           const lease = takeLease(id, clock(), settings.leaseMs);
           const events = await claimBatch(db, lease, dueBy, settings.batchSize);
@@ -353,7 +361,9 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
           return { claimed: events.length, limit: settings.batchSize };
         },
       });
-    const lanes = await Promise.all(Array.from({ length: Math.max(1, settings.concurrency) }, lane));
+    const lanes = await Promise.all(
+      Array.from({ length: Math.max(1, settings.concurrency) }, (_, index) => lane(index)),
+    );
     const stopped = lanes.map((progress) => progress.stoppedBy);
     const progress = {
       batches: lanes.reduce((sum, progress) => sum + progress.batches, 0),

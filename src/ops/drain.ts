@@ -21,6 +21,8 @@ export interface BatchResult {
   /** Rows the batch claimed; a batch that claimed its full limit suggests more are waiting. */
   claimed: number;
   limit: number;
+  /** The batch waited until the deadline or the abort and claimed nothing: it does not count. */
+  notStarted?: true;
 }
 
 export interface DrainLoop {
@@ -43,7 +45,9 @@ export async function drainBatches(loop: DrainLoop): Promise<DrainProgress> {
   for (;;) {
     if (loop.signal?.aborted) return { batches, stoppedBy: 'aborted' };
     if (loop.nowMs() >= deadlineMs) return { batches, stoppedBy: 'budget' };
-    const { claimed, limit } = await loop.batch(deadlineMs);
+    const { claimed, limit, notStarted } = await loop.batch(deadlineMs);
+    // The checks above then say why the loop stops.
+    if (notStarted) continue;
     batches += 1;
     if (claimed < limit) return { batches, stoppedBy: 'drained' };
   }

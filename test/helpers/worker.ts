@@ -36,6 +36,8 @@ export function buildTestWorker(
     settings?: Partial<WorkerSettings>;
     random?: () => number;
     now?: number;
+    /** A clock of the test's own instead of the settable one (e.g. the real one, for time budgets). */
+    clock?: () => number;
     intakeLoad?: IntakeLoad;
   } = {},
 ): TestWorker {
@@ -46,7 +48,7 @@ export function buildTestWorker(
   const worker = createWorker({
     db,
     handlers,
-    clock: () => now,
+    clock: options.clock ?? (() => now),
     newId: () => `worker-${randomUUID()}`,
     random: options.random ?? (() => 0.5),
     logger: createLogger({
