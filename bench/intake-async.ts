@@ -158,6 +158,17 @@ async function sampleBacklogDuring(sql: postgres.Sql, runTag: string, work: Prom
   return max;
 }
 
+/**
+ * Pays the maintenance the previous phase left before the next one is timed: the phases run one
+ * after another on one database, and autovacuum (its naptime is a minute) or a checkpoint (with its
+ * full-page writes afterwards) would otherwise land on whichever phase came next, the async one.
+ * CHECKPOINT needs a superuser or pg_checkpoint; on a database that refuses it the bench goes on.
+ */
+async function settle(sql: postgres.Sql): Promise<void> {
+  await sql`vacuum analyze webhook_events, subscriptions, outbox_messages`;
+  await sql`checkpoint`.catch(() => {});
+}
+
 interface ModeSettings {
   events: number;
   warmup: number;
@@ -210,6 +221,7 @@ async function runMode(
     console.log(`${mode}: warming up with ${settings.warmup} events`);
     await runLoad({ ...load, requests: requests.slice(0, settings.warmup) });
     if (mode === 'async') await waitForEmptyBacklog(sql, tag, failures);
+    await settle(sql);
     console.log(`${mode}: sending ${settings.events - settings.warmup} events at concurrency ${settings.concurrency}`);
     const burstLogFrom = fileSize(stdoutFile);
     const burstStarted = performance.now();
@@ -234,6 +246,7 @@ async function runMode(
       const pacedLogFrom = fileSize(stdoutFile);
       const drainSeconds = (emptied - burstEnded) / 1000;
       const rate = pacedRate ?? figures.eventsPerSecond;
+      await settle(sql);
       console.log(`async: sending ${paced} events paced at ${rate} events/s (the sync rate)`);
       const steady = runLoad({ ...load, requests: requests.slice(settings.events), ratePerSecond: rate });
       const maxBacklog = await sampleBacklogDuring(sql, tag, steady);
