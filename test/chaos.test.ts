@@ -64,9 +64,15 @@ async function stop(service: ServiceUnderTest): Promise<void> {
   await service.exited;
 }
 
+// A database per scenario, created at file level so that each is dropped when the file is done.
+const killedDatabase = await useTestDatabase();
+const cutDatabase = await useTestDatabase();
+const racedDatabase = await useTestDatabase();
+const outboxDatabase = await useTestDatabase();
+
 describe('chaos', () => {
   it('SIGKILL mid-load: every 2xx is committed; redelivering all converges to one application each', async () => {
-    const { sql, url } = await useTestDatabase();
+    const { sql, url } = killedDatabase;
     const list = deliveries(2000);
     const first = await startListeningService(serviceEnv(url));
     const answers = await send(
@@ -100,7 +106,7 @@ describe('chaos', () => {
   }, 120_000);
 
   it('database connections cut mid-load: 503 while it cannot commit, never a 2xx for an unsaved event', async () => {
-    const { sql, url, name } = await useTestDatabase();
+    const { sql, url, name } = cutDatabase;
     const list = deliveries(1500);
     const service = await startListeningService(serviceEnv(url));
     let cutting: Promise<void> | undefined;
@@ -154,7 +160,7 @@ describe('chaos', () => {
   }, 120_000);
 
   it('three services on one database, duplicates of 200 ids sprayed across them: 200 applications', async () => {
-    const { sql, url } = await useTestDatabase();
+    const { sql, url } = racedDatabase;
     const services = await Promise.all([0, 1, 2].map(() => startListeningService(serviceEnv(url))));
     try {
       const unique = deliveries(200);
@@ -178,7 +184,7 @@ describe('chaos', () => {
   }, 120_000);
 
   it('outbox target failing half the time for a while: every message published once per key, none lost', async () => {
-    const { sql, url } = await useTestDatabase();
+    const { sql, url } = outboxDatabase;
     const sink = await startSink();
     const publishedByKey = new Map<string, number>();
     const flakyUntil = Date.now() + 3000;
