@@ -141,7 +141,6 @@ async function applyLocked(
   context: StoredContext,
   keys: readonly StoredEventKey[],
   filter: StoredFilter,
-  onLocked: (row: LockedRow) => void = () => {},
 ): Promise<Map<string, StoredResult>> {
   return context.db.transaction(async (tx) => {
     const locked = await lockRows(tx, keys, filter);
@@ -150,7 +149,6 @@ async function applyLocked(
     for (const key of keys) {
       const row = byKey.get(storedKeyString(key.provider, key.eventId));
       if (row === undefined) continue;
-      onLocked(row);
       applied.push({ ...row, status: await applyRow(context, tx, row) });
     }
     if (applied.length > 0) await markApplied(tx, applied);
@@ -173,15 +171,12 @@ export async function applyStoredEvent(
   key: StoredEventKey,
   options: ApplyStoredOptions,
 ): Promise<StoredResult> {
-  let eventType: string | undefined;
   try {
-    const results = await applyLocked(context, [key], options, (row) => {
-      eventType = row.event_type;
-    });
+    const results = await applyLocked(context, [key], options);
     return results.get(storedKeyString(key.provider, key.eventId)) ?? { outcome: 'skipped' };
   } catch (error) {
     if (error instanceof AppError || isTransientDatabaseError(error)) throw error;
-    return recordStoredFailure(context.db, key, options, error, eventType);
+    return recordStoredFailure(context.db, key, options, error);
   }
 }
 
@@ -219,7 +214,6 @@ async function recordStoredFailure(
   key: StoredEventKey,
   options: ApplyStoredOptions,
   error: unknown,
-  eventType: string | undefined,
 ): Promise<StoredResult> {
   const { maxAttempts, retryAt } = options.onFailure;
   const deadLetter =
@@ -245,8 +239,15 @@ async function recordStoredFailure(
         options.leaseOwner === undefined ? undefined : eq(webhookEvents.lockedBy, options.leaseOwner),
       ),
     )
-    .returning({ status: webhookEvents.status, attempts: webhookEvents.attemptCount });
-  const known = eventType === undefined ? {} : { eventType };
-  if (updated === undefined) return { outcome: 'skipped', ...known };
-  return { outcome: updated.status === 'dead_letter' ? 'dead_letter' : 'failed', attempts: updated.attempts, ...known };
+    .returning({
+      status: webhookEvents.status,
+      attempts: webhookEvents.attemptCount,
+      eventType: webhookEvents.eventType,
+    });
+  if (updated === undefined) return { outcome: 'skipped' };
+  return {
+    outcome: updated.status === 'dead_letter' ? 'dead_letter' : 'failed',
+    attempts: updated.attempts,
+    eventType: updated.eventType,
+  };
 }
