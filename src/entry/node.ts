@@ -18,9 +18,9 @@ import { createWorker, workerSettings, workUntilCaughtUp } from '../inbox/worker
 import { createLogger } from '../ops/logger.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
-import { publisherFor } from '../outbox/publishers.ts';
+import { nodePublisherFor } from '../outbox/publishers/node.ts';
+import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
-import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -61,6 +61,15 @@ async function main(): Promise<void> {
     now: () => new Date(clock()),
     write: (line) => process.stdout.write(`${line}\n`),
   });
+
+  // Before anything starts: a malformed OUTBOX_TARGET_URL is a configuration error (it connects on first publish).
+  let publisher: Publisher;
+  try {
+    publisher = nodePublisherFor(config.OUTBOX_TARGET_URL, { clock, logger, timeoutMs: config.OUTBOX_TIMEOUT_MS });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new StartupError(error.message);
+    throw error;
+  }
 
   const secrets = { ...providerSecrets(config) };
   const anySecret = Object.values(secrets).some((list) => list.length > 0);
@@ -113,7 +122,7 @@ async function main(): Promise<void> {
   const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
   const relay = createRelay({
     db: background.db,
-    publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
+    publisher,
     clock,
     newId: () => `relay-${newId()}`,
     random: Math.random,
@@ -196,10 +205,14 @@ async function main(): Promise<void> {
       [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule].map((schedule) => schedule.stop()),
     );
     server.close(() => {
-      jobsStopped.then(stopDatabase).then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      jobsStopped
+        // The relay is done publishing: its broker connection goes before the database.
+        .then(() => publisher.close?.())
+        .then(stopDatabase)
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
     // Keep-alive sockets would hold close() open: end the idle ones now, the rest when they finish.
     if ('closeIdleConnections' in server) server.closeIdleConnections();

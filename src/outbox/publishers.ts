@@ -1,10 +1,12 @@
 // Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
-// target configured, the log. A publisher answers with an outcome class (published, retry, permanent)
+// target configured, the log; the brokers' publishers (publishers/) implement the same interface. A publisher answers with an outcome class (published, retry, permanent)
 // and a bounded error category; the relay owns attempts, backoff and dead letters. Web standards only
 // (fetch, AbortSignal, Headers), so the same code runs on Node and on Workers.
+import { ConfigError } from '../config.ts';
 import type { JsonValue } from '../inbox/payload.ts';
 import { parseRetryAfter } from '../ops/backoff.ts';
 import type { Logger } from '../ops/logger.ts';
+import { parseOutboxTarget } from './target.ts';
 
 export interface OutboxMessage {
   id: string;
@@ -22,21 +24,33 @@ export type PublishOutcome =
   | { outcome: 'permanent'; error: string };
 
 export interface Publisher {
-  /** For logs: `http` or `log`. */
+  /** For logs: `http`, `log`, or the broker's name. */
   readonly kind: string;
+  /**
+   * Publishes share one connection and are pipelined on it (the brokers): the relay starts a whole
+   * batch at once instead of `concurrency` at a time.
+   */
+  readonly pipelined?: boolean;
   /** Must settle once `signal` aborts (the relay's per-call timeout). */
   publish(message: OutboxMessage, signal: AbortSignal): Promise<PublishOutcome>;
+  /** Shutdown: closes the publisher's connections once no publish is in flight. */
+  close?(): Promise<void>;
 }
 
-/** The body the contract fixes, in its order; the same bytes on every try of a message. */
-export function messageBody(message: OutboxMessage): string {
-  return JSON.stringify({
+/** The body the contract fixes, as an object in its order (a queue that takes JSON values gets this). */
+export function messageFields(message: OutboxMessage) {
+  return {
     id: message.id,
     topic: message.topic,
     deduplication_key: message.deduplicationKey,
     payload: message.payload,
     created_at: message.createdAt.toISOString(),
-  });
+  };
+}
+
+/** The body the contract fixes, in its order; the same bytes on every try of a message. */
+export function messageBody(message: OutboxMessage): string {
+  return JSON.stringify(messageFields(message));
 }
 
 /** Client errors that say "not now" rather than "never": timeout, conflict, too early, too many. */
@@ -172,11 +186,21 @@ export function logPublisher(logger: Logger): Publisher {
   };
 }
 
+/**
+ * The portable choice (Workers): the log without a target, else an HTTP target. A broker target
+ * needs the Node relay's clients (publishers/node.ts): refused here with the fix, at start-up.
+ */
 export function publisherFor(
   targetUrl: string | undefined,
   dependencies: { clock: () => number; logger: Logger; post?: HttpPost },
 ): Publisher {
-  return targetUrl === undefined
-    ? logPublisher(dependencies.logger)
-    : httpPublisher({ url: targetUrl, clock: dependencies.clock, post: dependencies.post });
+  if (targetUrl === undefined) return logPublisher(dependencies.logger);
+  const target = parseOutboxTarget(targetUrl);
+  if (target.kind !== 'http') {
+    throw new ConfigError([
+      `OUTBOX_TARGET_URL: ${target.kind} targets are published by the Node relay (npm start, webhook-inbox drain); ` +
+        'a Worker publishes to an http(s) target or to its OUTBOX_QUEUE binding',
+    ]);
+  }
+  return httpPublisher({ url: target.url, clock: dependencies.clock, post: dependencies.post });
 }

@@ -201,7 +201,9 @@ export function createRelay(deps: RelayDeps): Relay {
         const lease = takeLease(id, clock(), settings.leaseMs);
         const messages = await claimBatch(db, lease, dueBy, settings.batchSize);
         const outcomes: Outcome[] = [];
-        await forEachBounded(messages, settings.concurrency, async (message) => {
+        // A pipelining publisher takes the whole batch at once: its publishes share one connection.
+        const inFlight = publisher.pipelined ? messages.length : settings.concurrency;
+        await forEachBounded(messages, inFlight, async (message) => {
           const nowMs = clock();
           if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
             // Not started, so nothing happened: give it back without counting an attempt.

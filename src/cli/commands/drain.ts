@@ -1,9 +1,10 @@
 // `webhook-inbox drain`: one relay pass over the outbox, as the in-process schedule runs it, and a
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
-import { publisherFor } from '../../outbox/publishers.ts';
+import { ConfigError } from '../../config.ts';
+import { nodePublisherFor } from '../../outbox/publishers/node.ts';
+import type { Publisher } from '../../outbox/publishers.ts';
 import { createRelay, DEFAULT_BUDGET_MS, relaySettings } from '../../outbox/relay.ts';
-import { undiciPost } from '../../outbox/undici-post.ts';
-import { type CommandModule, integerIn } from '../context.ts';
+import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 export const drainCommand: CommandModule = {
   path: ['drain'],
@@ -20,16 +21,27 @@ export const drainCommand: CommandModule = {
       .action(
         run(async (context, options: { budgetMs: number; json?: boolean }) => {
           const { config, clock, logger } = context;
+          let publisher: Publisher;
+          try {
+            publisher = nodePublisherFor(config.OUTBOX_TARGET_URL, {
+              clock,
+              logger,
+              timeoutMs: config.OUTBOX_TIMEOUT_MS,
+            });
+          } catch (error) {
+            if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
+            throw error;
+          }
           const relay = createRelay({
             db: context.db,
-            publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
+            publisher,
             clock,
             newId: context.newId,
             random: context.random,
             logger,
             settings: relaySettings(config, { budgetMs: options.budgetMs }),
           });
-          const summary = await relay.drain();
+          const summary = await relay.drain().finally(() => publisher.close?.());
           context.out(
             options.json
               ? JSON.stringify(summary)

@@ -1,0 +1,92 @@
+// What every broker publisher shares: one connection per publisher, opened on first use, reused by
+// every publish, forgotten when the broker drops it so the next publish opens a new one, and closed on
+// shutdown; the outcome shapes; a publish that settles when the relay's timeout fires; and the safe
+// part of a client error (a code, never a message that could quote the URL and its password).
+import type { PublishOutcome } from '../publishers.ts';
+
+export const retry = (error: string, retryAfterMs?: number): PublishOutcome =>
+  retryAfterMs === undefined ? { outcome: 'retry', error } : { outcome: 'retry', error, retryAfterMs };
+
+export const permanent = (error: string): PublishOutcome => ({ outcome: 'permanent', error });
+
+/** `work`'s outcome, or a retryable `timeout` once `signal` aborts (the broker may still store it: same key). */
+export function untilAborted(signal: AbortSignal, work: Promise<PublishOutcome>): Promise<PublishOutcome> {
+  if (signal.aborted) return Promise.resolve(retry('timeout'));
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(retry('timeout'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work
+      .then(resolve, (error: unknown) => resolve(retry(`publisher ${errorName(error)}`)))
+      .finally(() => {
+        signal.removeEventListener('abort', onAbort);
+      });
+  });
+}
+
+const SYSTEM_CODE = /^E[A-Z0-9_]{2,30}$/;
+
+/** A socket error's code (ECONNREFUSED, ECONNRESET, ETIMEDOUT…) from the error or its causes. */
+export function systemCode(error: unknown, depth = 0): string | undefined {
+  if (typeof error !== 'object' || error === null || depth > 4) return undefined;
+  if ('code' in error && typeof error.code === 'string' && SYSTEM_CODE.test(error.code)) return error.code;
+  if (error instanceof AggregateError) return systemCode(error.errors[0], depth + 1);
+  return 'cause' in error ? systemCode(error.cause, depth + 1) : undefined;
+}
+
+export const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
+
+/**
+ * One broker connection: opened on first use and shared by the publishes that wait for it; a failed
+ * open is forgotten, so the next publish tries again; `forget` drops one the broker closed.
+ */
+export class ConnectionSlot<T> {
+  #current: Promise<T> | undefined;
+  /** What `#current` resolved to, so `forget` can tell whether the closed one is still the current one. */
+  #open: T | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly open: () => Promise<T>,
+    private readonly shut: (connection: T) => Promise<void>,
+  ) {}
+
+  get(): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('the publisher is closed'));
+    if (this.#current === undefined) {
+      const opening = this.open();
+      this.#current = opening;
+      opening.then(
+        (connection) => {
+          if (this.#current === opening) this.#open = connection;
+        },
+        () => {
+          if (this.#current === opening) this.#current = undefined;
+        },
+      );
+    }
+    return this.#current;
+  }
+
+  /** The broker closed `connection` (or it is unusable): the next `get` opens another. */
+  forget(connection: T): void {
+    if (this.#open !== connection) return;
+    this.#open = undefined;
+    this.#current = undefined;
+  }
+
+  /** Shutdown: closes the open connection, if any; later publishes fail instead of reconnecting. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const current = this.#current;
+    this.#current = undefined;
+    this.#open = undefined;
+    if (current === undefined) return;
+    let connection: T;
+    try {
+      connection = await current;
+    } catch {
+      return;
+    }
+    await this.shut(connection);
+  }
+}

@@ -1,0 +1,34 @@
+// The Node relay's publisher, chosen by OUTBOX_TARGET_URL's scheme: the log, HTTP over undici, NATS
+// JetStream, RabbitMQ or Redis Streams. The broker clients are Node libraries, so only the Node
+// entry and the CLI import this module; the Worker keeps publisherFor (HTTP) or its queue binding.
+import type { Logger } from '../../ops/logger.ts';
+import { httpPublisher, logPublisher, type Publisher } from '../publishers.ts';
+import { parseOutboxTarget } from '../target.ts';
+import { undiciPost } from '../undici-post.ts';
+import { amqpPublisher } from './amqp.ts';
+import { natsPublisher } from './nats.ts';
+import { redisPublisher } from './redis.ts';
+
+export interface NodePublisherDeps {
+  clock: () => number;
+  logger: Logger;
+  /** OUTBOX_TIMEOUT_MS: a broker connection attempt is bounded like one publish. */
+  timeoutMs: number;
+}
+
+/** Throws a ConfigError naming OUTBOX_TARGET_URL when its form is wrong; connects on first publish. */
+export function nodePublisherFor(targetUrl: string | undefined, deps: NodePublisherDeps): Publisher {
+  if (targetUrl === undefined) return logPublisher(deps.logger);
+  const target = parseOutboxTarget(targetUrl);
+  const connectTimeoutMs = deps.timeoutMs;
+  switch (target.kind) {
+    case 'http':
+      return httpPublisher({ url: target.url, clock: deps.clock, post: undiciPost });
+    case 'nats':
+      return natsPublisher({ target, connectTimeoutMs });
+    case 'amqp':
+      return amqpPublisher({ target, connectTimeoutMs });
+    case 'redis':
+      return redisPublisher({ target, connectTimeoutMs });
+  }
+}

@@ -1,0 +1,132 @@
+// The Redis Streams publisher (`redis://…?stream=KEY`, rediss too): each message is one entry in
+// the stream with the contract's fields (id, topic, deduplication_key, created_at, payload as JSON
+// text), added by a script that first looks for the key's marker and, only when there is none, adds
+// the entry and then writes the marker (`<stream>:dedup:<key>`, expiring after the dedup window). One
+// script runs atomically, and the marker is written only after XADD succeeded, so a refused XADD
+// leaves nothing that would later pass a retry off as a duplicate. One connection, reconnecting by
+// itself; commands issued together go out in one write (auto-pipelining). Node only.
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { OutboxMessage, Publisher, PublishOutcome } from '../publishers.ts';
+import type { OutboxTarget } from '../target.ts';
+import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted } from './broker.ts';
+
+type RedisTarget = Extract<OutboxTarget, { kind: 'redis' }>;
+
+/** KEYS: stream, marker. ARGV: window (s), id, topic, deduplication key, created_at, payload. Answers the entry id. */
+export const ADD_ONCE_SCRIPT = `
+local seen = redis.call('GET', KEYS[2])
+if seen then return seen end
+local entry = redis.call('XADD', KEYS[1], '*', 'id', ARGV[2], 'topic', ARGV[3],
+  'deduplication_key', ARGV[4], 'created_at', ARGV[5], 'payload', ARGV[6])
+redis.call('SET', KEYS[2], entry, 'EX', ARGV[1])
+return entry
+`;
+const ADD_ONCE_SHA = createHash('sha1').update(ADD_ONCE_SCRIPT).digest('hex');
+
+export const dedupMarkerKey = (stream: string, deduplicationKey: string) => `${stream}:dedup:${deduplicationKey}`;
+
+export interface RedisPublisherOptions {
+  target: RedisTarget;
+  /** Connection attempt bound (the relay's OUTBOX_TIMEOUT_MS). */
+  connectTimeoutMs: number;
+}
+
+/** The error word Redis starts a refusal with (WRONGTYPE, OOM, NOAUTH…); never the rest of the text. */
+function replyCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  return /^([A-Z]{2,20})\b/.exec(error.message)?.[1];
+}
+
+export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptions): Publisher {
+  const { stream } = target;
+
+  function refused(error: unknown): PublishOutcome {
+    switch (replyCode(error)) {
+      case 'NOAUTH':
+      case 'WRONGPASS':
+        return permanent('redis: the server refused the credentials in OUTBOX_TARGET_URL');
+      case 'NOPERM':
+        return permanent(`redis: the user may not run scripts or write key ${stream} and its :dedup: keys: grant it`);
+      case 'WRONGTYPE':
+        return permanent(`redis: key ${stream} holds something other than a stream: choose another ?stream=`);
+      case 'OOM':
+        return retry('redis: out of memory (maxmemory reached): trim the stream or raise the limit');
+      case undefined:
+        return retry(`redis: ${systemCode(error) ?? errorName(error)}`);
+      default:
+        // READONLY (a replica), LOADING, BUSY, MASTERDOWN…: the server's state, not the message.
+        return retry(`redis: ${replyCode(error)}`);
+    }
+  }
+
+  const slot: ConnectionSlot<Redis> = new ConnectionSlot(
+    async () => {
+      const client = new Redis(target.url, {
+        lazyConnect: true,
+        connectTimeout: connectTimeoutMs,
+        // A publish while the connection is down fails at once (retried later by the relay) rather
+        // than waiting in a queue; the client keeps reconnecting in the background.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        retryStrategy: (times) => Math.min(100 * times, 2000),
+        enableAutoPipelining: true,
+        connectionName: 'webhook-inbox-relay',
+      });
+      // Errors also arrive as events while reconnecting; the publishes report their own.
+      client.on('error', () => {});
+      client.on('end', () => slot.forget(client));
+      try {
+        await client.connect();
+      } catch (error) {
+        client.disconnect();
+        throw error;
+      }
+      return client;
+    },
+    async (client) => {
+      await client.quit().catch(() => client.disconnect());
+    },
+  );
+
+  async function addOnce(client: Redis, message: OutboxMessage): Promise<PublishOutcome> {
+    const args = [
+      stream,
+      dedupMarkerKey(stream, message.deduplicationKey),
+      target.dedupWindowS,
+      message.id,
+      message.topic,
+      message.deduplicationKey,
+      message.createdAt.toISOString(),
+      JSON.stringify(message.payload),
+    ];
+    try {
+      try {
+        await client.evalsha(ADD_ONCE_SHA, 2, ...args);
+      } catch (error) {
+        // First use on this server (or after SCRIPT FLUSH / a restart): send the script itself.
+        if (replyCode(error) !== 'NOSCRIPT') throw error;
+        await client.eval(ADD_ONCE_SCRIPT, 2, ...args);
+      }
+      return { outcome: 'published' };
+    } catch (error) {
+      return refused(error);
+    }
+  }
+
+  return {
+    kind: 'redis',
+    pipelined: true,
+    publish(message, signal) {
+      return untilAborted(
+        signal,
+        slot.get().then(
+          (client) =>
+            client.status === 'ready' ? addOnce(client, message) : retry('redis: disconnected, reconnecting'),
+          (error: unknown) => refused(error),
+        ),
+      );
+    },
+    close: () => slot.close(),
+  };
+}
