@@ -1,0 +1,89 @@
+// One suite for every broker publisher (test/outbox-nats.test.ts, outbox-rabbitmq, outbox-redis):
+// the relay, built with the publisher the Node entry would choose for the target URL, drains real
+// rows to the real broker, and a real consumer reads back the contract's body, once per
+// deduplication key; a message published again (a relay that died after the broker acknowledged but
+// before its outcome was written) is stored once where the broker deduplicates, and carries the same
+// key where the consumer must.
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/ops/logger.ts';
+import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
+import type { Consumed } from '../helpers/brokers.ts';
+import type { TestDatabase } from '../helpers/database.ts';
+import { buildTestRelay, insertMessages, type OutboxRow, outboxRows } from '../helpers/outbox.ts';
+
+export interface BrokerUnderTest {
+  name: string;
+  /** OUTBOX_TARGET_URL for this file's own stream or exchange. */
+  target: string;
+  /** What a consumer reads now; the stream or queue is left empty for the next test. */
+  consume(): Promise<Consumed[]>;
+  /** NATS and Redis store a second publish of a key once; RabbitMQ delivers it, same message_id. */
+  storesOnce: boolean;
+  /** Where a message of `topic` goes: the subject, the routing key, the stream's key. */
+  addressOf(topic: string): string;
+  /** The broker-specific places the message's id, key and creation time travel besides the body. */
+  checkEnvelope(consumed: Consumed, row: OutboxRow): void;
+}
+
+export const contractBody = (row: OutboxRow) => ({
+  id: row.id,
+  topic: row.topic,
+  deduplication_key: row.deduplication_key,
+  payload: row.payload,
+  created_at: row.created_at.toISOString(),
+});
+
+export function brokerPublisherContract(database: TestDatabase, broker: BrokerUnderTest): void {
+  const { db, sql } = database;
+  const publisher = nodePublisherFor(broker.target, {
+    clock: Date.now,
+    logger: createLogger({ level: 'silent', now: () => new Date() }),
+    timeoutMs: 5000,
+  });
+  afterAll(() => publisher.close?.());
+
+  describe(`the ${broker.name} publisher`, () => {
+    afterEach(async () => {
+      await sql`delete from outbox_messages`;
+      await broker.consume();
+    });
+
+    it('delivers drained batches that a consumer reads back once per key, with the contract body', async () => {
+      const changed = await insertMessages(sql, 70, { payload: { external_id: 'sub_a', status: 'active' } });
+      const paid = await insertMessages(sql, 50, { topic: 'invoice.paid' });
+      const test = buildTestRelay(db, { publisher, settings: { batchSize: 50 } });
+
+      expect(await test.relay.drain()).toMatchObject({ claimed: 120, published: 120, retried: 0, dead: 0, batches: 3 });
+
+      const rows = await outboxRows(sql, [...changed, ...paid]);
+      for (const row of rows) {
+        expect(row).toMatchObject({ status: 'published', attempts: 0, last_error: null, locked_by: null });
+      }
+      const consumed = await broker.consume();
+      expect(consumed).toHaveLength(120);
+      const byKey = new Map(consumed.map((message) => [message.body.deduplication_key, message]));
+      expect(byKey.size).toBe(120);
+      for (const row of rows) {
+        const message = byKey.get(row.deduplication_key);
+        expect(message?.body).toEqual(contractBody(row));
+        expect(message?.brokerKey).toBe(row.deduplication_key);
+        expect(message?.address).toBe(broker.addressOf(row.topic));
+        if (message !== undefined) broker.checkEnvelope(message, row);
+      }
+    });
+
+    it('a message published again is stored once, or comes again under the same key', async () => {
+      const ids = await insertMessages(sql, 3);
+      const test = buildTestRelay(db, { publisher });
+      expect((await test.relay.drain()).published).toBe(3);
+      // As if the relay had died after the broker's acknowledgement, before writing the outcome.
+      await sql`update outbox_messages set status = 'pending', published_at = null where id = any(${ids}::uuid[])`;
+      expect((await test.relay.drain()).published).toBe(3);
+
+      for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'published', attempts: 0 });
+      const consumed = await broker.consume();
+      expect(consumed).toHaveLength(broker.storesOnce ? 3 : 6);
+      expect(new Set(consumed.map((message) => message.brokerKey)).size).toBe(3);
+    });
+  });
+}
