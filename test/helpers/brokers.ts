@@ -4,7 +4,7 @@
 // free port, so it never touches what others use. Real consumers read back what was published.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -203,4 +203,46 @@ export async function readRedisStream(client: Redis, stream: string): Promise<Co
       headers: fields,
     };
   });
+}
+
+/**
+ * A TCP relay in front of a shared broker, for a broker "restart" without stopping what others use:
+ * `cut` drops every connection through it and refuses new ones, as a stopped broker would; `restore`
+ * accepts again on the same port.
+ */
+export interface CuttableLink {
+  port: number;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+}
+
+export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  const listen = async () => {
+    const listening = createServer((client) => {
+      const upstream = tcpConnect(targetPort, '127.0.0.1');
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => listening.listen(port, '127.0.0.1', resolve));
+    server = listening;
+  };
+  const cut = async () => {
+    const closing = server;
+    server = undefined;
+    for (const socket of sockets) socket.destroy();
+    if (closing !== undefined) await new Promise((resolve) => closing.close(resolve));
+  };
+  await listen();
+  afterAll(cut);
+  return { port, cut, restore: listen };
 }

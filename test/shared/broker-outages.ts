@@ -8,7 +8,7 @@ import type { Publisher } from '../../src/outbox/publishers.ts';
 import type { OwnBroker } from '../helpers/brokers.ts';
 import { outboxRows, type TestRelay } from '../helpers/outbox.ts';
 
-export function killingAtPublish(publisher: Publisher, at: number, broker: OwnBroker): Publisher {
+export function killingAtPublish(publisher: Publisher, at: number, broker: Pick<OwnBroker, 'kill'>): Publisher {
   let started = 0;
   let killed: Promise<void> | undefined;
   return {

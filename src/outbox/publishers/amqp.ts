@@ -89,10 +89,12 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
     },
   );
 
-  function failed(link: Link): PublishOutcome {
-    const closedBy = link.closedBy;
-    if (closedBy === undefined)
+  function failed(link: Link, nacked: boolean): PublishOutcome {
+    if (nacked) {
       return retry('rabbitmq: nacked (a queue is full with overflow reject-publish, or the broker failed to store it)');
+    }
+    const closedBy = link.closedBy;
+    if (closedBy === undefined) return retry('rabbitmq: connection lost before the confirm');
     if (closedBy.code === NOT_FOUND)
       return permanent(`rabbitmq: ${closedBy.text}: declare exchange ${exchange} (the service never creates it)`);
     if (closedBy.code === ACCESS_REFUSED)
@@ -107,8 +109,10 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
     return new Promise((resolve) => {
       const confirmed = (error: unknown) => {
         const unroutable = link.returned.delete(key);
-        if (error !== null && error !== undefined) resolve(failed(link));
-        else if (unroutable)
+        // amqplib answers a basic.nack with this message, and a channel that closed with another.
+        if (error !== null && error !== undefined) {
+          resolve(failed(link, error instanceof Error && error.message === 'message nacked'));
+        } else if (unroutable)
           resolve(
             retry(`rabbitmq: unroutable: no queue is bound to exchange ${exchange} for routing key ${message.topic}`),
           );
@@ -133,7 +137,7 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
         );
       } catch (error) {
         // The channel closed between taking it and publishing on it.
-        resolve(link.closedBy === undefined ? retry(`rabbitmq: ${errorName(error)}`) : failed(link));
+        resolve(link.closedBy === undefined ? retry(`rabbitmq: ${errorName(error)}`) : failed(link, false));
       }
     });
   }
@@ -142,8 +146,11 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
     const text = error instanceof Error ? error.message : '';
     if (/ACCESS.REFUSED/.test(text))
       return permanent('rabbitmq: the broker refused the user and password in OUTBOX_TARGET_URL');
-    if (/NOT.ALLOWED/.test(text))
+    // RabbitMQ answers connection.open for a vhost it will not open with connection.close (530
+    // NOT_ALLOWED), which amqplib reports without the reason.
+    if (/NOT.ALLOWED|Expected ConnectionOpenOk; got <ConnectionClose/.test(text)) {
       return permanent('rabbitmq: the vhost in OUTBOX_TARGET_URL does not exist or the user may not use it');
+    }
     return retry(`rabbitmq: connect ${systemCode(error) ?? errorName(error)}`);
   }
 
