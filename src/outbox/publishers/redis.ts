@@ -73,14 +73,18 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
         enableAutoPipelining: true,
         connectionName: 'webhook-inbox-relay',
       });
-      // Errors also arrive as events while reconnecting; the publishes report their own.
-      client.on('error', () => {});
+      // Errors also arrive as events while reconnecting; the publishes report their own. The first
+      // connection's failure is known only from its event (connect() rejects with "Connection is closed.").
+      let lastError: unknown;
+      client.on('error', (error: unknown) => {
+        lastError = error;
+      });
       client.on('end', () => slot.forget(client));
       try {
         await client.connect();
       } catch (error) {
         client.disconnect();
-        throw error;
+        throw lastError ?? error;
       }
       return client;
     },

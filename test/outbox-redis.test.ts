@@ -1,0 +1,156 @@
+// The Redis Streams publisher against real servers: the shared broker suite on the machine's Redis
+// (a stream key of this file's own), refusals that go dead at once with a last_error naming the fix,
+// a full server retried, and a redis-server of the test's own killed mid-drain: nothing lost, nothing
+// published that Redis did not acknowledge, at most one entry per key, and the relay recovers by itself.
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/ops/logger.ts';
+import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
+import { dedupMarkerKey } from '../src/outbox/publishers/redis.ts';
+import type { Publisher } from '../src/outbox/publishers.ts';
+import { uniqueId } from './helpers/acme.ts';
+import { readRedisStream, redisAdmin, SHARED_REDIS, startOwnRedis } from './helpers/brokers.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
+import { refusingUrl } from './helpers/sink.ts';
+import { killingAtPublish, publishUntilDone } from './shared/broker-outages.ts';
+import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
+
+const database = await useTestDatabase();
+const { db, sql } = database;
+const shared = redisAdmin(SHARED_REDIS);
+const stream = uniqueId('webhook-inbox-test');
+/** Every key this file makes starts with the stream's name: the stream and its dedup markers. */
+afterAll(async () => {
+  const keys = await shared.keys(`${stream}*`);
+  if (keys.length > 0) await shared.del(...keys);
+});
+
+const publishers: Publisher[] = [];
+function publisherOn(target: string): Publisher {
+  const publisher = nodePublisherFor(target, {
+    clock: Date.now,
+    logger: createLogger({ level: 'silent', now: () => new Date() }),
+    timeoutMs: 2000,
+  });
+  publishers.push(publisher);
+  return publisher;
+}
+afterAll(() => Promise.all(publishers.map((publisher) => publisher.close?.())));
+
+brokerPublisherContract(database, {
+  name: 'Redis Streams',
+  target: `${SHARED_REDIS}?stream=${stream}`,
+  consume: async () => {
+    const read = await readRedisStream(shared, stream);
+    await shared.del(stream);
+    return read;
+  },
+  storesOnce: true,
+  addressOf: () => stream,
+  checkEnvelope: (message, row) => {
+    // The contract's fields, the payload as JSON text.
+    expect(Object.keys(message.headers)).toEqual(['id', 'topic', 'deduplication_key', 'created_at', 'payload']);
+    expect(message.headers.payload).toBe(JSON.stringify(row.payload));
+  },
+});
+
+afterEach(async () => {
+  await sql`delete from outbox_messages`;
+});
+
+async function outcomeOf(target: string) {
+  const [id] = (await insertMessages(sql, 1)) as [string];
+  const test = buildTestRelay(db, { publisher: publisherOn(target) });
+  const summary = await test.relay.drain();
+  const [row] = await outboxRows(sql, [id]);
+  return { summary, row };
+}
+
+describe('the dedup marker', () => {
+  it('expires after dedup_window_s, and only an added entry writes one', async () => {
+    const own = uniqueId(`${stream}-window`);
+    const { row } = await outcomeOf(`${SHARED_REDIS}?stream=${own}&dedup_window_s=120`);
+    expect(row?.status).toBe('published');
+    const marker = dedupMarkerKey(own, row?.deduplication_key ?? '');
+    const ttl = await shared.ttl(marker);
+    expect(ttl).toBeGreaterThan(100);
+    expect(ttl).toBeLessThanOrEqual(120);
+    const [[entryId]] = (await shared.xrange(own, '-', '+')) as [[string, string[]]];
+    expect(await shared.get(marker)).toBe(entryId);
+  });
+});
+
+describe('refusals that no retry can get past go dead at once', () => {
+  it('a key that holds something other than a stream, and no marker is left behind', async () => {
+    const taken = uniqueId(`${stream}-taken`);
+    await shared.set(taken, 'not a stream');
+    const { summary, row } = await outcomeOf(`${SHARED_REDIS}?stream=${taken}`);
+    expect(summary).toMatchObject({ dead: 1 });
+    expect(row).toMatchObject({
+      status: 'dead',
+      attempts: 1,
+      last_error: `redis: key ${taken} holds something other than a stream: choose another ?stream=`,
+    });
+    // The refused XADD wrote no marker, so the message goes out once the key is fixed and it is retried.
+    expect(await shared.exists(dedupMarkerKey(taken, row?.deduplication_key ?? ''))).toBe(0);
+  });
+
+  it('credentials the server refuses', async () => {
+    const guarded = await startOwnRedis('right-password');
+    const { row } = await outcomeOf(`${guarded.url(':wrong-password')}?stream=${stream}`);
+    expect(row).toMatchObject({
+      status: 'dead',
+      attempts: 1,
+      last_error: 'redis: the server refused the credentials in OUTBOX_TARGET_URL',
+    });
+  });
+});
+
+describe('failures worth another try', () => {
+  it('a server that is not there', async () => {
+    const port = new URL(await refusingUrl()).port;
+    const { row } = await outcomeOf(`redis://127.0.0.1:${port}?stream=${stream}`);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'redis: ECONNREFUSED' });
+  });
+
+  it('a server out of memory', async () => {
+    const full = await startOwnRedis('full-password');
+    const admin = redisAdmin(full.url(':full-password'));
+    await admin.config('SET', 'maxmemory', '1');
+    const { row } = await outcomeOf(`${full.url(':full-password')}?stream=${stream}`);
+    expect(row).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_error: 'redis: out of memory (maxmemory reached): trim the stream or raise the limit',
+    });
+  });
+});
+
+describe('a Redis server killed mid-drain', () => {
+  it('loses nothing, marks published only what Redis acknowledged, and recovers by itself', async () => {
+    const own = await startOwnRedis('own-password');
+    const url = own.url(':own-password');
+    const ids = await insertMessages(sql, 100);
+    const publisher = publisherOn(`${url}?stream=${stream}`);
+    const test = buildTestRelay(db, { publisher: killingAtPublish(publisher, 30, own), settings: { batchSize: 20 } });
+
+    const first = await test.relay.drain();
+    expect(first.published).toBeGreaterThanOrEqual(20);
+    expect(first.published + first.retried).toBe(100);
+    const afterOutage = await outboxRows(sql, ids);
+    for (const row of afterOutage.filter((candidate) => candidate.status !== 'published')) {
+      expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+      expect(row.last_error).toMatch(/^(timeout|redis: )/);
+    }
+
+    await own.start();
+    await publishUntilDone(test, sql, ids);
+
+    const entries = await readRedisStream(redisAdmin(url), stream);
+    const keys = entries.map((entry) => entry.brokerKey);
+    expect(keys).toHaveLength(100);
+    expect(new Set(keys).size).toBe(100);
+    const published = afterOutage.filter((row) => row.status === 'published').map((row) => row.deduplication_key);
+    expect(published.every((key) => keys.includes(key))).toBe(true);
+  });
+});
