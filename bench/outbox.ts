@@ -1,12 +1,15 @@
-// `npm run bench:outbox`: relay throughput. 20,000 pending messages on a fresh database are drained
-// in one `drain` to a local sink (another process) that answers 200 at once. Prints messages/s and
-// the relay's CPU per message (this process: the relay, its fetch and its database client), checks
-// in SQL that every message is published with no failed attempt, and that the sink got each once.
+// `npm run bench:outbox`: relay throughput per publisher. For each target in turn (the HTTP sink,
+// NATS JetStream, RabbitMQ, Redis Streams), 20,000 pending messages on a fresh table are drained in
+// one `drain`: to a local HTTP sink (another process) that answers 200 at once, or to a stream or an
+// exchange and queue of the run's own on the machine's brokers. Prints messages/s and the relay's CPU
+// per message (this process: the relay, its client library and its database client), checks in SQL
+// that every message is published with no failed attempt, and that the target holds each once.
 //
-// Environment: BENCH_MESSAGES (20000), BENCH_BATCH (the relay's default batch size),
-// BENCH_CONCURRENCY (the relay's default), BENCH_TRANSPORT (`undici`, as the Node entry runs it, or
-// `fetch`, the portable one), BENCH_DATABASE_URL (a server to create a throw-away database on; else
-// embedded PostgreSQL).
+// Environment: BENCH_MESSAGES (20000), BENCH_PUBLISHERS (comma-separated, from http, nats, rabbitmq,
+// redis; all by default), BENCH_BATCH (the relay's default batch size), BENCH_CONCURRENCY (the
+// relay's default; the brokers' publishers pipeline a whole batch), BENCH_TRANSPORT (`undici`, as
+// the Node entry runs it, or `fetch`, the portable one), BENCH_DATABASE_URL (a server to create a
+// throw-away database on; else embedded PostgreSQL).
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +18,8 @@ import postgres from 'postgres';
 import { parseConfig } from '../src/config.ts';
 import { connectDatabase, type DatabaseHandle } from '../src/db/client.ts';
 import { createLogger } from '../src/ops/logger.ts';
-import { fetchPost, httpPublisher } from '../src/outbox/publishers.ts';
+import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
+import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers.ts';
 import {
   createRelay,
   DEFAULT_BATCH_SIZE,
@@ -24,19 +28,30 @@ import {
   relaySettings,
 } from '../src/outbox/relay.ts';
 import { undiciPost } from '../src/outbox/undici-post.ts';
+import { BROKER_NAMES, type BrokerName, brokerTarget } from './lib/brokers.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
 import { machineBusyShare, machineCpu, processTreeCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
-import { type SinkProcess, startSinkProcess } from './lib/sink.ts';
+import { startSinkProcess } from './lib/sink.ts';
 import { formatTable, round } from './lib/stats.ts';
 
-const TARGET_MESSAGES_PER_SECOND = 3000;
+/** The HTTP publisher's floor; each broker must reach its own and never fall below HTTP's measured rate. */
+const TARGET_MESSAGES_PER_SECOND: Readonly<Record<PublisherName, number>> = {
+  http: 3000,
+  nats: 10_000,
+  rabbitmq: 10_000,
+  redis: 10_000,
+};
+
+type PublisherName = 'http' | BrokerName;
+const PUBLISHER_NAMES: readonly PublisherName[] = ['http', ...BROKER_NAMES];
 
 /** Pending messages shaped like the ones the acme handlers enqueue, due now, oldest first. */
 async function seed(url: string, count: number): Promise<void> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
+    await sql`delete from outbox_messages`;
     await sql`
       insert into outbox_messages (topic, deduplication_key, payload, created_at, available_at)
       select 'subscription.changed', 'acme:evt_bench_' || n || ':subscription.changed',
@@ -45,7 +60,7 @@ async function seed(url: string, count: number): Promise<void> {
         now() - interval '1 minute' + n * interval '1 microsecond',
         now() - interval '1 minute' + n * interval '1 microsecond'
       from generate_series(1, ${count}::int) as n`;
-    await sql`analyze outbox_messages`;
+    await sql`vacuum analyze outbox_messages`;
   } finally {
     await sql.end({ timeout: 5 });
   }
@@ -66,51 +81,84 @@ async function outcome(url: string) {
   }
 }
 
-async function main(): Promise<boolean> {
-  const messages = intFromEnv('BENCH_MESSAGES', 20_000, 1);
-  const batchSize = intFromEnv('BENCH_BATCH', DEFAULT_BATCH_SIZE, 1);
-  const concurrency = intFromEnv('BENCH_CONCURRENCY', DEFAULT_CONCURRENCY, 1);
-  const transport = process.env.BENCH_TRANSPORT || 'undici';
-  if (transport !== 'undici' && transport !== 'fetch') throw new Error('BENCH_TRANSPORT must be undici or fetch');
-  const startedAt = new Date();
-  const tmp = mkdtempSync(join(tmpdir(), 'webhook-inbox-bench-outbox-'));
-  // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
-  chmodSync(tmp, 0o755);
+/** What the publisher under test publishes to: built, counted and removed around its drain. */
+interface Target {
+  publisher: Publisher;
+  /** Messages the target got (the sink's requests, the stream's or queue's messages). */
+  received(): Promise<number>;
+  note: string;
+  dispose(): Promise<void>;
+}
 
-  let database: BenchDatabase | undefined;
-  let handle: DatabaseHandle | undefined;
-  let sink: SinkProcess | undefined;
+async function openTarget(name: PublisherName, transport: 'undici' | 'fetch', timeoutMs: number): Promise<Target> {
+  const clock = () => Date.now();
+  const logger = createLogger({ level: 'warn', now: () => new Date(), write: (line) => console.error(line) });
+  if (name === 'http') {
+    const sink = await startSinkProcess();
+    return {
+      publisher: httpPublisher({ url: sink.url, clock, post: transport === 'undici' ? undiciPost : fetchPost }),
+      received: () => sink.received(),
+      note: `${transport} transport, sink in another process`,
+      dispose: () => sink.stop(),
+    };
+  }
+  const broker = await brokerTarget(name);
+  // The publisher the Node entry would build for this URL.
+  const publisher = nodePublisherFor(broker.url, { clock, logger, timeoutMs });
+  return {
+    publisher,
+    received: () => broker.stored(),
+    note: 'one connection, whole batch pipelined',
+    dispose: async () => {
+      await publisher.close?.();
+      await broker.dispose();
+    },
+  };
+}
+
+interface Figures {
+  publisher: PublisherName;
+  summary: DrainSummary;
+  wallMs: number;
+  messagesPerSecond: number;
+  relayCpuMsPerMessage: number;
+  databaseCpuMsPerMessage: number | null;
+  machineBusyShare: number;
+  stored: Awaited<ReturnType<typeof outcome>>;
+  received: number;
+  note: string;
+}
+
+async function measure(
+  name: PublisherName,
+  database: BenchDatabase,
+  handle: DatabaseHandle,
+  settings: { messages: number; batchSize: number; concurrency: number; transport: 'undici' | 'fetch' },
+): Promise<Figures> {
+  const { messages, batchSize, concurrency } = settings;
+  const config = parseConfig({});
+  const target = await openTarget(name, settings.transport, config.OUTBOX_TIMEOUT_MS);
   try {
-    console.log(
-      `starting ${process.env.BENCH_DATABASE_URL ? 'a database on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`,
-    );
-    database = await freshDatabase(join(tmp, 'db'));
-    sink = await startSinkProcess();
-    console.log(`seeding ${messages} pending messages`);
+    console.log(`\n[${name}] seeding ${messages} pending messages`);
     await seed(database.url, messages);
-
-    // The relay as production builds it: contract defaults, an HTTP publisher, warnings to stderr.
-    const config = parseConfig({ OUTBOX_TARGET_URL: sink.url });
-    handle = connectDatabase({ url: database.url, maxConnections: 4, statementTimeoutMs: 30_000 });
-    const clock = () => Date.now();
-    const logger = createLogger({ level: 'warn', now: () => new Date(), write: (line) => console.error(line) });
+    // The relay as production builds it: contract defaults, warnings to stderr.
     const relay = createRelay({
       db: handle.db,
-      publisher: httpPublisher({ url: sink.url, clock, post: transport === 'undici' ? undiciPost : fetchPost }),
-      clock,
+      publisher: target.publisher,
+      clock: () => Date.now(),
       newId: () => `bench-${randomUUID()}`,
       random: Math.random,
-      logger,
+      logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => console.error(line) }),
       settings: relaySettings(config, { batchSize, concurrency, budgetMs: 600_000 }),
     });
 
-    console.log(`draining (batch ${batchSize}, concurrency ${concurrency}, ${transport} transport)`);
+    console.log(`[${name}] draining (batch ${batchSize}, ${target.note})`);
     const dbTicksBefore =
       database.postmasterPid === undefined ? undefined : processTreeCpuTicks(database.postmasterPid);
     const machineBefore = machineCpu();
     const cpuBefore = process.cpuUsage();
     const wallStarted = performance.now();
-    const summary: DrainSummary = await relay.drain();
+    const summary = await relay.drain();
     const wallMs = performance.now() - wallStarted;
     const cpu = process.cpuUsage(cpuBefore);
     const busy = machineBusyShare(machineBefore, machineCpu());
@@ -118,49 +166,117 @@ async function main(): Promise<boolean> {
       dbTicksBefore === undefined || database.postmasterPid === undefined
         ? undefined
         : ticksToMs(processTreeCpuTicks(database.postmasterPid) - dbTicksBefore);
-
-    const stored = await outcome(database.url);
-    const received = await sink.received();
-    const relayCpuMs = (cpu.user + cpu.system) / 1000;
-    const rate = summary.published / (wallMs / 1000);
-    const failures: string[] = [];
-    if (stored.published !== messages) failures.push(`${stored.published} of ${messages} published`);
-    if (stored.failed !== 0) failures.push(`${stored.failed} message(s) with a failed attempt`);
-    if (received !== messages) failures.push(`the sink received ${received} requests for ${messages} messages`);
-    if (rate < TARGET_MESSAGES_PER_SECOND) failures.push(`${round(rate, 0)} messages/s is below the target`);
-
-    const rows = [
-      { label: 'messages', value: messages },
-      {
-        label: 'batches',
-        value: summary.batches,
-        note: `batch ${batchSize}, concurrency ${concurrency}, ${transport} transport`,
-      },
-      { label: 'wall time', value: `${round(wallMs, 0)} ms` },
-      { label: 'throughput', value: `${round(rate, 0)} msg/s`, note: `target >= ${TARGET_MESSAGES_PER_SECOND}` },
-      {
-        label: 'relay CPU',
-        value: `${round(relayCpuMs / messages, 3)} ms/msg`,
-        note: 'this process: relay, HTTP client, db client',
-      },
-      ...(dbMs === undefined
-        ? []
-        : [{ label: 'database CPU', value: `${round(dbMs / messages, 3)} ms/msg`, note: 'embedded server' }]),
-      { label: 'machine busy', value: `${round(busy * 100, 0)} %`, note: 'all cores, sink and database included' },
-      { label: 'published', value: stored.published, note: `sink received ${received}` },
-    ];
-    console.log(`\n${formatTable('outbox relay: one drain to a local sink answering 200', rows)}`);
-    const file = writeResult('outbox', startedAt, {
-      context: runContext(),
-      settings: { messages, batchSize, concurrency, transport, database: database.kind },
+    return {
+      publisher: name,
       summary,
       wallMs,
-      messagesPerSecond: rate,
-      relayCpuMsPerMessage: relayCpuMs / messages,
+      messagesPerSecond: summary.published / (wallMs / 1000),
+      relayCpuMsPerMessage: (cpu.user + cpu.system) / 1000 / messages,
       databaseCpuMsPerMessage: dbMs === undefined ? null : dbMs / messages,
       machineBusyShare: busy,
-      stored,
-      sinkReceived: received,
+      stored: await outcome(database.url),
+      received: await target.received(),
+      note: target.note,
+    };
+  } finally {
+    await target.dispose();
+  }
+}
+
+function failuresOf(figures: Figures, messages: number, httpRate: number | undefined): string[] {
+  const { publisher, stored, received, messagesPerSecond: rate } = figures;
+  const failures: string[] = [];
+  const target = TARGET_MESSAGES_PER_SECOND[publisher];
+  if (stored.published !== messages) failures.push(`${publisher}: ${stored.published} of ${messages} published`);
+  if (stored.failed !== 0) failures.push(`${publisher}: ${stored.failed} message(s) with a failed attempt`);
+  if (received !== messages) failures.push(`${publisher}: the target holds ${received} for ${messages} messages`);
+  if (rate < target) failures.push(`${publisher}: ${round(rate, 0)} messages/s is below the target of ${target}`);
+  if (publisher !== 'http' && httpRate !== undefined && rate < httpRate) {
+    failures.push(`${publisher}: ${round(rate, 0)} messages/s is below the HTTP publisher's ${round(httpRate, 0)}`);
+  }
+  return failures;
+}
+
+function publishersFromEnv(): PublisherName[] {
+  const raw = process.env.BENCH_PUBLISHERS;
+  if (raw === undefined || raw === '') return [...PUBLISHER_NAMES];
+  const names = raw.split(',').map((name) => name.trim());
+  for (const name of names) {
+    if (!(PUBLISHER_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`BENCH_PUBLISHERS: "${name}" is none of ${PUBLISHER_NAMES.join(', ')}`);
+    }
+  }
+  return names as PublisherName[];
+}
+
+async function main(): Promise<boolean> {
+  const messages = intFromEnv('BENCH_MESSAGES', 20_000, 1);
+  const batchSize = intFromEnv('BENCH_BATCH', DEFAULT_BATCH_SIZE, 1);
+  const concurrency = intFromEnv('BENCH_CONCURRENCY', DEFAULT_CONCURRENCY, 1);
+  const transport = process.env.BENCH_TRANSPORT || 'undici';
+  if (transport !== 'undici' && transport !== 'fetch') throw new Error('BENCH_TRANSPORT must be undici or fetch');
+  const publishers = publishersFromEnv();
+  const startedAt = new Date();
+  const tmp = mkdtempSync(join(tmpdir(), 'webhook-inbox-bench-outbox-'));
+  // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
+  chmodSync(tmp, 0o755);
+
+  let database: BenchDatabase | undefined;
+  let handle: DatabaseHandle | undefined;
+  try {
+    console.log(
+      `starting ${process.env.BENCH_DATABASE_URL ? 'a database on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`,
+    );
+    database = await freshDatabase(join(tmp, 'db'));
+    handle = connectDatabase({ url: database.url, maxConnections: 4, statementTimeoutMs: 30_000 });
+    const results: Figures[] = [];
+    for (const name of publishers) {
+      results.push(await measure(name, database, handle, { messages, batchSize, concurrency, transport }));
+    }
+
+    const httpRate = results.find((figures) => figures.publisher === 'http')?.messagesPerSecond;
+    const failures = results.flatMap((figures) => failuresOf(figures, messages, httpRate));
+    const rows = results.flatMap((figures) => [
+      {
+        label: `${figures.publisher} throughput`,
+        value: `${round(figures.messagesPerSecond, 0)} msg/s`,
+        note: `target >= ${TARGET_MESSAGES_PER_SECOND[figures.publisher]}; ${figures.note}`,
+      },
+      {
+        label: `${figures.publisher} relay CPU`,
+        value: `${round(figures.relayCpuMsPerMessage, 3)} ms/msg`,
+        note: 'this process: relay, client library, db client',
+      },
+      ...(figures.databaseCpuMsPerMessage === null
+        ? []
+        : [
+            {
+              label: `${figures.publisher} database CPU`,
+              value: `${round(figures.databaseCpuMsPerMessage, 3)} ms/msg`,
+              note: 'embedded server',
+            },
+          ]),
+      {
+        label: `${figures.publisher} machine busy`,
+        value: `${round(figures.machineBusyShare * 100, 0)} %`,
+        note: `all cores, target and database included; ${figures.summary.batches} batches, ${round(figures.wallMs, 0)} ms`,
+      },
+    ]);
+    console.log(`\n${formatTable(`outbox relay: one drain of ${messages} messages per publisher`, rows)}`);
+    const http = results.find((figures) => figures.publisher === 'http');
+    const file = writeResult('outbox', startedAt, {
+      context: runContext(),
+      settings: { messages, batchSize, concurrency, transport, publishers, database: database.kind },
+      // The HTTP figures at the top level, where bench/all.ts reads them.
+      ...(http === undefined
+        ? {}
+        : {
+            summary: http.summary,
+            wallMs: http.wallMs,
+            messagesPerSecond: http.messagesPerSecond,
+            relayCpuMsPerMessage: http.relayCpuMsPerMessage,
+          }),
+      publishers: Object.fromEntries(results.map((figures) => [figures.publisher, figures])),
       failures,
     });
     console.log(`\nresult written to ${file}`);
@@ -168,7 +284,6 @@ async function main(): Promise<boolean> {
     return failures.length === 0;
   } finally {
     await handle?.close();
-    await sink?.stop();
     await database?.dispose();
     rmSync(tmp, { recursive: true, force: true });
   }
