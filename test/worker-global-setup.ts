@@ -1,5 +1,6 @@
 // The workers project's Node-side fixtures: an HTTP sink for the outbox relay running in workerd
-// (its URL becomes the OUTBOX_TARGET_URL binding; GET /received lists what it got), and, at the end,
+// (its URL becomes the OUTBOX_TARGET_URL binding) and for the outbox queue's consumer Worker
+// (test/worker-pool.ts); GET /received lists what it got, and, at the end,
 // removal of the databases the project made (test/worker-pool.ts). Listed after test/global-setup.ts,
 // so its teardown runs first, while the server and the template still exist.
 import { createServer } from 'node:http';
@@ -15,6 +16,8 @@ declare module 'vitest' {
 }
 
 export interface ReceivedMessage {
+  /** `/outbox` from the relay's HTTP publisher, `/queue` from the outbox queue's consumer Worker. */
+  path: string | undefined;
   idempotencyKey: string | undefined;
   body: string;
 }
@@ -31,6 +34,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     req.on('end', () => {
       const key = req.headers['idempotency-key'];
       received.push({
+        path: req.url,
         idempotencyKey: Array.isArray(key) ? key[0] : key,
         body: Buffer.concat(chunks).toString('utf8'),
       });

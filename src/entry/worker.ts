@@ -11,6 +11,8 @@ import { AppError } from '../errors.ts';
 import { createLogger, type Logger } from '../ops/logger.ts';
 import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
 import { labelBounds, Metrics } from '../ops/metrics.ts';
+import type { QueueProducer } from '../outbox/publishers/queues.ts';
+import { publisherFor } from '../outbox/publishers.ts';
 import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
 
 /**
@@ -32,6 +34,8 @@ interface Runtime {
   logger: Logger;
   /** The isolate's counters: /metrics here reports this isolate's deliveries only. */
   metrics: Metrics;
+  /** OUTBOX_QUEUE, when wrangler.toml binds it. */
+  outboxQueue?: QueueProducer;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -55,6 +59,11 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
     throw new ConfigError(['HYPERDRIVE: no Hyperdrive binding of that name (wrangler.toml [[hyperdrive]])']);
   }
+  // A broker URL cannot be published to from a Worker: refused now, with the fix, not at each cron run.
+  publisherFor(config.OUTBOX_TARGET_URL, { clock: () => Date.now(), logger: newLogger('silent') });
+  const queue: unknown = bindings.OUTBOX_QUEUE;
+  const outboxQueue =
+    typeof queue === 'object' && queue !== null && 'sendBatch' in queue ? (queue as QueueProducer) : undefined;
   const secrets = providerSecrets(config);
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
   if (!Object.values(secrets).some((list) => list.length > 0)) {
@@ -66,6 +75,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     providers,
     logger: newLogger(config.LOG_LEVEL),
     metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
+    ...(outboxQueue === undefined ? {} : { outboxQueue }),
   };
 }
 
@@ -128,12 +138,12 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
     reportUnusable(error);
     return;
   }
-  const { config, logger } = runtime;
+  const { config, logger, outboxQueue } = runtime;
   const database = openDatabase(env, config);
   try {
     await runMaintenance(
       maintenanceSteps,
-      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration },
+      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueue },
       { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
     );
   } finally {

@@ -11,6 +11,7 @@ import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
 import { outboxDrain } from '../outbox/maintenance-step.ts';
+import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import type { LogFields, Logger } from './logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -20,6 +21,8 @@ export interface MaintenanceDeps {
   clock: Clock;
   logger: Logger;
   expectedMigration: MigrationMark;
+  /** The Worker's queue binding (OUTBOX_QUEUE): the outbox's target when OUTBOX_TARGET_URL is unset. */
+  outboxQueue?: QueueProducer;
 }
 
 export interface MaintenanceStep {

@@ -1,6 +1,8 @@
 // The relay as a scheduled maintenance step (the Worker's cron): one drain within the step's budget,
-// publishing with fetch. Counts only in its report, never ids or payloads.
+// publishing with fetch to OUTBOX_TARGET_URL, or, without one, to the OUTBOX_QUEUE binding when the
+// Worker has it (else to the log). Counts only in its report, never ids or payloads.
 import type { MaintenanceStep } from '../ops/maintenance.ts';
+import { queuePublisher } from './publishers/queues.ts';
 import { publisherFor } from './publishers.ts';
 import { createRelay, relaySettings } from './relay.ts';
 
@@ -12,10 +14,13 @@ const SCHEDULED_PUBLISH_CONCURRENCY = 4;
 
 export const outboxDrain: MaintenanceStep = {
   name: 'outbox_drain',
-  async run({ config, db, clock, logger }, budgetMs) {
+  async run({ config, db, clock, logger, outboxQueue }, budgetMs) {
     const relay = createRelay({
       db,
-      publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
+      publisher:
+        config.OUTBOX_TARGET_URL === undefined && outboxQueue !== undefined
+          ? queuePublisher(outboxQueue)
+          : publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
       clock,
       newId: () => `cron-${crypto.randomUUID()}`,
       random: Math.random,

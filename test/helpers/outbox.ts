@@ -27,12 +27,12 @@ const columns = (sql: postgres.Sql) =>
   sql`id::text as id, topic, deduplication_key, payload, status::text as status, created_at, available_at,
     published_at, attempts, last_error, locked_until, locked_by`;
 
+/** A list rather than an array parameter: a client without fetched types (workerd's) sends arrays as text. */
 export async function outboxRows(sql: postgres.Sql, ids?: readonly string[]): Promise<OutboxRow[]> {
+  if (ids?.length === 0) return [];
   return ids === undefined
     ? sql<OutboxRow[]>`select ${columns(sql)} from outbox_messages order by created_at, id`
-    : sql<
-        OutboxRow[]
-      >`select ${columns(sql)} from outbox_messages where id = any(${ids}::uuid[]) order by created_at, id`;
+    : sql<OutboxRow[]>`select ${columns(sql)} from outbox_messages where id in ${sql(ids)} order by created_at, id`;
 }
 
 export async function outboxRow(sql: postgres.Sql, id: string): Promise<OutboxRow | undefined> {
@@ -43,6 +43,15 @@ export async function outboxRowsByKeyPrefix(sql: postgres.Sql, prefix: string): 
   return sql<OutboxRow[]>`select ${columns(sql)} from outbox_messages
     where starts_with(deduplication_key, ${prefix}) order by created_at, id`;
 }
+
+/** The body the contract fixes for a row, as every publisher sends it (a broker's consumer reads it back). */
+export const contractBody = (row: OutboxRow) => ({
+  id: row.id,
+  topic: row.topic,
+  deduplication_key: row.deduplication_key,
+  payload: row.payload,
+  created_at: row.created_at.toISOString(),
+});
 
 export interface NewMessage {
   topic?: string;

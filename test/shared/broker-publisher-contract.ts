@@ -9,7 +9,7 @@ import { createLogger } from '../../src/ops/logger.ts';
 import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
 import type { Consumed } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
-import { buildTestRelay, insertMessages, type OutboxRow, outboxRows } from '../helpers/outbox.ts';
+import { buildTestRelay, contractBody, insertMessages, type OutboxRow, outboxRows } from '../helpers/outbox.ts';
 
 export interface BrokerUnderTest {
   name: string;
@@ -24,14 +24,6 @@ export interface BrokerUnderTest {
   /** The broker-specific places the message's id, key and creation time travel besides the body. */
   checkEnvelope(consumed: Consumed, row: OutboxRow): void;
 }
-
-export const contractBody = (row: OutboxRow) => ({
-  id: row.id,
-  topic: row.topic,
-  deduplication_key: row.deduplication_key,
-  payload: row.payload,
-  created_at: row.created_at.toISOString(),
-});
 
 export function brokerPublisherContract(database: TestDatabase, broker: BrokerUnderTest): void {
   const { db, sql } = database;

@@ -1,0 +1,59 @@
+// Inside workerd: with OUTBOX_TARGET_URL unset, the cron trigger's drain sends pending outbox
+// messages through the OUTBOX_QUEUE producer binding (wrangler.toml), and a real consumer Worker on
+// that queue (test/worker-pool.ts) receives each message's contract body once; a message too large
+// for a queue goes dead at once without holding back the others.
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import postgres from 'postgres';
+import { afterAll, expect, it } from 'vitest';
+import worker from '../../src/entry/worker.ts';
+import { contractBody, insertMessages, outboxRows } from '../helpers/outbox.ts';
+
+const sql = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+afterAll(() => sql.end());
+
+const sinkUrl = (env as Env & { OUTBOX_TARGET_URL: string }).OUTBOX_TARGET_URL;
+
+interface Received {
+  path: string;
+  idempotencyKey: string;
+  body: string;
+}
+
+/** What the consumer Worker handed to the sink for these keys, once it has all of them (or 15 s). */
+async function consumedFor(keys: ReadonlySet<string>): Promise<Received[]> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const received = (await (await fetch(new URL('/received', sinkUrl))).json()) as Received[];
+    const ours = received.filter((message) => keys.has(message.idempotencyKey));
+    if (new Set(ours.map((message) => message.idempotencyKey)).size === keys.size || Date.now() > deadline) return ours;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+it('the cron publishes to OUTBOX_QUEUE when no target URL is set, and the consumer gets each message once', async () => {
+  const ids = await insertMessages(sql, 150, { payload: { external_id: 'sub_q', status: 'active' } });
+  const [tooLarge] = await insertMessages(sql, 1, { payload: { blob: 'x'.repeat(130 * 1024) } });
+
+  // Unset (an empty variable counts as unset): the queue binding becomes the target. A new env object
+  // is a new set of bindings to the Worker, so its configuration is read afresh.
+  const queueEnv = { ...env, OUTBOX_TARGET_URL: '' };
+  const ctx = createExecutionContext();
+  worker.scheduled(createScheduledController({ cron: '* * * * *', scheduledTime: Date.now() }), queueEnv, ctx);
+  await waitOnExecutionContext(ctx);
+
+  const rows = await outboxRows(sql, ids);
+  for (const row of rows) expect(row).toMatchObject({ status: 'published', attempts: 0, last_error: null });
+  const [large] = await outboxRows(sql, [tooLarge as string]);
+  expect(large).toMatchObject({ status: 'dead', attempts: 1 });
+  expect(large?.last_error).toMatch(/^queues: the message is \d+ bytes; a queue message holds at most 128 KB$/);
+
+  const consumed = await consumedFor(new Set(rows.map((row) => row.deduplication_key)));
+  expect(consumed).toHaveLength(150);
+  const byKey = new Map(consumed.map((message) => [message.idempotencyKey, message]));
+  for (const row of rows) {
+    const message = byKey.get(row.deduplication_key);
+    expect(message?.path).toBe('/queue');
+    expect(JSON.parse(message?.body ?? '{}')).toEqual(contractBody(row));
+  }
+});
