@@ -5,18 +5,21 @@
 import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/ops/logger.ts';
-import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
-import type { Publisher } from '../src/outbox/publishers.ts';
 import { uniqueId } from './helpers/acme.ts';
-import { natsAdmin, readNatsStream, SHARED_NATS, startOwnNats } from './helpers/brokers.ts';
+import {
+  drainOneMessage,
+  natsAdmin,
+  publishersForFile,
+  readNatsStream,
+  SHARED_NATS,
+  startOwnNats,
+} from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
-import { killingAtPublish, publishUntilDone } from './shared/broker-outages.ts';
+import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
-const { db, sql } = database;
+const { sql } = database;
 const shared = await natsAdmin(SHARED_NATS);
 const stream = uniqueId('OUTBOX');
 const prefix = `${stream}.`;
@@ -28,17 +31,7 @@ await shared.jsm.streams.add({
 });
 afterAll(() => shared.jsm.streams.delete(stream));
 
-const publishers: Publisher[] = [];
-function publisherOn(target: string): Publisher {
-  const publisher = nodePublisherFor(target, {
-    clock: Date.now,
-    logger: createLogger({ level: 'silent', now: () => new Date() }),
-    timeoutMs: 2000,
-  });
-  publishers.push(publisher);
-  return publisher;
-}
-afterAll(() => Promise.all(publishers.map((publisher) => publisher.close?.())));
+const publisherOn = publishersForFile();
 
 brokerPublisherContract(database, {
   name: 'NATS JetStream',
@@ -65,10 +58,8 @@ describe('refusals that no retry can get past go dead at once', () => {
   });
 
   async function deadWith(target: string): Promise<string | null> {
-    const [id] = (await insertMessages(sql, 1)) as [string];
-    const test = buildTestRelay(db, { publisher: publisherOn(target) });
-    expect(await test.relay.drain()).toMatchObject({ dead: 1, published: 0 });
-    const [row] = await outboxRows(sql, [id]);
+    const { summary, row } = await drainOneMessage(database, publisherOn(target));
+    expect(summary).toMatchObject({ dead: 1, published: 0 });
     expect(row).toMatchObject({ status: 'dead', attempts: 1 });
     return row?.last_error ?? null;
   }
@@ -111,22 +102,12 @@ describe('a NATS server killed mid-drain', () => {
     const admin = await natsAdmin(own.url());
     const ownStream = uniqueId('KILLED');
     await admin.jsm.streams.add({ name: ownStream, subjects: [`${ownStream}.>`], storage: StorageType.File });
-    const ids = await insertMessages(sql, 100);
-    const publisher = publisherOn(`${own.url()}?stream=${ownStream}&subject_prefix=${ownStream}.`);
-    const test = buildTestRelay(db, { publisher: killingAtPublish(publisher, 30, own), settings: { batchSize: 20 } });
-
-    const first = await test.relay.drain();
-    expect(first.published).toBeGreaterThanOrEqual(20);
-    expect(first.published + first.retried).toBe(100);
-    expect(first.dead).toBe(0);
-    const afterOutage = await outboxRows(sql, ids);
-    for (const row of afterOutage.filter((candidate) => candidate.status !== 'published')) {
-      expect(row).toMatchObject({ status: 'pending', attempts: 1 });
-      expect(row.last_error).toMatch(/^(timeout|nats: )/);
-    }
-
-    await own.start();
-    await publishUntilDone(test, sql, ids);
+    const published = await drainThroughOutage(database, {
+      publisher: publisherOn(`${own.url()}?stream=${ownStream}&subject_prefix=${ownStream}.`),
+      stop: own.kill,
+      restart: own.start,
+      errorPrefix: 'nats: ',
+    });
 
     const stored = await readNatsStream(admin.nc, ownStream);
     const keys = stored.map((message) => message.brokerKey);
@@ -134,7 +115,6 @@ describe('a NATS server killed mid-drain', () => {
     // kill), each key stored once though some were sent twice.
     expect(new Set(keys).size).toBe(100);
     expect(keys).toHaveLength(100);
-    const published = afterOutage.filter((row) => row.status === 'published').map((row) => row.deduplication_key);
     expect(published.every((key) => keys.includes(key))).toBe(true);
   });
 });

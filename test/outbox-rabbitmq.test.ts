@@ -3,34 +3,20 @@
 // unroutable message retried (not a success), and connections lost mid-drain through a TCP link the
 // test cuts (RabbitMQ itself is shared, so it is never stopped): nothing lost, nothing published that
 // the broker did not confirm, and the relay reconnects by itself.
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/ops/logger.ts';
-import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
-import type { Publisher } from '../src/outbox/publishers.ts';
+import { afterEach, describe, expect, it } from 'vitest';
 import { uniqueId } from './helpers/acme.ts';
-import { cuttableLink, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
+import { cuttableLink, drainOneMessage, publishersForFile, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { killingAtPublish, publishUntilDone } from './shared/broker-outages.ts';
+import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
-const { db, sql } = database;
+const { sql } = database;
 const names = { exchange: uniqueId('outbox'), queue: uniqueId('consumer') };
 const topology = await rabbitTopology(names);
 
-const publishers: Publisher[] = [];
-function publisherOn(target: string): Publisher {
-  const publisher = nodePublisherFor(target, {
-    clock: Date.now,
-    logger: createLogger({ level: 'silent', now: () => new Date() }),
-    timeoutMs: 2000,
-  });
-  publishers.push(publisher);
-  return publisher;
-}
-afterAll(() => Promise.all(publishers.map((publisher) => publisher.close?.())));
+const publisherOn = publishersForFile();
 
 brokerPublisherContract(database, {
   name: 'RabbitMQ',
@@ -53,13 +39,7 @@ afterEach(async () => {
   await topology.drainQueue();
 });
 
-async function outcomeOf(target: string) {
-  const [id] = (await insertMessages(sql, 1)) as [string];
-  const test = buildTestRelay(db, { publisher: publisherOn(target) });
-  const summary = await test.relay.drain();
-  const [row] = await outboxRows(sql, [id]);
-  return { summary, row, test };
-}
+const outcomeOf = (target: string) => drainOneMessage(database, publisherOn(target));
 
 describe('refusals that no retry can get past go dead at once', () => {
   it('an exchange that does not exist, and the publisher recovers once it does', async () => {
@@ -128,31 +108,18 @@ describe('failures worth another try', () => {
 describe('connections lost mid-drain', () => {
   it('lose nothing, publish only what was confirmed, and the relay reconnects by itself', async () => {
     const link = await cuttableLink(5672);
-    const ids = await insertMessages(sql, 100);
-    const publisher = publisherOn(`amqp://guest:guest@127.0.0.1:${link.port}?exchange=${names.exchange}`);
-    const test = buildTestRelay(db, {
-      publisher: killingAtPublish(publisher, 30, { kill: link.cut }),
-      settings: { batchSize: 20 },
+    const published = await drainThroughOutage(database, {
+      publisher: publisherOn(`amqp://guest:guest@127.0.0.1:${link.port}?exchange=${names.exchange}`),
+      stop: link.cut,
+      restart: link.restore,
+      errorPrefix: 'rabbitmq: ',
     });
-
-    const first = await test.relay.drain();
-    expect(first.published).toBeGreaterThanOrEqual(20);
-    expect(first.published + first.retried).toBe(100);
-    const afterOutage = await outboxRows(sql, ids);
-    for (const row of afterOutage.filter((candidate) => candidate.status !== 'published')) {
-      expect(row).toMatchObject({ status: 'pending', attempts: 1 });
-      expect(row.last_error).toMatch(/^(timeout|rabbitmq: )/);
-    }
-
-    await link.restore();
-    await publishUntilDone(test, sql, ids);
 
     // Messages in flight at the cut may have arrived and then been sent again: a consumer sees
     // every key, some twice, and deduplicates by message_id.
     const consumed = await topology.drainQueue();
     const keys = new Set(consumed.map((message) => message.brokerKey));
     expect(keys.size).toBe(100);
-    const published = afterOutage.filter((row) => row.status === 'published').map((row) => row.deduplication_key);
     expect(published.every((key) => keys.has(key))).toBe(true);
   });
 });

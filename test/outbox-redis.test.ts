@@ -3,20 +3,23 @@
 // a full server retried, and a redis-server of the test's own killed mid-drain: nothing lost, nothing
 // published that Redis did not acknowledge, at most one entry per key, and the relay recovers by itself.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/ops/logger.ts';
-import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
 import { dedupMarkerKey } from '../src/outbox/publishers/redis.ts';
-import type { Publisher } from '../src/outbox/publishers.ts';
 import { uniqueId } from './helpers/acme.ts';
-import { readRedisStream, redisAdmin, SHARED_REDIS, startOwnRedis } from './helpers/brokers.ts';
+import {
+  drainOneMessage,
+  publishersForFile,
+  readRedisStream,
+  redisAdmin,
+  SHARED_REDIS,
+  startOwnRedis,
+} from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { killingAtPublish, publishUntilDone } from './shared/broker-outages.ts';
+import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
-const { db, sql } = database;
+const { sql } = database;
 const shared = redisAdmin(SHARED_REDIS);
 const stream = uniqueId('webhook-inbox-test');
 /** Every key this file makes starts with the stream's name: the stream and its dedup markers. */
@@ -25,17 +28,7 @@ afterAll(async () => {
   if (keys.length > 0) await shared.del(...keys);
 });
 
-const publishers: Publisher[] = [];
-function publisherOn(target: string): Publisher {
-  const publisher = nodePublisherFor(target, {
-    clock: Date.now,
-    logger: createLogger({ level: 'silent', now: () => new Date() }),
-    timeoutMs: 2000,
-  });
-  publishers.push(publisher);
-  return publisher;
-}
-afterAll(() => Promise.all(publishers.map((publisher) => publisher.close?.())));
+const publisherOn = publishersForFile();
 
 brokerPublisherContract(database, {
   name: 'Redis Streams',
@@ -58,13 +51,7 @@ afterEach(async () => {
   await sql`delete from outbox_messages`;
 });
 
-async function outcomeOf(target: string) {
-  const [id] = (await insertMessages(sql, 1)) as [string];
-  const test = buildTestRelay(db, { publisher: publisherOn(target) });
-  const summary = await test.relay.drain();
-  const [row] = await outboxRows(sql, [id]);
-  return { summary, row };
-}
+const outcomeOf = (target: string) => drainOneMessage(database, publisherOn(target));
 
 describe('the dedup marker', () => {
   it('expires after dedup_window_s, and only an added entry writes one', async () => {
@@ -130,27 +117,17 @@ describe('a Redis server killed mid-drain', () => {
   it('loses nothing, marks published only what Redis acknowledged, and recovers by itself', async () => {
     const own = await startOwnRedis('own-password');
     const url = own.url(':own-password');
-    const ids = await insertMessages(sql, 100);
-    const publisher = publisherOn(`${url}?stream=${stream}`);
-    const test = buildTestRelay(db, { publisher: killingAtPublish(publisher, 30, own), settings: { batchSize: 20 } });
-
-    const first = await test.relay.drain();
-    expect(first.published).toBeGreaterThanOrEqual(20);
-    expect(first.published + first.retried).toBe(100);
-    const afterOutage = await outboxRows(sql, ids);
-    for (const row of afterOutage.filter((candidate) => candidate.status !== 'published')) {
-      expect(row).toMatchObject({ status: 'pending', attempts: 1 });
-      expect(row.last_error).toMatch(/^(timeout|redis: )/);
-    }
-
-    await own.start();
-    await publishUntilDone(test, sql, ids);
+    const published = await drainThroughOutage(database, {
+      publisher: publisherOn(`${url}?stream=${stream}`),
+      stop: own.kill,
+      restart: own.start,
+      errorPrefix: 'redis: ',
+    });
 
     const entries = await readRedisStream(redisAdmin(url), stream);
     const keys = entries.map((entry) => entry.brokerKey);
     expect(keys).toHaveLength(100);
     expect(new Set(keys).size).toBe(100);
-    const published = afterOutage.filter((row) => row.status === 'published').map((row) => row.deduplication_key);
     expect(published.every((key) => keys.includes(key))).toBe(true);
   });
 });

@@ -13,6 +13,11 @@ import { connect as amqpConnect } from 'amqplib';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
 import { freePort } from '../../src/entry/free-port.ts';
+import { createLogger } from '../../src/ops/logger.ts';
+import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
+import type { Publisher } from '../../src/outbox/publishers.ts';
+import type { TestDatabase } from './database.ts';
+import { buildTestRelay, insertMessages, outboxRows } from './outbox.ts';
 
 export const SHARED_NATS = 'nats://127.0.0.1:4222';
 export const SHARED_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
@@ -245,4 +250,25 @@ export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
   await listen();
   afterAll(cut);
   return { port, cut, restore: listen };
+}
+
+/** Publishers as the Node entry builds them for target URLs (2 s timeouts), all closed with the file. */
+export function publishersForFile(): (target: string) => Publisher {
+  const made: Publisher[] = [];
+  afterAll(() => Promise.all(made.map((publisher) => publisher.close?.())));
+  const logger = createLogger({ level: 'silent', now: () => new Date() });
+  return (target) => {
+    const publisher = nodePublisherFor(target, { clock: Date.now, logger, timeoutMs: 2000 });
+    made.push(publisher);
+    return publisher;
+  };
+}
+
+/** One new message drained once by `publisher`: the summary, the row after it, and the relay for later passes. */
+export async function drainOneMessage(database: Pick<TestDatabase, 'db' | 'sql'>, publisher: Publisher) {
+  const [id] = (await insertMessages(database.sql, 1)) as [string];
+  const test = buildTestRelay(database.db, { publisher });
+  const summary = await test.relay.drain();
+  const [row] = await outboxRows(database.sql, [id]);
+  return { summary, row, test };
 }

@@ -6,7 +6,8 @@ import type postgres from 'postgres';
 import { expect } from 'vitest';
 import type { Publisher } from '../../src/outbox/publishers.ts';
 import type { OwnBroker } from '../helpers/brokers.ts';
-import { outboxRows, type TestRelay } from '../helpers/outbox.ts';
+import type { TestDatabase } from '../helpers/database.ts';
+import { buildTestRelay, insertMessages, outboxRows, type TestRelay } from '../helpers/outbox.ts';
 
 export function killingAtPublish(publisher: Publisher, at: number, broker: Pick<OwnBroker, 'kill'>): Publisher {
   let started = 0;
@@ -34,4 +35,36 @@ export async function publishUntilDone(test: TestRelay, sql: postgres.Sql, ids: 
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   throw new Error('the relay did not publish everything after the broker came back');
+}
+
+/**
+ * 100 messages drained in batches of 20 by `publisher`, the broker stopped as the 30th publish
+ * starts: the first batch is published, nothing goes dead, and every message not published is
+ * pending with one failed attempt and an error of this publisher's (or a timeout). Then the broker
+ * comes back and passes follow until all are published. Answers the keys the first drain published,
+ * which the broker must still hold.
+ */
+export async function drainThroughOutage(
+  database: Pick<TestDatabase, 'db' | 'sql'>,
+  options: { publisher: Publisher; stop(): Promise<void>; restart(): Promise<void>; errorPrefix: string },
+): Promise<string[]> {
+  const { db, sql } = database;
+  const ids = await insertMessages(sql, 100);
+  const test = buildTestRelay(db, {
+    publisher: killingAtPublish(options.publisher, 30, { kill: options.stop }),
+    settings: { batchSize: 20 },
+  });
+
+  const first = await test.relay.drain();
+  expect(first.published).toBeGreaterThanOrEqual(20);
+  expect(first.published + first.retried).toBe(100);
+  const afterOutage = await outboxRows(sql, ids);
+  for (const row of afterOutage.filter((candidate) => candidate.status !== 'published')) {
+    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(row.last_error?.startsWith('timeout') || row.last_error?.startsWith(options.errorPrefix)).toBe(true);
+  }
+
+  await options.restart();
+  await publishUntilDone(test, sql, ids);
+  return afterOutage.filter((row) => row.status === 'published').map((row) => row.deduplication_key);
 }
