@@ -2,12 +2,12 @@
 // Workers and the tests all serve the very same routes.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { adminRoutes } from './admin/routes.ts';
 import { expectedMigration } from './db/migrations.ts';
 import type { AppDeps } from './deps.ts';
 import { defaultHandlers } from './domain/handlers.ts';
-import { AppError } from './errors.ts';
 import { intakeRoutes } from './inbox/intake.ts';
-import { adminRoutes } from './ops/admin.ts';
+import { AppError } from './lib/errors.ts';
 import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 

@@ -3,8 +3,8 @@ import type { Config } from './config.ts';
 import type { Database, Executor } from './db/client.ts';
 import type { HandlerMap } from './domain/handlers.ts';
 import type { IntakeLoad } from './inbox/intake-load.ts';
-import type { Logger } from './ops/logger.ts';
-import type { GaugeSample, Metrics } from './ops/metrics.ts';
+import type { Logger } from './lib/logger.ts';
+import type { GaugeSample, Metrics } from './lib/metrics.ts';
 import type { EnabledProvider } from './providers/registry.ts';
 
 /** Milliseconds since the epoch; injected so tests move time instead of sleeping. */

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/client.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
-import { createLogger } from '../src/ops/logger.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import {
   databaseReadiness,
   type MaintenanceDeps,

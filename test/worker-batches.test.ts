@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
 import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
+import { DomainRejection } from '../src/lib/errors.ts';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

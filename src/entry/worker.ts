@@ -7,10 +7,10 @@ import { connectDatabase, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
-import { AppError } from '../errors.ts';
-import { createLogger, type Logger } from '../ops/logger.ts';
+import { AppError } from '../lib/errors.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
+import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
-import { labelBounds, Metrics } from '../ops/metrics.ts';
 import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
 
 /**

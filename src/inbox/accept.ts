@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../deps.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../lib/errors.ts';
 import type { Deadline } from './deadline.ts';
 import { type InboxEvent, takeBackFailed } from './process.ts';
 

@@ -2,7 +2,7 @@
 // cleanly instead of being cut off mid-commit. A plain timer and a flag: an AbortController with
 // listeners per request showed up in the intake profile for no extra benefit.
 import type { Database, Transaction } from '../db/client.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../lib/errors.ts';
 
 export class Deadline {
   #expired = false;

@@ -4,8 +4,8 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppDeps } from '../deps.ts';
-import { AppError } from '../errors.ts';
-import type { LogFields } from '../ops/logger.ts';
+import { AppError } from '../lib/errors.ts';
+import type { LogFields } from '../lib/logger.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { acceptEvent, type BacklogGate, backlogGate } from './accept.ts';
 import { Deadline } from './deadline.ts';

@@ -7,7 +7,7 @@ import type { Database, Executor, Transaction } from '../db/client.ts';
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { drainBatches } from '../ops/drain.ts';
+import { drainBatches } from '../lib/loops.ts';
 
 export const PURGE_BATCH_SIZE = 1000;
 /** One batch statement's bound: a slow batch is cancelled and the purge resumes on the next run. */

@@ -7,10 +7,10 @@ import type { Database, Transaction } from '../db/client.ts';
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
-import { AppError, DomainRejection } from '../errors.ts';
+import { AppError, DomainRejection } from '../lib/errors.ts';
+import type { JsonValue } from '../lib/json.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { WebhookProvider } from '../providers/types.ts';
-import type { JsonValue } from './payload.ts';
 import { finalStatus, type InboxEvent, planFor } from './process.ts';
 
 export interface StoredEventKey {

@@ -6,7 +6,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import { leaseCleared } from '../db/lease.ts';
 import { webhookEvents } from '../db/schema.ts';
-import { drainBatches } from '../ops/drain.ts';
+import { drainBatches } from '../lib/loops.ts';
 
 export const SWEEP_BATCH_SIZE = 1000;
 

@@ -21,10 +21,10 @@ import {
 import { webhookEvents } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
-import { backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
-import { drainBatches, type QueueSettings } from '../ops/drain.ts';
-import type { Logger } from '../ops/logger.ts';
-import type { Metrics } from '../ops/metrics.ts';
+import { backoffDelayMs, type RandomSource } from '../lib/backoff.ts';
+import type { Logger } from '../lib/logger.ts';
+import { drainBatches, type QueueSettings } from '../lib/loops.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
 import {

@@ -4,7 +4,7 @@
 import { and, desc, eq, gte, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { JsonValue } from '../inbox/payload.ts';
+import type { JsonValue } from '../lib/json.ts';
 
 export interface EventListing {
   provider: string;

@@ -10,8 +10,8 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
+import type { LogFields, Logger } from '../lib/logger.ts';
 import { outboxDrain } from '../outbox/maintenance-step.ts';
-import type { LogFields, Logger } from './logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
 export interface MaintenanceDeps {

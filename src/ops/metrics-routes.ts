@@ -1,9 +1,9 @@
 // GET /metrics: Prometheus text. With METRICS_TOKEN set it requires that bearer token.
 import { Hono } from 'hono';
+import { requireBearer } from '../admin/bearer.ts';
 import type { AppDeps } from '../deps.ts';
-import { requireBearer } from './bearer.ts';
+import type { GaugeSample } from '../lib/metrics.ts';
 import { inboxGauges, outboxGauges } from './gauges.ts';
-import type { GaugeSample } from './metrics.ts';
 
 export function metricsRoutes(deps: AppDeps): Hono {
   const routes = new Hono();

@@ -3,8 +3,8 @@
 // per retried message that every operator action leaves beside its audit row.
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../deps.ts';
+import type { Logger } from '../lib/logger.ts';
 import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
-import type { Logger } from './logger.ts';
 
 export async function retryOutbox(
   context: { db: Database; clock: Clock; logger: Logger },

@@ -2,9 +2,10 @@
 // target configured, the log. A publisher answers with an outcome class (published, retry, permanent)
 // and a bounded error category; the relay owns attempts, backoff and dead letters. Web standards only
 // (fetch, AbortSignal, Headers), so the same code runs on Node and on Workers.
-import type { JsonValue } from '../inbox/payload.ts';
-import { parseRetryAfter } from '../ops/backoff.ts';
-import type { Logger } from '../ops/logger.ts';
+
+import { parseRetryAfter } from '../lib/backoff.ts';
+import type { JsonValue } from '../lib/json.ts';
+import type { Logger } from '../lib/logger.ts';
 
 export interface OutboxMessage {
   id: string;

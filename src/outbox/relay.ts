@@ -9,10 +9,10 @@ import type { Database, Executor } from '../db/client.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX, type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { Clock } from '../deps.ts';
-import type { JsonValue } from '../inbox/payload.ts';
-import { type RandomSource, retryDelayMs } from '../ops/backoff.ts';
-import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.ts';
-import type { Logger } from '../ops/logger.ts';
+import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
+import type { JsonValue } from '../lib/json.ts';
+import type { Logger } from '../lib/logger.ts';
+import { drainBatches, forEachBounded, type QueueSettings } from '../lib/loops.ts';
 import type { OutboxMessage, Publisher, PublishOutcome } from './publishers.ts';
 
 export interface RelaySettings extends QueueSettings {

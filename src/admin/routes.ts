@@ -3,16 +3,16 @@
 // falls through to the app's JSON 404.
 import { Hono } from 'hono';
 import type { AppDeps } from '../deps.ts';
-import { adminApiRoutes } from './admin-api.ts';
-import { dashboardRoutes, dashboardSignIn } from './admin-dashboard.tsx';
+import { adminApiRoutes } from './api.ts';
 import { requireBearer } from './bearer.ts';
+import { dashboardRoutes, dashboardSignIn } from './dashboard.tsx';
 
 export function adminRoutes(deps: AppDeps): Hono {
   const routes = new Hono();
   const token = deps.config.ADMIN_TOKEN;
   if (token === undefined) return routes;
   const gate = requireBearer(token);
-  // A browser's plain navigation to /admin gets the sign-in page (still a 401); see admin-dashboard.tsx.
+  // A browser's plain navigation to /admin gets the sign-in page (still a 401); see dashboard.tsx.
   routes.use('/admin', dashboardSignIn());
   routes.use('/admin', gate);
   routes.use('/admin/*', gate);

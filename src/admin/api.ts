@@ -6,14 +6,14 @@ import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
 import type { AppDeps } from '../deps.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../lib/errors.ts';
+import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { getOutboxMessage, outboxJson } from '../ops/outbox-view.ts';
+import { replayEvents } from '../ops/replay.ts';
+import { retryOutbox } from '../ops/retry.ts';
 import { isMessageId, listOutbox } from '../outbox/operator.ts';
-import { adminOpenApi } from './admin-openapi.ts';
-import { eventParams, eventQuery, eventsQuery, messageParams, operatorBody, outboxQuery } from './admin-schemas.ts';
-import { eventJson, getEvent, listEvents, statusCounts } from './events.ts';
-import { getOutboxMessage, outboxJson } from './outbox-view.ts';
-import { replayEvents } from './replay.ts';
-import { retryOutbox } from './retry.ts';
+import { adminOpenApi } from './openapi.ts';
+import { eventParams, eventQuery, eventsQuery, messageParams, operatorBody, outboxQuery } from './schemas.ts';
 
 /** The one 400 of the operator surfaces, in the service's error shape. */
 export function invalidRequest(): HTTPException {
