@@ -80,7 +80,8 @@ export async function runMaintenance(
   const runStarted = performance.now();
   const results: StepResult[] = [];
   for (const [index, step] of steps.entries()) {
-    const remaining = options.budgetMs - elapsedMs(runStarted);
+    // Whole milliseconds: a share is planned in whole milliseconds.
+    const remaining = options.budgetMs - Math.round(elapsedMs(runStarted));
     const shareMs = Math.floor(remaining / (steps.length - index));
     const budgetMs = Math.floor(shareMs * PLANNING_RATIO);
     const started = performance.now();
