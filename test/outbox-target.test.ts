@@ -4,7 +4,7 @@
 // connecting, so a bad target leaves nothing behind.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { createLogger } from '../src/ops/logger.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
 import { publisherFor } from '../src/outbox/publishers.ts';
 import { DEFAULT_REDIS_DEDUP_WINDOW_S, parseOutboxTarget } from '../src/outbox/target.ts';

@@ -5,7 +5,7 @@
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { serve } from '@hono/node-server';
-import { createProductionApp, newHexId } from '../app.ts';
+import { createProductionApp } from '../app.ts';
 import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
@@ -15,8 +15,9 @@ import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings, workUntilCaughtUp } from '../inbox/worker.ts';
-import { createLogger } from '../ops/logger.ts';
-import { labelBounds, Metrics } from '../ops/metrics.ts';
+import { newHexId } from '../lib/clock.ts';
+import { createLogger } from '../lib/logger.ts';
+import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
     },
   });
   // One application per background connection: the relay's writes wait at most for one of them.
-  const inboxWorkerSettings = workerSettings(config, { concurrency: pools.background });
+  const inboxWorkerSettings = workerSettings(config, { lanes: pools.background });
   const worker = createWorker({
     db: background.db,
     handlers: defaultHandlers,

@@ -2,7 +2,7 @@
 // parsing of signature headers that list several entries, bounded header values, and the payload
 // check against a scheme's zod schema. Each scheme file keeps only what is its own.
 import { z } from 'zod';
-import { type JsonValue, parseJsonPayload } from '../inbox/payload.ts';
+import { type JsonValue, parseJsonPayload } from '../lib/json.ts';
 import { type Bytes, type HmacKey, isFreshTimestamp, sha256Hex, verifyWithAnyKey } from './hmac.ts';
 import type { AuthenticatedEvent, UnauthorizedReason, Verification, VerificationTime } from './types.ts';
 

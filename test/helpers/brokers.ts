@@ -13,7 +13,7 @@ import { connect as amqpConnect } from 'amqplib';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
 import { freePort } from '../../src/entry/free-port.ts';
-import { createLogger } from '../../src/ops/logger.ts';
+import { createLogger } from '../../src/lib/logger.ts';
 import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
 import type { Publisher } from '../../src/outbox/publishers.ts';
 import type { TestDatabase } from './database.ts';

@@ -5,7 +5,7 @@
 // before its outcome was written) is stored once where the broker deduplicates, and carries the same
 // key where the consumer must.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/ops/logger.ts';
+import { createLogger } from '../../src/lib/logger.ts';
 import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
 import type { Consumed } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';

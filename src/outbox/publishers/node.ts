@@ -1,7 +1,7 @@
 // The Node relay's publisher, chosen by OUTBOX_TARGET_URL's scheme: the log, HTTP over undici, NATS
 // JetStream, RabbitMQ or Redis Streams. The broker clients are Node libraries, so only the Node
 // entry and the CLI import this module; the Worker keeps publisherFor (HTTP) or its queue binding.
-import type { Logger } from '../../ops/logger.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { httpPublisher, logPublisher, type Publisher } from '../publishers.ts';
 import { parseOutboxTarget } from '../target.ts';
 import { undiciPost } from '../undici-post.ts';

@@ -2,6 +2,7 @@
 // Workers), and gauges read from the database at scrape time. Labels are bounded by construction:
 // providers from the registry, event types from the handler map (else `other`), never an event id.
 // Written here rather than with prom-client, which needs Node's runtime and would not run in workerd.
+import type { ErrorCode } from './errors.ts';
 
 export type EventOutcome =
   | 'accepted'
@@ -13,14 +14,8 @@ export type EventOutcome =
   | 'ignored'
   | 'dead_letter';
 
-/** Why a delivery was refused before it could be stored: the reason classes of the 4xx answers. */
-export type RejectionReason =
-  | 'not_found'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'unauthorized'
-  | 'invalid_payload'
-  | 'unavailable';
+/** Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers. */
+export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'>;
 
 export interface GaugeSample {
   name: string;
