@@ -13,7 +13,9 @@ import {
   SHARED_REDIS,
   startOwnRedis,
 } from './helpers/brokers.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
 import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
@@ -129,5 +131,28 @@ describe('a Redis server killed mid-drain', () => {
     expect(keys).toHaveLength(100);
     expect(new Set(keys).size).toBe(100);
     expect(published.every((key) => keys.includes(key))).toBe(true);
+  });
+});
+
+describe('webhook-inbox drain with a Redis target', () => {
+  it('publishes, closes its connection so the process ends, and exits 0', async () => {
+    const ids = await insertMessages(sql, 3);
+    const cliStream = uniqueId(`${stream}-cli`);
+    const result = await runCli(['drain'], {
+      DATABASE_URL: database.url,
+      OUTBOX_TARGET_URL: `${SHARED_REDIS}?stream=${cliStream}`,
+    });
+    expect(result.code).toBe(0);
+    expect(result.output).toMatch(/claimed 3: published 3, retried 0, dead 0/);
+    expect(await shared.xlen(cliStream)).toBe(3);
+    for (const row of await outboxRows(sql, ids)) expect(row.status).toBe('published');
+  });
+
+  it('refuses a target without its stream: exit 1, the message untouched', async () => {
+    const [id] = (await insertMessages(sql, 1)) as [string];
+    const result = await runCli(['drain'], { DATABASE_URL: database.url, OUTBOX_TARGET_URL: SHARED_REDIS });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('OUTBOX_TARGET_URL: redis:// targets need ?stream=');
+    expect((await outboxRows(sql, [id]))[0]).toMatchObject({ status: 'pending', attempts: 0, locked_by: null });
   });
 });
