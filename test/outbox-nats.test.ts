@@ -2,7 +2,7 @@
 // (a stream of this file's own), refusals that go dead at once with a last_error naming the fix, and
 // a server of the test's own killed mid-drain: nothing lost, nothing published that the stream did
 // not acknowledge, and the relay carries on by itself once the server is back.
-import { StorageType } from '@nats-io/jetstream';
+import { DiscardPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { uniqueId } from './helpers/acme.ts';
@@ -15,6 +15,7 @@ import {
   startOwnNats,
 } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
 import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
@@ -93,6 +94,41 @@ describe('refusals that no retry can get past go dead at once', () => {
     expect(await deadWith(`${guarded.url('relay:wrong-password')}?stream=${stream}`)).toBe(
       'nats: the server refused the credentials in OUTBOX_TARGET_URL',
     );
+  });
+});
+
+describe('a full stream', () => {
+  it('refuses a new message (discard: new) until there is room: retried, then published', async () => {
+    const full = uniqueId('FULL');
+    await shared.jsm.streams.add({
+      name: full,
+      subjects: [`${full}.>`],
+      storage: StorageType.Memory,
+      max_msgs: 1,
+      discard: DiscardPolicy.New,
+    });
+    try {
+      const ids = await insertMessages(sql, 2);
+      const test = buildTestRelay(database.db, {
+        publisher: publisherOn(`${SHARED_NATS}?stream=${full}&subject_prefix=${full}.`),
+      });
+      expect(await test.relay.drain()).toMatchObject({ published: 1, retried: 1, dead: 0 });
+      const waiting = (await outboxRows(sql, ids)).find((row) => row.status === 'pending');
+      expect(waiting).toMatchObject({ attempts: 1 });
+      expect(waiting?.last_error).toMatch(
+        new RegExp(`^nats: stream ${full} refused the message \\(error \\d+: maximum messages exceeded\\)$`),
+      );
+
+      // A consumer made room (or the operator raised the limit): the next pass publishes it.
+      await shared.jsm.streams.purge(full);
+      test.advance(60_000);
+      expect(await test.relay.drain()).toMatchObject({ published: 1 });
+      expect((await readNatsStream(shared.nc, full)).map((message) => message.brokerKey)).toEqual([
+        waiting?.deduplication_key,
+      ]);
+    } finally {
+      await shared.jsm.streams.delete(full);
+    }
   });
 });
 
