@@ -1,11 +1,12 @@
 // The NATS JetStream publisher against real servers: the shared broker suite on the machine's NATS
 // (a stream of this file's own), refusals that go dead at once with a last_error naming the fix, and
 // a server of the test's own killed mid-drain: nothing lost, nothing published that the stream did
-// not acknowledge, and the relay carries on by itself once the server is back.
+// not acknowledge, and the relay carries on by itself once the server is back; and `npm start`
+// publishing a delivery's message to a stream.
 import { DiscardPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { uniqueId } from './helpers/acme.ts';
+import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import {
   drainOneMessage,
   natsAdmin,
@@ -16,6 +17,7 @@ import {
 } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
+import { startListeningService } from './helpers/process.ts';
 import { drainThroughOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
@@ -153,4 +155,51 @@ describe('a NATS server killed mid-drain', () => {
     expect(keys).toHaveLength(100);
     expect(published.every((key) => keys.includes(key))).toBe(true);
   });
+});
+
+describe('npm start with a NATS target', () => {
+  it('publishes what a delivery enqueued to the stream, and stops cleanly', async () => {
+    const own = uniqueId('START');
+    await shared.jsm.streams.add({ name: own, subjects: [`${own}.>`], storage: StorageType.Memory });
+    try {
+      const secret = 'nats-start-secret';
+      const service = await startListeningService({
+        DATABASE_URL: database.url,
+        ACME_WEBHOOK_SECRET: secret,
+        RELAY_INTERVAL_MS: '100',
+        OUTBOX_TARGET_URL: `${SHARED_NATS}?stream=${own}&subject_prefix=${own}.`,
+      });
+      const nowSeconds = Math.floor(Date.now() / 1000);
+      const event = acmeEvent({ created: nowSeconds, data: { id: uniqueId('sub'), status: 'active' } });
+      const key = `acme:${event.id}:subscription.changed`;
+      try {
+        const body = JSON.stringify(event);
+        const response = await fetch(`${service.origin}/webhooks/acme`, {
+          method: 'POST',
+          body,
+          headers: await signedHeaders(body, { secret, timestamp: nowSeconds }),
+        });
+        expect(response.status).toBe(200);
+        await expect
+          .poll(
+            async () =>
+              (await sql`select status::text as status from outbox_messages where deduplication_key = ${key}`)[0]
+                ?.status,
+            {
+              timeout: 10_000,
+            },
+          )
+          .toBe('published');
+      } finally {
+        service.child.kill('SIGTERM');
+      }
+      expect(await service.exited).toEqual({ code: 0, signal: null });
+      const stored = await readNatsStream(shared.nc, own);
+      expect(stored.map((message) => [message.address, message.brokerKey])).toEqual([
+        [`${own}.subscription.changed`, key],
+      ]);
+    } finally {
+      await shared.jsm.streams.delete(own);
+    }
+  }, 60_000);
 });
