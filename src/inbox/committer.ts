@@ -124,7 +124,7 @@ export class IntakeCommitter {
     for (let attempt = 0; ; attempt += 1) {
       try {
         const results = await this.db.transaction((tx) => this.#commit(tx, batch));
-        batch.forEach((member, index) => member.resolve(results[index] as Committed));
+        for (const [index, member] of batch.entries()) member.resolve(results[index] as Committed);
         return;
       } catch (error) {
         if (error instanceof MemberExpired) return this.#requeue(batch);
