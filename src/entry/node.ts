@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     logger,
     intakeLoad,
     // One batch in flight per request connection: each holds its connection for one transaction.
-    groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: Number(process.env.LANES ?? pools.requests) },
+    groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
   });
   const relay = createRelay({
     db: background.db,
