@@ -120,7 +120,17 @@ async function main(): Promise<void> {
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
-  const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
+  const app = createProductionApp({
+    config,
+    db: database.db,
+    providers,
+    metrics,
+    clock,
+    logger,
+    intakeLoad,
+    // One batch in flight per request connection: each holds its connection for one transaction.
+    groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
+  });
   const relay = createRelay({
     db: background.db,
     publisher,

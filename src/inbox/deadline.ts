@@ -6,14 +6,19 @@ import { AppError } from '../lib/errors.ts';
 
 export class Deadline {
   #expired = false;
-  #onExpire: (() => void) | undefined;
+  readonly #onExpire = new Set<() => void>();
   readonly #timer: ReturnType<typeof setTimeout>;
 
   constructor(milliseconds: number) {
     this.#timer = setTimeout(() => {
       this.#expired = true;
-      this.#onExpire?.();
+      for (const listener of this.#onExpire) listener();
     }, milliseconds);
+  }
+
+  /** Whether the delivery has been (or is being) answered 503 for lack of time. */
+  get expired(): boolean {
+    return this.#expired;
   }
 
   throwIfExpired(): void {
@@ -23,24 +28,23 @@ export class Deadline {
   /**
    * Resolves with `work`, or rejects `unavailable` as soon as the deadline passes, unless `decided()`
    * says the outcome can no longer change (COMMIT was sent): then the answer waits for it, so a
-   * committed event is never reported as unavailable. One race at a time per deadline.
+   * committed event is never reported as unavailable. Races may nest (the group committer's, then
+   * a delivery's own transaction when its batch fell back to one at a time).
    */
   race<T>(work: Promise<T>, decided: () => boolean = () => false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const expire = () => {
         if (!decided()) reject(new AppError('unavailable'));
       };
-      this.#onExpire = expire;
-      work.then(resolve, reject).finally(() => {
-        if (this.#onExpire === expire) this.#onExpire = undefined;
-      });
+      this.#onExpire.add(expire);
+      work.then(resolve, reject).finally(() => this.#onExpire.delete(expire));
       if (this.#expired) expire();
     });
   }
 
   clear(): void {
     clearTimeout(this.#timer);
-    this.#onExpire = undefined;
+    this.#onExpire.clear();
   }
 }
 

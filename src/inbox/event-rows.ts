@@ -82,49 +82,104 @@ function storedEvent(event: InboxEvent) {
 const finishedNow = (status: WebhookEventStatus) =>
   status === 'completed' || status === 'ignored' ? sql`now()` : null;
 
-/**
- * What taking a `failed` row back sets. Applied now: the final status, and the old error cleared.
- * Queued: `received`, due again, its attempt count unchanged (a redelivery is not a failure) and its
- * last error kept until the worker applies it.
- */
-function takeBackValues(arrival: Arrival): PgUpdateSetSource<typeof webhookEvents> {
-  return arrival.status === 'received'
-    ? { status: 'received', availableAt: arrival.availableAt, completedAt: null }
-    : { status: arrival.status, completedAt: finishedNow(arrival.status), lastError: null };
+/** One delivery's row as an insert or take-back sees it. */
+export interface Arriving {
+  event: InboxEvent;
+  arrival: Arrival;
 }
 
 /**
- * Inserts the delivery's row in the state the transaction (or, async, the autocommitted statement)
- * will leave it in, or takes back a `failed` one; null when the event is already stored in any other
- * state (a duplicate). Nobody sees the row before COMMIT, so an intermediate `processing` write would
- * only cost a round trip. A new event costs one statement, and so does a duplicate of a signed id.
+ * What taking a `failed` row back sets, from the arriving row `v` (a VALUES row, or `excluded`).
+ * Applied now: the final status, and the old error cleared. Queued: `received`, due again, its
+ * attempt count unchanged (a redelivery is not a failure) and its last error kept until the worker
+ * applies it.
  */
-export async function insertOrTakeBack(db: Executor, event: InboxEvent, arrival: Arrival): Promise<StoredRow | null> {
-  const availableAt = arrival.status === 'received' ? arrival.availableAt.toISOString() : sql`default`;
-  const values = sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${arrival.status}, ${JSON.stringify(event.payload)},
-    ${event.contentDigest ?? null}, ${event.occurredAt?.toISOString() ?? null}, ${finishedNow(arrival.status)}, ${availableAt})`;
-  const insert = sql`insert into webhook_events
-    (provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)
-    values ${values}`;
-  if (event.contentDigest === undefined) {
-    // The id is signed and the digest column stays null (outside its partial unique index), so the
-    // primary key is the only arbiter: one statement inserts, takes back a failed row, or finds a
-    // duplicate.
-    const takeBack =
-      arrival.status === 'received'
-        ? sql`status = 'received', available_at = excluded.available_at, completed_at = null`
-        : sql`status = excluded.status, completed_at = excluded.completed_at, last_error = null`;
-    const [row] = await db.execute<{ attempt_count: number; event_id: string }>(sql`${insert}
-      on conflict (provider, event_id) do update set ${takeBack} where webhook_events.status = 'failed'
-      returning attempt_count, event_id`);
-    return row === undefined ? null : { attemptCount: row.attempt_count, eventId: row.event_id };
+const takeBackSet = (v: SQL) => sql`status = ${v}.status,
+  completed_at = ${v}.completed_at,
+  available_at = case when ${v}.status = 'received' then ${v}.available_at else webhook_events.available_at end,
+  last_error = case when ${v}.status = 'received' then webhook_events.last_error end`;
+
+function rowValues({ event, arrival }: Arriving): SQL {
+  const availableAt = arrival.status === 'received' ? arrival.availableAt.toISOString() : sql`now()`;
+  return sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${arrival.status}::webhook_event_status,
+    ${JSON.stringify(event.payload)}::jsonb, ${event.contentDigest ?? null}::text, ${event.occurredAt?.toISOString() ?? null}::timestamptz,
+    ${finishedNow(arrival.status)}::timestamptz, ${availableAt}::timestamptz)`;
+}
+
+const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
+
+/**
+ * Inserts each delivery's row in the state the transaction (or, async, the autocommitted statement)
+ * will leave it in, or takes back a `failed` one; null for a delivery whose event is already stored
+ * in any other state (a duplicate). Nobody sees a row before COMMIT, so an intermediate `processing`
+ * write would only cost a round trip.
+ *
+ * The rows must not share a key (a provider's event id, or its content digest): the caller sends a
+ * twin in a later statement, where it meets the committed first one. They are written in key order,
+ * so two transactions that insert overlapping sets wait for each other instead of deadlocking.
+ *
+ * Signed ids only (no digest): one statement inserts, takes back failed rows or finds duplicates.
+ * With digests the insert names no conflict target (either unique index arbitrates) and the failed
+ * rows are taken back in one more statement, matched by the signed digest, never by an unsigned id.
+ */
+export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
+  const order = rows.map((_, index) => index);
+  order.sort((a, b) => compareKeys(rows[a]?.event, rows[b]?.event));
+  const values = sql.join(
+    order.map((index) => rowValues(rows[index] as Arriving)),
+    sql`, `,
+  );
+  const byId = new Map<string, StoredRow>();
+  const found = (row: { provider: string; event_id: string; stored_id: string; attempt_count: number }) =>
+    byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
+  const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
+  const inserted = await db.execute<{ provider: string; event_id: string; stored_id: string; attempt_count: number }>(
+    sql`insert into webhook_events ${COLUMNS} values ${values}
+      ${signedOnly ? sql`on conflict (provider, event_id) do update set ${takeBackSet(sql`excluded`)} where webhook_events.status = 'failed'` : sql`on conflict do nothing`}
+      returning provider, event_id, event_id as stored_id, attempt_count`,
+  );
+  for (const row of inserted) found(row);
+  const conflicted = rows.filter((row) => !byId.has(storedKeyString(row.event.provider, row.event.eventId)));
+  if (!signedOnly && conflicted.length > 0) {
+    const taken = await db.execute<{
+      provider: string;
+      event_id: string;
+      stored_id: string;
+      attempt_count: number;
+    }>(sql`
+      update webhook_events set ${takeBackSet(sql`v`)}
+      from (values ${sql.join(conflicted.map(rowValues), sql`, `)}) as v ${COLUMNS}
+      where webhook_events.status = 'failed' and webhook_events.provider = v.provider
+        and ((v.content_digest is null and webhook_events.event_id = v.event_id)
+          or (webhook_events.content_digest = v.content_digest and webhook_events.event_type = v.event_type))
+      returning v.provider, v.event_id, webhook_events.event_id as stored_id, webhook_events.attempt_count`);
+    for (const row of taken) found(row);
   }
-  // No conflict target: every unique index arbitrates, and a conflict on either inserts nothing.
-  const [inserted] = await db.execute<{ attempt_count: number; event_id: string }>(sql`${insert}
-    on conflict do nothing
-    returning attempt_count, event_id`);
-  if (inserted !== undefined) return { attemptCount: inserted.attempt_count, eventId: inserted.event_id };
-  return takeBackFailed(db, event, takeBackValues(arrival));
+  return rows.map((row) => byId.get(storedKeyString(row.event.provider, row.event.eventId)) ?? null);
+}
+
+/** One delivery's insertOrTakeBackAll. */
+export async function insertOrTakeBack(db: Executor, event: InboxEvent, arrival: Arrival): Promise<StoredRow | null> {
+  const [row] = await insertOrTakeBackAll(db, [{ event, arrival }]);
+  return row ?? null;
+}
+
+/** The keys a delivery's row is unique under: a twin shares one of them. */
+export function rowKeys(event: InboxEvent): string[] {
+  const id = storedKeyString(event.provider, event.eventId);
+  // Two NULs: an event id cannot start with one, so a digest key never equals an id key.
+  return event.contentDigest === undefined ? [id] : [id, `${event.provider}\u0000\u0000${event.contentDigest}`];
+}
+
+function compareKeys(a: InboxEvent | undefined, b: InboxEvent | undefined): number {
+  const left = `${a?.provider}\u0000${a?.eventId}`;
+  const right = `${b?.provider}\u0000${b?.eventId}`;
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+export function storedKeyString(provider: string, eventId: string): string {
+  // A NUL cannot occur in either column (jsonb and text reject it), so the pair maps back uniquely.
+  return `${provider}\u0000${eventId}`;
 }
 
 const storedColumns = { attemptCount: webhookEvents.attemptCount, eventId: webhookEvents.eventId };

@@ -12,11 +12,12 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { acceptEvent, backlogGate } from './accept.ts';
+import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
-import type { InboxEvent } from './event-rows.ts';
+import type { Arrival, InboxEvent } from './event-rows.ts';
 import type { IntakeLoad } from './intake-load.ts';
 import { type Answered, answer, DeliveryReport } from './intake-report.ts';
-import { type Plan, planFor, processEvent } from './process.ts';
+import { finalStatus, type Plan, planFor, processEvent } from './process.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
 export interface IntakeDeps {
@@ -34,6 +35,12 @@ export interface IntakeDeps {
   intakeLoad?: IntakeLoad;
   /** Test and tracing hook: runs after validation, just before the database claim. */
   beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
+  /**
+   * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
+   * in flight. Absent: each delivery has a transaction of its own (the Worker, where requests of an
+   * isolate may not share a database client).
+   */
+  groupCommit?: { maxBatch: number; lanes: number };
 }
 
 type IntakeEnv = {
@@ -79,6 +86,16 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   const routes = new Hono<IntakeEnv>();
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
   const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+  // One committer per database: on Node every request brings the process's pool.
+  const committers = new WeakMap<Database, IntakeCommitter>();
+  const committerFor = (db: Database, options: { maxBatch: number; lanes: number }) => {
+    let committer = committers.get(db);
+    if (committer === undefined) {
+      committer = new IntakeCommitter(db, { ...options, onBatch: (size) => deps.metrics.observeIntakeBatch(size) });
+      committers.set(db, committer);
+    }
+    return committer;
+  };
 
   /** Provider (404), declared size (413) and content type (415): answered before the body is read. */
   const admit: MiddlewareHandler<IntakeEnv> = async (c, next) => {
@@ -124,7 +141,15 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     event: InboxEvent,
     plan: Plan,
   ): Promise<{ outcome: Answered; attempt?: number | undefined }> {
-    if (backlog === undefined || plan.kind !== 'apply') return processEvent(db, deadline, event, plan);
+    const queue = backlog !== undefined && plan.kind === 'apply';
+    if (deps.groupCommit !== undefined) {
+      if (queue) await deadline.race(backlog.check(db));
+      const arrival: Arrival = queue
+        ? { status: 'received', availableAt: new Date(deps.clock()) }
+        : { status: finalStatus[plan.kind] };
+      return committerFor(db, deps.groupCommit).submit({ event, plan, arrival, deadline });
+    }
+    if (!queue) return processEvent(db, deadline, event, plan);
     const accepted = await acceptEvent(db, deadline, backlog, event, deps.clock);
     return accepted.outcome === 'duplicate'
       ? { outcome: 'duplicate' }

@@ -18,6 +18,7 @@ import {
   recordApplyFailure,
   type StoredEventKey,
   type StoredFilter,
+  storedKeyString,
 } from './event-rows.ts';
 import { finalStatus, planFor } from './process.ts';
 
@@ -86,11 +87,6 @@ async function applyLocked(
     if (applied.length > 0) await markApplied(tx, applied);
     return new Map(applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]));
   });
-}
-
-export function storedKeyString(provider: string, eventId: string): string {
-  // A NUL cannot occur in either column (jsonb and text reject it), so the pair maps back uniquely.
-  return `${provider}\u0000${eventId}`;
 }
 
 export async function applyStoredEvent(

@@ -16,15 +16,9 @@ import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
-import { type ClaimedEvent, claimDue, releaseClaim } from './event-rows.ts';
+import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
-import {
-  applyStoredBatch,
-  applyStoredEvent,
-  type StoredContext,
-  type StoredOutcome,
-  storedKeyString,
-} from './stored.ts';
+import { applyStoredBatch, applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
 
 export interface WorkerSettings extends QueueSettings {
   /**

@@ -39,6 +39,8 @@ export async function buildTestApp(
     newId: () => randomUUID().replaceAll('-', ''),
     logger: createLogger({ level: 'debug', now: () => new Date(now), write: (line) => logs.push(line) }),
     expectedMigration,
+    // As `npm start` runs it: deliveries share transactions (override with `groupCommit: undefined`).
+    groupCommit: { maxBatch: 64, lanes: 4 },
     ...overrides,
     config: {
       HANDLER_DEADLINE_MS: 5000,
