@@ -31,7 +31,7 @@ import { undiciPost } from '../src/outbox/undici-post.ts';
 import { BROKER_NAMES, type BrokerName, brokerTarget } from './lib/brokers.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
-import { machineBusyShare, machineCpu, processTreeCpuTicks, ticksToMs } from './lib/proc.ts';
+import { commandCpuTicks, machineBusyShare, machineCpu, processTreeCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { startSinkProcess } from './lib/sink.ts';
 import { formatTable, round } from './lib/stats.ts';
@@ -84,6 +84,8 @@ async function outcome(url: string) {
 /** What the publisher under test publishes to: built, counted and removed around its drain. */
 interface Target {
   publisher: Publisher;
+  /** CPU ticks the target's process has used so far (the sink, or the broker on this machine). */
+  cpuTicks(): number;
   /** Messages the target got (the sink's requests, the stream's or queue's messages). */
   received(): Promise<number>;
   note: string;
@@ -98,6 +100,7 @@ async function openTarget(name: PublisherName, transport: 'undici' | 'fetch', ti
     return {
       publisher: httpPublisher({ url: sink.url, clock, post: transport === 'undici' ? undiciPost : fetchPost }),
       received: () => sink.received(),
+      cpuTicks: () => processTreeCpuTicks(sink.pid),
       note: `${transport} transport, sink in another process`,
       dispose: () => sink.stop(),
     };
@@ -108,6 +111,7 @@ async function openTarget(name: PublisherName, transport: 'undici' | 'fetch', ti
   return {
     publisher,
     received: () => broker.stored(),
+    cpuTicks: () => commandCpuTicks(broker.command),
     note: 'one connection, whole batch pipelined',
     dispose: async () => {
       await publisher.close?.();
@@ -123,6 +127,7 @@ interface Figures {
   messagesPerSecond: number;
   relayCpuMsPerMessage: number;
   databaseCpuMsPerMessage: number | null;
+  targetCpuMsPerMessage: number;
   machineBusyShare: number;
   stored: Awaited<ReturnType<typeof outcome>>;
   received: number;
@@ -155,6 +160,7 @@ async function measure(
     console.log(`[${name}] draining (batch ${batchSize}, ${target.note})`);
     const dbTicksBefore =
       database.postmasterPid === undefined ? undefined : processTreeCpuTicks(database.postmasterPid);
+    const targetTicksBefore = target.cpuTicks();
     const machineBefore = machineCpu();
     const cpuBefore = process.cpuUsage();
     const wallStarted = performance.now();
@@ -162,6 +168,7 @@ async function measure(
     const wallMs = performance.now() - wallStarted;
     const cpu = process.cpuUsage(cpuBefore);
     const busy = machineBusyShare(machineBefore, machineCpu());
+    const targetMs = ticksToMs(target.cpuTicks() - targetTicksBefore);
     const dbMs =
       dbTicksBefore === undefined || database.postmasterPid === undefined
         ? undefined
@@ -173,6 +180,7 @@ async function measure(
       messagesPerSecond: summary.published / (wallMs / 1000),
       relayCpuMsPerMessage: (cpu.user + cpu.system) / 1000 / messages,
       databaseCpuMsPerMessage: dbMs === undefined ? null : dbMs / messages,
+      targetCpuMsPerMessage: targetMs / messages,
       machineBusyShare: busy,
       stored: await outcome(database.url),
       received: await target.received(),
@@ -256,6 +264,11 @@ async function main(): Promise<boolean> {
               note: 'embedded server',
             },
           ]),
+      {
+        label: `${figures.publisher} target CPU`,
+        value: `${round(figures.targetCpuMsPerMessage, 3)} ms/msg`,
+        note: figures.publisher === 'http' ? 'the sink process' : 'the broker process on this machine',
+      },
       {
         label: `${figures.publisher} machine busy`,
         value: `${round(figures.machineBusyShare * 100, 0)} %`,

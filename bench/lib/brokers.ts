@@ -12,6 +12,8 @@ export const BROKER_NAMES: readonly BrokerName[] = ['nats', 'rabbitmq', 'redis']
 
 export interface BrokerTarget {
   url: string;
+  /** The broker's process name on this machine, for its CPU per message. */
+  command: string;
   /** Messages the stream or queue holds now. */
   stored(): Promise<number>;
   dispose(): Promise<void>;
@@ -27,6 +29,7 @@ async function natsTarget(): Promise<BrokerTarget> {
   await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
   return {
     url: `nats://127.0.0.1:4222?stream=${stream}&subject_prefix=${stream}.`,
+    command: 'nats-server',
     stored: async () => (await jsm.streams.info(stream)).state.messages,
     dispose: async () => {
       await jsm.streams.delete(stream);
@@ -46,6 +49,7 @@ async function rabbitTarget(): Promise<BrokerTarget> {
   await channel.bindQueue(queue, exchange, '#');
   return {
     url: `amqp://guest:guest@127.0.0.1:5672?exchange=${exchange}`,
+    command: 'beam.smp',
     stored: async () => (await channel.checkQueue(queue)).messageCount,
     dispose: async () => {
       await channel.deleteQueue(queue);
@@ -60,6 +64,7 @@ async function redisTarget(): Promise<BrokerTarget> {
   const stream = runName('webhook-inbox-bench-');
   return {
     url: `redis://127.0.0.1:6379?stream=${stream}`,
+    command: 'redis-server',
     stored: () => client.xlen(stream),
     dispose: async () => {
       for await (const keys of client.scanStream({ match: `${stream}:dedup:*`, count: 1000 })) {

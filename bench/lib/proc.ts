@@ -85,6 +85,25 @@ export function processTreeCpuTicks(parentPid: number): number {
   return total;
 }
 
+/**
+ * CPU ticks of every process whose command name (/proc/<pid>/comm) is `command`: a broker that runs
+ * on this machine (beam.smp, nats-server, redis-server), whoever started it.
+ */
+export function commandCpuTicks(command: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== command) continue;
+      const stat = readStat(Number(entry));
+      total += stat.utime + stat.stime;
+    } catch {
+      // The process ended between readdir and read.
+    }
+  }
+  return total;
+}
+
 /** VmHWM (peak resident set size) in KiB. */
 export function peakRssKiB(pid: number): number {
   const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
