@@ -53,6 +53,14 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
       case 'OOM':
         return retry('redis: out of memory (maxmemory reached): trim the stream or raise the limit');
       case undefined:
+        // ioredis's words (no code on them) for commands in flight when the connection drops, and
+        // for a command sent while it is down (the offline queue is off).
+        if (error instanceof Error && /^(Connection is closed|Reached the max retries)/.test(error.message)) {
+          return retry('redis: connection lost before the reply');
+        }
+        if (error instanceof Error && error.message.startsWith("Stream isn't writeable")) {
+          return retry('redis: disconnected, reconnecting');
+        }
         return retry(`redis: ${systemCode(error) ?? errorName(error)}`);
       default:
         // READONLY (a replica), LOADING, BUSY, MASTERDOWN…: the server's state, not the message.
