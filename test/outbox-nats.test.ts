@@ -8,6 +8,7 @@ import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import {
+  BROKER_TEST_TIMEOUT,
   drainOneMessage,
   natsAdmin,
   publishersForFile,
@@ -113,6 +114,7 @@ describe('a full stream', () => {
       const ids = await insertMessages(sql, 2);
       const test = buildTestRelay(database.db, {
         publisher: publisherOn(`${SHARED_NATS}?stream=${full}&subject_prefix=${full}.`),
+        settings: BROKER_TEST_TIMEOUT,
       });
       expect(await test.relay.drain()).toMatchObject({ published: 1, retried: 1, dead: 0 });
       const waiting = (await outboxRows(sql, ids)).find((row) => row.status === 'pending');

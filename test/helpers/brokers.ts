@@ -252,13 +252,19 @@ export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
   return { port, cut, restore: listen };
 }
 
-/** Publishers as the Node entry builds them for target URLs (2 s timeouts), all closed with the file. */
+/**
+ * A publish's and a connection's timeout in these tests: long enough for a loaded CI machine, so a
+ * slow acknowledgement is not mistaken for the failure a test provokes.
+ */
+export const BROKER_TEST_TIMEOUT = { timeoutMs: 5000 } as const;
+
+/** Publishers as the Node entry builds them for target URLs, all closed with the file. */
 export function publishersForFile(): (target: string) => Publisher {
   const made: Publisher[] = [];
   afterAll(() => Promise.all(made.map((publisher) => publisher.close?.())));
   const logger = createLogger({ level: 'silent', now: () => new Date() });
   return (target) => {
-    const publisher = nodePublisherFor(target, { clock: Date.now, logger, timeoutMs: 2000 });
+    const publisher = nodePublisherFor(target, { clock: Date.now, logger, ...BROKER_TEST_TIMEOUT });
     made.push(publisher);
     return publisher;
   };
@@ -267,7 +273,7 @@ export function publishersForFile(): (target: string) => Publisher {
 /** One new message drained once by `publisher`: the summary, the row after it, and the relay for later passes. */
 export async function drainOneMessage(database: Pick<TestDatabase, 'db' | 'sql'>, publisher: Publisher) {
   const [id] = (await insertMessages(database.sql, 1)) as [string];
-  const test = buildTestRelay(database.db, { publisher });
+  const test = buildTestRelay(database.db, { publisher, settings: BROKER_TEST_TIMEOUT });
   const summary = await test.relay.drain();
   const [row] = await outboxRows(database.sql, [id]);
   return { summary, row, test };

@@ -5,7 +5,7 @@
 import type postgres from 'postgres';
 import { expect } from 'vitest';
 import type { Publisher } from '../../src/outbox/publishers.ts';
-import type { OwnBroker } from '../helpers/brokers.ts';
+import { BROKER_TEST_TIMEOUT, type OwnBroker } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows, type TestRelay } from '../helpers/outbox.ts';
 
@@ -52,7 +52,7 @@ export async function drainThroughOutage(
   const ids = await insertMessages(sql, 100);
   const test = buildTestRelay(db, {
     publisher: killingAtPublish(options.publisher, 30, { kill: options.stop }),
-    settings: { batchSize: 20 },
+    settings: { batchSize: 20, ...BROKER_TEST_TIMEOUT },
   });
 
   const first = await test.relay.drain();

@@ -4,10 +4,8 @@
 // deduplication key; a message published again (a relay that died after the broker acknowledged but
 // before its outcome was written) is stored once where the broker deduplicates, and carries the same
 // key where the consumer must.
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/lib/logger.ts';
-import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
-import type { Consumed } from '../helpers/brokers.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BROKER_TEST_TIMEOUT, type Consumed, publishersForFile } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
 import { buildTestRelay, contractBody, insertMessages, type OutboxRow, outboxRows } from '../helpers/outbox.ts';
 
@@ -27,12 +25,7 @@ export interface BrokerUnderTest {
 
 export function brokerPublisherContract(database: TestDatabase, broker: BrokerUnderTest): void {
   const { db, sql } = database;
-  const publisher = nodePublisherFor(broker.target, {
-    clock: Date.now,
-    logger: createLogger({ level: 'silent', now: () => new Date() }),
-    timeoutMs: 5000,
-  });
-  afterAll(() => publisher.close?.());
+  const publisher = publishersForFile()(broker.target);
 
   describe(`the ${broker.name} publisher`, () => {
     afterEach(async () => {
@@ -43,7 +36,7 @@ export function brokerPublisherContract(database: TestDatabase, broker: BrokerUn
     it('delivers drained batches that a consumer reads back once per key, with the contract body', async () => {
       const changed = await insertMessages(sql, 70, { payload: { external_id: 'sub_a', status: 'active' } });
       const paid = await insertMessages(sql, 50, { topic: 'invoice.paid' });
-      const test = buildTestRelay(db, { publisher, settings: { batchSize: 50 } });
+      const test = buildTestRelay(db, { publisher, settings: { batchSize: 50, ...BROKER_TEST_TIMEOUT } });
 
       expect(await test.relay.drain()).toMatchObject({ claimed: 120, published: 120, retried: 0, dead: 0, batches: 3 });
 
@@ -66,7 +59,7 @@ export function brokerPublisherContract(database: TestDatabase, broker: BrokerUn
 
     it('a message published again is stored once, or comes again under the same key', async () => {
       const ids = await insertMessages(sql, 3);
-      const test = buildTestRelay(db, { publisher });
+      const test = buildTestRelay(db, { publisher, settings: BROKER_TEST_TIMEOUT });
       expect((await test.relay.drain()).published).toBe(3);
       // As if the relay had died after the broker's acknowledgement, before writing the outcome.
       await sql`update outbox_messages set status = 'pending', published_at = null where id = any(${ids}::uuid[])`;
