@@ -2,7 +2,7 @@
 // in-process worker (WORKER_INTERVAL_MS) applies it and the relay publishes its outbox message, and
 // SIGTERM stops the schedules before the pools close (exit 0).
 import { expect, it } from 'vitest';
-import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { startListeningService } from './helpers/process.ts';
@@ -22,12 +22,7 @@ it('npm start in async mode queues, applies on its schedule and stops cleanly', 
     const nowSeconds = Math.floor(Date.now() / 1000);
     const subscription = uniqueId('sub');
     const event = acmeEvent({ created: nowSeconds, version: 2, data: { id: subscription, status: 'active' } });
-    const body = JSON.stringify(event);
-    const response = await fetch(`${service.origin}/webhooks/acme`, {
-      method: 'POST',
-      body,
-      headers: await signedHeaders(body, { secret, timestamp: nowSeconds }),
-    });
+    const response = await deliverAcme(service.origin, event, { secret, timestamp: nowSeconds });
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ received: true, queued: true });
     expect(await eventRow(sql, event.id)).toBeDefined();

@@ -6,7 +6,7 @@
 import { DiscardPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import {
   BROKER_TEST_TIMEOUT,
   drainOneMessage,
@@ -175,12 +175,7 @@ describe('npm start with a NATS target', () => {
       const event = acmeEvent({ created: nowSeconds, data: { id: uniqueId('sub'), status: 'active' } });
       const key = `acme:${event.id}:subscription.changed`;
       try {
-        const body = JSON.stringify(event);
-        const response = await fetch(`${service.origin}/webhooks/acme`, {
-          method: 'POST',
-          body,
-          headers: await signedHeaders(body, { secret, timestamp: nowSeconds }),
-        });
+        const response = await deliverAcme(service.origin, event, { secret, timestamp: nowSeconds });
         expect(response.status).toBe(200);
         await expect
           .poll(

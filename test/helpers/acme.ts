@@ -56,6 +56,16 @@ export async function signedHeaders(
   return { 'content-type': 'application/json', 'x-acme-timestamp': timestamp, 'x-acme-signature': signature };
 }
 
+/** POSTs `event` to a running service's acme route, signed with `secret` at `timestamp`. */
+export async function deliverAcme(
+  origin: string,
+  event: AcmeEventShape,
+  options: { secret: string; timestamp: number },
+): Promise<Response> {
+  const body = JSON.stringify(event);
+  return fetch(`${origin}/webhooks/acme`, { method: 'POST', body, headers: await signedHeaders(body, options) });
+}
+
 export function readFixture(name: string): Buffer {
   return readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
 }
