@@ -1,11 +1,11 @@
 // Inside workerd: with OUTBOX_TARGET_URL unset, the cron trigger's drain sends pending outbox
 // messages through the OUTBOX_QUEUE producer binding (wrangler.toml), and a real consumer Worker on
 // that queue (test/worker-pool.ts) receives each message's contract body once; a message too large
-// for a queue goes dead at once without holding back the others.
+// for a queue goes dead at once without holding back the others. A broker URL is refused.
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import postgres from 'postgres';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
 import { contractBody, insertMessages, outboxRows } from '../helpers/outbox.ts';
 
@@ -55,5 +55,23 @@ it('the cron publishes to OUTBOX_QUEUE when no target URL is set, and the consum
     const message = byKey.get(row.deduplication_key);
     expect(message?.path).toBe('/queue');
     expect(JSON.parse(message?.body ?? '{}')).toEqual(contractBody(row));
+  }
+});
+
+it('refuses a broker target, which a Worker cannot publish to: 503 and the reason logged', async () => {
+  const lines: string[] = [];
+  const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => {
+    lines.push(String(line));
+  });
+  try {
+    const bindings = { ...env, OUTBOX_TARGET_URL: 'redis://:hunter2@127.0.0.1:6379?stream=outbox' };
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(new Request('https://inbox.test/healthz'), bindings, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(503);
+    expect(lines.join('\n')).toContain('OUTBOX_TARGET_URL: redis targets are published by the Node relay');
+    expect(lines.join('\n')).not.toContain('hunter2');
+  } finally {
+    log.mockRestore();
   }
 });
