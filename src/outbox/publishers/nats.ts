@@ -91,7 +91,9 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) {
         return permanent(`nats: ${describe} does not exist: create it with subjects ${target.subjectPrefix}>`);
       }
-      if (noResponders(error)) return permanent('nats: JetStream is not enabled on the server');
+      // Nobody answered the API either: JetStream is off, or between leaders. Only a definite answer
+      // (no such stream, a subject it does not take) is worth a dead letter.
+      if (noResponders(error)) return retry('nats: JetStream did not answer (is it enabled on the server?)');
       return retry(`nats: ${describe} did not answer for ${subject}`);
     }
   }
