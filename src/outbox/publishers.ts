@@ -1,7 +1,8 @@
 // Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
 // target configured, the log; the brokers' publishers (publishers/) implement the same interface. A
-// publisher answers with an outcome class (published, retry, permanent) and a bounded error category; the relay owns attempts, backoff and dead letters. Web standards only
-// (fetch, AbortSignal, Headers), so the same code runs on Node and on Workers.
+// publisher answers with an outcome class (published, retry, permanent) and a bounded error category;
+// the relay owns attempts, backoff and dead letters. Web standards only (fetch, AbortSignal, Headers),
+// so the same code runs on Node and on Workers.
 import { ConfigError } from '../config.ts';
 import { parseRetryAfter } from '../lib/backoff.ts';
 import { errorCode } from '../lib/errors.ts';
