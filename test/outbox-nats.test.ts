@@ -92,10 +92,13 @@ describe('refusals that no retry can get past go dead at once', () => {
     expect(await readNatsStream(shared.nc, stream)).toEqual([]);
   });
 
-  it('credentials the server refuses', async () => {
-    const guarded = await startOwnNats({ user: 'relay', pass: 'right-password' });
+  it('credentials the server refuses, and a subject the user may not publish to', async () => {
+    const guarded = await startOwnNats({ user: 'relay', pass: 'right-password', deny: ['forbidden.>'] });
     expect(await deadWith(`${guarded.url('relay:wrong-password')}?stream=${stream}`)).toBe(
       'nats: the server refused the credentials in OUTBOX_TARGET_URL',
+    );
+    expect(await deadWith(`${guarded.url('relay:right-password')}?stream=OUTBOX&subject_prefix=forbidden.`)).toBe(
+      'nats: the user in OUTBOX_TARGET_URL may not publish to forbidden.subscription.changed: grant it',
     );
   });
 });

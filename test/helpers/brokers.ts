@@ -3,7 +3,7 @@
 // a test that stops a broker mid-drain starts an instance of its own (nats-server, redis-server) on a
 // free port, so it never touches what others use. Real consumers read back what was published.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,18 +88,23 @@ function ownBroker(scheme: string, command: string, args: (port: number, dir: st
   };
 }
 
-/** nats-server with JetStream, storing in a folder of its own (kept across a kill and restart). */
-export const startOwnNats = (auth?: { user: string; pass: string }) =>
-  ownBroker('nats', 'nats-server', (port, dir) => [
-    '-a',
-    '127.0.0.1',
-    '-p',
-    String(port),
-    '-js',
-    '-sd',
-    dir,
-    ...(auth === undefined ? [] : ['--user', auth.user, '--pass', auth.pass]),
-  ])();
+/**
+ * nats-server with JetStream, storing in a folder of its own (kept across a kill and restart); with
+ * `auth`, one user who may publish anywhere but to the `deny` subjects.
+ */
+export const startOwnNats = (auth?: { user: string; pass: string; deny: readonly string[] }) =>
+  ownBroker('nats', 'nats-server', (port, dir) => {
+    if (auth === undefined) return ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir];
+    const config = join(dir, 'nats.conf');
+    const user = { user: auth.user, password: auth.pass, permissions: { publish: { deny: auth.deny } } };
+    // The server's configuration format accepts JSON values.
+    writeFileSync(
+      config,
+      `listen: "127.0.0.1:${port}"\njetstream: ${JSON.stringify({ store_dir: join(dir, 'js') })}\n` +
+        `authorization: ${JSON.stringify({ users: [user] })}\n`,
+    );
+    return ['-c', config];
+  })();
 
 /** redis-server with an fsync'd append-only file, so what it acknowledged survives a kill. */
 export const startOwnRedis = (password: string) =>

@@ -106,7 +106,9 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
       // A stream at its limits with discard=new refuses new messages until consumers or limits make room.
       return retry(`nats: ${describe} refused the message (error ${error.code}: ${error.apiError().description})`);
     }
-    if (error instanceof PermissionViolationError || error instanceof AuthorizationError) {
+    // The client reports a refused publish as a RequestError caused by the violation.
+    const cause = error instanceof Error ? error.cause : undefined;
+    if ([error, cause].some((e) => e instanceof PermissionViolationError || e instanceof AuthorizationError)) {
       return permanent(`nats: the user in OUTBOX_TARGET_URL may not publish to ${subject}: grant it`);
     }
     return retry(`nats: ${systemCode(error) ?? errorName(error)}`);
