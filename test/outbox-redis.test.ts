@@ -84,13 +84,29 @@ describe('refusals that no retry can get past go dead at once', () => {
     expect(await shared.exists(dedupMarkerKey(taken, row?.deduplication_key ?? ''))).toBe(0);
   });
 
-  it('credentials the server refuses', async () => {
+  it('credentials the server refuses, and a key the user may not write', async () => {
     const guarded = await startOwnRedis('right-password');
     const { row } = await outcomeOf(`${guarded.url(':wrong-password')}?stream=${stream}`);
     expect(row).toMatchObject({
       status: 'dead',
       attempts: 1,
       last_error: 'redis: the server refused the credentials in OUTBOX_TARGET_URL',
+    });
+
+    // An ACL user that may run every command, on keys under `allowed:` only.
+    await redisAdmin(guarded.url(':right-password')).acl(
+      'SETUSER',
+      'relay',
+      'on',
+      '>relay-password',
+      '~allowed:*',
+      '+@all',
+    );
+    const refused = await outcomeOf(`${guarded.url('relay:relay-password')}?stream=${stream}`);
+    expect(refused.row).toMatchObject({
+      status: 'dead',
+      attempts: 1,
+      last_error: `redis: the user may not run scripts or write key ${stream} and its :dedup: keys: grant it`,
     });
   });
 });
