@@ -1,8 +1,10 @@
 // The RabbitMQ publisher against the machine's RabbitMQ: the shared broker suite on an exchange and
-// queue of this file's own, refusals that go dead at once with a last_error naming the fix, an
+// queue of this file's own, refusals (no exchange, bad credentials, no vhost, no write access) that
+// go dead at once with a last_error naming the fix, an
 // unroutable message retried (not a success), and connections lost mid-drain through a TCP link the
 // test cuts (RabbitMQ itself is shared, so it is never stopped): nothing lost, nothing published that
 // the broker did not confirm, and the relay reconnects by itself.
+import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { uniqueId } from './helpers/acme.ts';
 import { cuttableLink, drainOneMessage, publishersForFile, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
@@ -76,6 +78,23 @@ describe('refusals that no retry can get past go dead at once', () => {
       status: 'dead',
       last_error: 'rabbitmq: the vhost in OUTBOX_TARGET_URL does not exist or the user may not use it',
     });
+  });
+
+  it('a user without write access to the exchange', async () => {
+    // A user of the test's own on the shared broker (rabbitmqctl, as .ci/run has it), removed after.
+    const user = uniqueId('reader');
+    execFileSync('rabbitmqctl', ['add_user', user, 'reader-password'], { stdio: 'ignore' });
+    try {
+      execFileSync('rabbitmqctl', ['set_permissions', '-p', '/', user, '^$', '^$', '.*'], { stdio: 'ignore' });
+      const { row } = await outcomeOf(`amqp://${user}:reader-password@127.0.0.1:5672?exchange=${names.exchange}`);
+      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
+      expect(row?.last_error).toBe(
+        `rabbitmq: ACCESS_REFUSED - access to exchange '${names.exchange}' in vhost '/' refused for user '${user}': ` +
+          `grant the user write access to exchange ${names.exchange}`,
+      );
+    } finally {
+      execFileSync('rabbitmqctl', ['delete_user', user], { stdio: 'ignore' });
+    }
   });
 });
 
