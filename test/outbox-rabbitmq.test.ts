@@ -1,9 +1,9 @@
 // The RabbitMQ publisher against the machine's RabbitMQ: the shared broker suite on an exchange and
 // queue of this file's own, refusals (no exchange, bad credentials, no vhost, no write access) that
-// go dead at once with a last_error naming the fix, an
-// unroutable message retried (not a success), and connections lost mid-drain through a TCP link the
-// test cuts (RabbitMQ itself is shared, so it is never stopped): nothing lost, nothing published that
-// the broker did not confirm, and the relay reconnects by itself.
+// go dead at once with a last_error naming the fix, an unroutable message retried (not a success),
+// and connections lost mid-drain through a TCP link the test cuts (RabbitMQ itself is shared, so it
+// is never stopped): nothing lost, nothing published that the broker did not confirm, and the relay
+// reconnects by itself.
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { uniqueId } from './helpers/acme.ts';
