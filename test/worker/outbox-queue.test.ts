@@ -31,16 +31,22 @@ async function consumedFor(keys: ReadonlySet<string>): Promise<Received[]> {
   }
 }
 
-it('the cron publishes to OUTBOX_QUEUE when no target URL is set, and the consumer gets each message once', async () => {
-  const ids = await insertMessages(sql, 150, { payload: { external_id: 'sub_q', status: 'active' } });
-  const [tooLarge] = await insertMessages(sql, 1, { payload: { blob: 'x'.repeat(130 * 1024) } });
-
-  // Unset (an empty variable counts as unset): the queue binding becomes the target. A new env object
-  // is a new set of bindings to the Worker, so its configuration is read afresh.
+/**
+ * One cron run with OUTBOX_TARGET_URL unset (an empty variable counts as unset): the queue binding
+ * becomes the target. A new env object is a new set of bindings, so its configuration is read afresh.
+ */
+async function cronWithoutTarget(): Promise<void> {
   const queueEnv = { ...env, OUTBOX_TARGET_URL: '' };
   const ctx = createExecutionContext();
   worker.scheduled(createScheduledController({ cron: '* * * * *', scheduledTime: Date.now() }), queueEnv, ctx);
   await waitOnExecutionContext(ctx);
+}
+
+it('the cron publishes to OUTBOX_QUEUE when no target URL is set, and the consumer gets each message once', async () => {
+  const ids = await insertMessages(sql, 150, { payload: { external_id: 'sub_q', status: 'active' } });
+  const [tooLarge] = await insertMessages(sql, 1, { payload: { blob: 'x'.repeat(130 * 1024) } });
+
+  await cronWithoutTarget();
 
   const rows = await outboxRows(sql, ids);
   for (const row of rows) expect(row).toMatchObject({ status: 'published', attempts: 0, last_error: null });
@@ -56,6 +62,17 @@ it('the cron publishes to OUTBOX_QUEUE when no target URL is set, and the consum
     expect(message?.path).toBe('/queue');
     expect(JSON.parse(message?.body ?? '{}')).toEqual(contractBody(row));
   }
+});
+
+it('splits what a drain sends into batches the queue accepts (at most 256 KB each)', async () => {
+  // 30 messages of about 20 KB: 600 KB in all, more than two sendBatch calls may carry.
+  const ids = await insertMessages(sql, 30, { payload: { blob: 'y'.repeat(20 * 1024) } });
+  await cronWithoutTarget();
+
+  const rows = await outboxRows(sql, ids);
+  for (const row of rows) expect(row).toMatchObject({ status: 'published', attempts: 0 });
+  const consumed = await consumedFor(new Set(rows.map((row) => row.deduplication_key)));
+  expect(new Set(consumed.map((message) => message.idempotencyKey)).size).toBe(30);
 });
 
 it('refuses a broker target, which a Worker cannot publish to: 503 and the reason logged', async () => {
