@@ -1,7 +1,8 @@
 // Inside workerd: with OUTBOX_TARGET_URL unset, the cron trigger's drain sends pending outbox
 // messages through the OUTBOX_QUEUE producer binding (wrangler.toml), and a real consumer Worker on
 // that queue (test/worker-pool.ts) receives each message's contract body once; a message too large
-// for a queue goes dead at once without holding back the others. A broker URL is refused.
+// for a queue goes dead at once without holding back the others; a drain's sends are split within
+// the queue's batch limits. A broker URL is refused.
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import postgres from 'postgres';
