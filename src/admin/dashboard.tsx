@@ -14,7 +14,7 @@ import { Hono } from 'hono';
 import type { Child, FC } from 'hono/jsx';
 import type { AppDeps } from '../deps.ts';
 import { type EventListing, listEvents, type StatusCounts, statusCounts } from '../ops/events.ts';
-import { listOutbox, type OutboxListing } from '../outbox/operator.ts';
+import { listOutbox, type OutboxListing } from '../ops/outbox-view.ts';
 
 const ROWS_PER_SECTION = 25;
 

@@ -16,7 +16,7 @@ export function adminRoutes(deps: AppDeps): Hono {
   routes.use('/admin', dashboardSignIn());
   routes.use('/admin', gate);
   routes.use('/admin/*', gate);
-  routes.route('/admin/api', adminApiRoutes(deps));
+  routes.route('/', adminApiRoutes(deps));
   routes.route('/admin', dashboardRoutes(deps));
   return routes;
 }

@@ -1,10 +1,12 @@
 // What an operator reads about inbox events (CLI `events list|show`, the admin API and the
-// dashboard): listings without payloads, one event with its payload only when asked, and counts by
-// status. Reads only: every change goes through replay (src/ops/replay.ts).
-import { and, desc, eq, gte, sql } from 'drizzle-orm';
+// dashboard): filtered listings without payloads, newest first and paged by cursor, one event with
+// its payload only when asked, and counts by status. Reads only: every change goes through replay
+// (src/ops/replay.ts).
+import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
+import { after, decodeCursor, encodeCursor, micros, startsWith } from './cursor.ts';
 
 export interface EventListing {
   provider: string;
@@ -28,8 +30,30 @@ export interface EventDetail extends EventListing {
 export interface EventFilter {
   status?: WebhookEventStatus | undefined;
   provider?: string | undefined;
+  type?: string | undefined;
+  /** Event ids starting with this (an exact id finds that event). */
+  id?: string | undefined;
+  /** Received at or after. */
   since?: Date | undefined;
+  /** Received before. */
+  until?: Date | undefined;
+  /** Where the previous page ended (its `nextCursor`). */
+  cursor?: string | undefined;
   limit: number;
+}
+
+export interface Page<Row> {
+  rows: Row[];
+  /** The cursor of the next page; null on the last one. */
+  nextCursor: string | null;
+}
+
+/** A cursor that is not one of ours: the caller's bad value (a 400, or a usage error). */
+export class InvalidCursor extends Error {
+  constructor() {
+    super('not a cursor from a previous page');
+    this.name = 'InvalidCursor';
+  }
 }
 
 const t = webhookEvents;
@@ -45,20 +69,36 @@ const listingColumns = {
   availableAt: t.availableAt,
 };
 
-/** Newest first; payloads are left out (a listing is for finding events, not reading data). */
-export async function listEvents(db: Executor, filter: EventFilter): Promise<EventListing[]> {
-  return db
-    .select(listingColumns)
+/** Newest first, `limit` at a time; payloads are left out (a listing is for finding events, not reading data). */
+export async function listEvents(db: Executor, filter: EventFilter): Promise<Page<EventListing>> {
+  const position = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor, 2);
+  if (filter.cursor !== undefined && position === undefined) throw new InvalidCursor();
+  // One row more than asked says whether there is a next page.
+  const rows = await db
+    .select({ ...listingColumns, receivedMicros: micros(t.receivedAt) })
     .from(t)
     .where(
       and(
         filter.status === undefined ? undefined : eq(t.status, filter.status),
         filter.provider === undefined ? undefined : eq(t.provider, filter.provider),
+        filter.type === undefined ? undefined : eq(t.eventType, filter.type),
+        filter.id === undefined ? undefined : like(t.eventId, startsWith(filter.id)),
         filter.since === undefined ? undefined : gte(t.receivedAt, filter.since),
+        filter.until === undefined ? undefined : lt(t.receivedAt, filter.until),
+        position === undefined ? undefined : after(t.receivedAt, [t.provider, t.eventId], position),
       ),
     )
-    .orderBy(desc(t.receivedAt), t.provider, t.eventId)
-    .limit(filter.limit);
+    .orderBy(desc(t.receivedAt), desc(t.provider), desc(t.eventId))
+    .limit(filter.limit + 1);
+  const page = rows.slice(0, filter.limit);
+  const last = page.at(-1);
+  return {
+    rows: page.map(({ receivedMicros: _, ...listing }) => listing),
+    nextCursor:
+      rows.length > filter.limit && last !== undefined
+        ? encodeCursor({ atMicros: last.receivedMicros, keys: [last.provider, last.eventId] })
+        : null,
+  };
 }
 
 export async function getEvent(
