@@ -134,7 +134,7 @@ const bound = (value: string | undefined, nowMs: number) =>
   value === undefined ? undefined : parseTimeBound(value, nowMs);
 
 export function adminApiRoutes(deps: AppDeps) {
-  const operatorContext = { db: deps.db, clock: deps.clock, logger: deps.logger };
+  const operatorContext = { db: deps.db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics };
   const api = new OpenAPIHono({
     defaultHook: (result) => {
       if (!result.success) throw invalidRequest(refusedField(result.error));

@@ -49,7 +49,11 @@ export const eventsQuery = z
   .strict();
 
 export const eventParams = z.object({
-  provider: z.string().min(1).max(64).openapi({ param: { name: 'provider', in: 'path' } }),
+  provider: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'provider', in: 'path' } }),
   eventId: z
     .string()
     .min(1)
@@ -146,9 +150,7 @@ export const nextCursor = z
   .nullable()
   .openapi({ description: 'pass as ?cursor= for the next page; null on the last page' });
 
-export const eventsPage = z
-  .object({ events: eventSchema.array(), next_cursor: nextCursor })
-  .openapi('EventsPage');
+export const eventsPage = z.object({ events: eventSchema.array(), next_cursor: nextCursor }).openapi('EventsPage');
 
 export const eventAnswer = z.object({
   event: eventSchema,

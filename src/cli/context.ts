@@ -10,8 +10,8 @@ import { connectDatabase, type Database, type DatabaseHandle } from '../db/clien
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import type { Clock } from '../deps.ts';
-import type { RandomSource } from '../lib/backoff.ts';
 import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
+import type { RandomSource } from '../lib/backoff.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { providers } from '../providers/registry.ts';
 

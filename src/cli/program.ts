@@ -48,9 +48,10 @@ function packageVersion(): string {
 }
 
 const WHERE_THE_DATABASE_IS = `
-Database: DATABASE_URL when set; otherwise the embedded PostgreSQL that \`npm start\`
-runs with its data in DATA_DIR (default .data), found while it runs. Every other
-setting comes from the same environment variables as the server (docs/configuration.md).
+Database: DATABASE_URL when set; otherwise the embedded PostgreSQL that
+\`npm start\` runs with its data in DATA_DIR (default .data), found while it
+runs. Every other setting comes from the server's environment variables
+(docs/configuration.md). \`webhook-inbox <command> --help\` describes a command.
 Exit codes: 0 done, 1 could not run, 2 usage, 3 not found.`;
 
 export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): Command {
@@ -66,6 +67,9 @@ export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): 
       getOutHelpWidth: () => helpWidth,
       getErrHelpWidth: () => helpWidth,
     })
+    // Names only in the list of commands: each command's own --help shows its arguments, and the
+    // descriptions keep room to wrap at the terminal's width.
+    .configureHelp({ subcommandTerm: (command) => command.name() })
     .showHelpAfterError('(add --help for usage)')
     // Settings above are copied to every command created below; exitOverride makes commander throw
     // instead of exiting, so usage errors get the contract's code 2.

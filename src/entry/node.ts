@@ -24,6 +24,7 @@ import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
+import { processMetrics } from './process-metrics.ts';
 
 class StartupError extends Error {}
 
@@ -107,7 +108,8 @@ async function main(): Promise<void> {
 
   const providers = await enableProviders(secrets);
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
+  metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
@@ -118,6 +120,7 @@ async function main(): Promise<void> {
     newId: () => `relay-${newId()}`,
     random: Math.random,
     logger,
+    metrics,
     settings: relaySettings(config),
   });
   const relaySchedule = startSchedule({

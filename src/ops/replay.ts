@@ -8,6 +8,7 @@ import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { providers as schemes } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
 
@@ -21,6 +22,8 @@ export interface ReplayContext {
   logger: Logger;
   /** Providers asked whether they know a parked payload's schema now; every scheme by default. */
   providers?: StoredContext['providers'];
+  /** Counts each replay by the status it left (the CLI, a short process, has none). */
+  metrics?: Pick<Metrics, 'countReplay'>;
 }
 
 export interface ReplayRequest {
@@ -125,6 +128,9 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
       attempt: after?.attempts,
     });
     if (after === undefined) continue;
+    context.metrics?.countReplay(
+      applied && after.status !== 'received' && after.status !== 'processing' ? after.status : 'not_applied',
+    );
     const reason = replayReason(before, applied, after);
     events.push({ eventId, before, applied, after, ...(reason === undefined ? {} : { reason }) });
   }

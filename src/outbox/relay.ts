@@ -13,6 +13,7 @@ import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { JsonValue } from '../lib/json.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainBatches, forEachBounded, type QueueSettings } from '../lib/loops.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { OutboxMessage, Publisher, PublishOutcome } from './publishers.ts';
 
 export interface RelaySettings extends QueueSettings {
@@ -53,6 +54,8 @@ export interface RelayDeps {
   random: RandomSource;
   logger: Logger;
   settings: RelaySettings;
+  /** Counts each publish outcome by topic (webhook_outbox_deliveries_total). */
+  metrics?: Pick<Metrics, 'countOutbox'>;
 }
 
 export interface DrainSummary {
@@ -211,7 +214,9 @@ export function createRelay(deps: RelayDeps): Relay {
           }
           const outcome = outcomeOf(message, await publishOne(message), dueBy);
           outcomes.push(outcome);
-          summary[outcome.status === 'pending' ? 'retried' : outcome.status] += 1;
+          const counted = outcome.status === 'pending' ? 'retried' : outcome.status;
+          summary[counted] += 1;
+          deps.metrics?.countOutbox(message.topic, counted);
         });
         // The outcomes are written while the next batch is claimed and published: the rows stay
         // leased to us until then, so nobody else can take them. One write in flight at a time, and

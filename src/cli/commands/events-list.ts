@@ -11,7 +11,8 @@ import { formatTable } from '../table.ts';
 export function timeOption(now: () => number): (value: string) => Date {
   return (value) => {
     const bound = parseTimeBound(value, now());
-    if (bound === undefined) throw new InvalidArgumentError('expected an ISO 8601 time or a duration such as 15m, 6h, 2d');
+    if (bound === undefined)
+      throw new InvalidArgumentError('expected an ISO 8601 time or a duration such as 15m, 6h, 2d');
     return bound;
   };
 }

@@ -7,6 +7,7 @@ export const migrateCommand: CommandModule = {
   path: ['migrate'],
   define: (command, run) =>
     command
+      .summary('apply pending database migrations')
       .description('apply pending database migrations (same as npm run db:migrate)')
       .option('--json', 'print the result as one JSON document')
       .action(
