@@ -18,6 +18,9 @@ import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 
+/** What page.evaluate reads in the browser (the test's own types have no DOM). */
+type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
+
 const { sql, db } = await useTestDatabase();
 const TOKEN = 'dashboard-token-for-tests-0123456789';
 const CHROMIUM = '/usr/bin/chromium';
@@ -216,8 +219,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     const notice = page.locator('#notice.error', { hasText: `acme/${eventId}: replay failed, now failed` });
     await notice.waitFor();
     expect(await notice.textContent()).toContain('ledger still down');
-    expect(await page.locator('#last-error').textContent()).toBe('ledger still down');
-    expect(await eventRow(sql, eventId)).toMatchObject({ status: 'failed', last_error: 'ledger still down' });
+    expect(await page.locator('#last-error').textContent()).toBe('DomainRejection: ledger still down');
+    expect(await eventRow(sql, eventId)).toMatchObject({
+      status: 'failed',
+      last_error: 'DomainRejection: ledger still down',
+    });
     expect(await operatorActionRows(sql, `acme/${eventId}`)).toEqual([
       expect.objectContaining({ operator: 'grace', before_status: 'failed', after_status: 'failed' }),
     ]);
@@ -264,10 +270,15 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
       for (const [name, path] of views) {
         await page.goto(`${await origin}${path}`);
         await page.locator('main h1').waitFor();
-        await page.waitForFunction(() => document.getElementById('sign-in') === null);
-        const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+        // The sign-in page comes first; the script then loads the page with the tab's token.
+        await page.locator('#sign-in').waitFor({ state: 'detached' });
+        const scrollWidth = await page.evaluate(
+          () => (globalThis as unknown as BrowserGlobal).document.documentElement.scrollWidth,
+        );
         expect(scrollWidth, `${name} at ${width} px`).toBeLessThanOrEqual(width);
         await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-${width}.png`, fullPage: true });
+        // What a phone shows first, at its own size.
+        if (width === 390) await page.screenshot({ path: `${ARTIFACTS}/dashboard-${name}-${width}-screen.png` });
       }
       await page.close();
     }

@@ -6,7 +6,7 @@ import type { FC } from 'hono/jsx';
 
 const WIDTH = 640;
 const HEIGHT = 200;
-const PAD = { left: 48, right: 10, top: 12, bottom: 26 };
+const PAD = { left: 62, right: 12, top: 14, bottom: 28 };
 const PLOT_W = WIDTH - PAD.left - PAD.right;
 const PLOT_H = HEIGHT - PAD.top - PAD.bottom;
 
@@ -171,6 +171,7 @@ export const Lines: FC<{ title: string; series: readonly Series[]; axis: Axis; n
         })}
       </Frame>
       <Legend series={series} />
+      {values.length === 0 ? <p class="note">Nothing observed in this range.</p> : null}
       {note === undefined ? null : <p class="note">{note}</p>}
     </figure>
   );

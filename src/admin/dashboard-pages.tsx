@@ -235,7 +235,9 @@ const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, emp
       <tbody>
         {events.map((event) => (
           <tr data-event={`${event.provider}/${event.eventId}`}>
-            <Cell label="received">{iso(event.receivedAt)}</Cell>
+            <Cell label="received" class="time">
+              {iso(event.receivedAt)}
+            </Cell>
             <Cell label="provider">{event.provider}</Cell>
             <Cell label="event" class="id">
               <a href={eventPath(event.provider, event.eventId)}>{event.eventId}</a>
@@ -346,7 +348,9 @@ const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ message
       <tbody>
         {messages.map((message) => (
           <tr data-message={message.id}>
-            <Cell label="created">{iso(message.createdAt)}</Cell>
+            <Cell label="created" class="time">
+              {iso(message.createdAt)}
+            </Cell>
             <Cell label="id" class="id">
               <a href={messagePath(message.id)}>{message.id}</a>
             </Cell>

@@ -44,7 +44,7 @@ header .brand{font-weight:700}header nav{display:flex;gap:1rem}header nav a[aria
 .session input{width:9rem}
 main{padding:1rem;max-width:1200px;margin:0 auto}main:focus{outline:none}
 h1{font-size:1.4rem;margin:.2rem 0 .8rem}h1.id,.id{overflow-wrap:anywhere}h2{font-size:1.1rem;margin:1.4rem 0 .5rem}
-#notice{margin:0;padding:0 1rem;min-height:1.6rem;font-weight:600}#notice.ok{color:#1b5e20}#notice.warn{color:#8a5300}#notice.error{color:#b71c1c}
+#notice{margin:0;padding:0 1rem;font-weight:600}#notice.ok{color:#1b5e20}#notice.warn{color:#8a5300}#notice.error{color:#b71c1c}
 #notice:not(:empty){padding:.4rem 1rem;background:#fff;border-bottom:1px solid #ddd}
 .as-of{color:#555}
 button{font:inherit;padding:.25rem .7rem;border:1px solid #888;border-radius:4px;background:#fff;cursor:pointer}
@@ -57,14 +57,14 @@ input,select{font:inherit;padding:.2rem .3rem;max-width:100%}
 .filters{display:flex;flex-wrap:wrap;gap:.5rem .8rem;align-items:flex-end;margin-bottom:.8rem}.filters label{display:flex;flex-direction:column;font-size:.85rem}
 table.rows{border-collapse:collapse;width:100%;background:#fff}
 .rows td,.rows th{border-bottom:1px solid #e0e0e0;padding:.3rem .5rem;text-align:left;font-size:.9rem;vertical-align:top}.rows th{background:#f0f0f0}
-.error{color:#b71c1c;overflow-wrap:anywhere}.empty,.note{color:#555}.note{font-size:.85rem}
+.error{color:#b71c1c;overflow-wrap:anywhere}.rows td.error{max-width:26rem}.rows td.time{white-space:nowrap}.rows td.id{min-width:12rem;overflow-wrap:anywhere}.empty,.note{color:#555}.note{font-size:.85rem}
 .pager{display:flex;gap:1.5rem;margin:.8rem 0}
 .figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .figures div{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;display:flex;flex-direction:column}
 .figures strong{font-size:1.5rem}.label{font-size:.85rem;color:#555}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
 figure{margin:0;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.6rem}figcaption{font-weight:600;font-size:.95rem}
-svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:12px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
+svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:15px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
 .legend{display:flex;flex-wrap:wrap;gap:.2rem .8rem;list-style:none;padding:0;margin:.3rem 0 0;font-size:.85rem}
 .swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem;border-radius:2px}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.7rem}
@@ -76,7 +76,8 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
 @media (max-width:700px){
   .rows thead{position:absolute;left:-9999px}
   .rows tr{display:block;border:1px solid #e0e0e0;border-radius:6px;margin-bottom:.6rem;background:#fff}
-  .rows td{display:grid;grid-template-columns:6.5rem 1fr;gap:.5rem;border:0;padding:.2rem .5rem;overflow-wrap:anywhere}
+  .rows td{display:grid;grid-template-columns:6.5rem 1fr;gap:.5rem;border:0;padding:.2rem .5rem;overflow-wrap:anywhere;justify-items:start}
+  .rows td.id,.rows td.time{min-width:0;white-space:normal}.rows td.error{max-width:none}
   .rows td::before{content:attr(data-label);color:#555}
   dl.fields{grid-template-columns:1fr}dl.fields dd{margin-bottom:.3rem}
   .session{margin-left:0}
