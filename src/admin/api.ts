@@ -11,7 +11,7 @@ import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts'
 import { getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
-import { parseTimeBound } from '../ops/time-bound.ts';
+import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import {
   documentAnswer,
@@ -129,10 +129,6 @@ const DOCUMENT_INFO = {
   security: [{ bearer: [] }],
 };
 
-/** A time bound the schema accepted, against the request's clock. */
-const bound = (value: string | undefined, nowMs: number) =>
-  value === undefined ? undefined : parseTimeBound(value, nowMs);
-
 export function adminApiRoutes(deps: AppDeps) {
   const operatorContext = { db: deps.db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics };
   const api = new OpenAPIHono({
@@ -147,9 +143,8 @@ export function adminApiRoutes(deps: AppDeps) {
   });
 
   api.openapi(routes.listEvents, async (c) => {
-    const { since, until, ...filter } = c.req.valid('query');
-    const now = deps.clock();
-    const page = await listEvents(deps.db, { ...filter, since: bound(since, now), until: bound(until, now) });
+    const query = c.req.valid('query');
+    const page = await listEvents(deps.db, { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
   });
 
@@ -183,9 +178,8 @@ export function adminApiRoutes(deps: AppDeps) {
   });
 
   api.openapi(routes.listOutbox, async (c) => {
-    const { since, until, ...filter } = c.req.valid('query');
-    const now = deps.clock();
-    const page = await listOutbox(deps.db, { ...filter, since: bound(since, now), until: bound(until, now) });
+    const query = c.req.valid('query');
+    const page = await listOutbox(deps.db, { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor }, 200);
   });
 

@@ -5,6 +5,7 @@
 import type { Child, FC } from 'hono/jsx';
 import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
 import type { LatencyQuantiles } from '../lib/metrics.ts';
+import type { Page } from '../ops/cursor.ts';
 import type { EventDetail, EventListing } from '../ops/events.ts';
 import type { OutboxDetail, OutboxListing } from '../ops/outbox-view.ts';
 import { OUTCOMES, type Outcome, type Overview } from '../ops/overview.ts';
@@ -103,17 +104,53 @@ const Select: FC<{ name: string; label: string; options: readonly string[]; valu
 
 const RANGES = ['15m', '1h', '6h', '1d', '7d', '30d'] as const;
 
-const Pager: FC<{ first: string; next: string | null }> = ({ first, next }) => (
+/** First and next page of a filtered list: the filters stay in both links. */
+const Pager: FC<{ list: string; filter: Record<string, string | undefined>; next: string | null }> = ({
+  list,
+  filter,
+  next,
+}) => (
   <nav class="pager" aria-label="pages">
-    <a href={first}>First page</a>
+    <a href={`${list}${query(filter)}`}>First page</a>
     {next === null ? (
       <span>Last page</span>
     ) : (
-      <a href={next} rel="next">
+      <a href={`${list}${query({ ...filter, cursor: next })}`} rel="next">
         Next page
       </a>
     )}
   </nav>
+);
+
+/** A list's filter form: its own fields, then the time range and the id search every list has. */
+const FilterForm: FC<{ list: string; noun: string; when: string; since?: string; id?: string; children: Child }> = ({
+  list,
+  noun,
+  when,
+  since,
+  id,
+  children,
+}) => (
+  <form method="get" action={list} class="filters" aria-label="filters">
+    {children}
+    <label>
+      {when} in the last
+      <select name="since">
+        <option value="">any time</option>
+        {RANGES.map((range) => (
+          <option value={range} selected={range === since}>
+            {range}
+          </option>
+        ))}
+      </select>
+    </label>
+    <label>
+      {noun} id starts with
+      <input name="id" value={id ?? ''} type="search" />
+    </label>
+    <button type="submit">Filter</button>
+    <a href={list}>Clear</a>
+  </form>
 );
 
 // ---------------------------------------------------------------- overview
@@ -216,45 +253,64 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
 
 // ---------------------------------------------------------------- events
 
-const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, empty }) =>
-  events.length === 0 ? (
+/** A table of rows (cards on a narrow screen), or a line saying there are none. */
+const Rows: FC<{ headers: readonly string[]; count: number; empty: string; children: Child }> = ({
+  headers,
+  count,
+  empty,
+  children,
+}) =>
+  count === 0 ? (
     <p class="empty">{empty}</p>
   ) : (
     <table class="rows">
       <thead>
         <tr>
-          <th scope="col">received (UTC)</th>
-          <th scope="col">provider</th>
-          <th scope="col">event</th>
-          <th scope="col">type</th>
-          <th scope="col">status</th>
-          <th scope="col">attempts</th>
-          <th scope="col">last error</th>
+          {headers.map((header) => (
+            <th scope="col">{header}</th>
+          ))}
         </tr>
       </thead>
-      <tbody>
-        {events.map((event) => (
-          <tr data-event={`${event.provider}/${event.eventId}`}>
-            <Cell label="received" class="time">
-              {iso(event.receivedAt)}
-            </Cell>
-            <Cell label="provider">{event.provider}</Cell>
-            <Cell label="event" class="id">
-              <a href={eventPath(event.provider, event.eventId)}>{event.eventId}</a>
-            </Cell>
-            <Cell label="type">{event.eventType}</Cell>
-            <Cell label="status" class="status-cell">
-              <Status status={event.status} />
-            </Cell>
-            <Cell label="attempts">{String(event.attempts)}</Cell>
-            <Cell label="last error" class="error">
-              {event.lastError ?? ''}
-            </Cell>
-          </tr>
-        ))}
-      </tbody>
+      <tbody>{children}</tbody>
     </table>
   );
+
+/** The cells every row ends with: where it stands, how often it failed, and why. */
+const StateCells: FC<{ status: string; attempts: number; lastError: string | null }> = ({
+  status,
+  attempts,
+  lastError,
+}) => (
+  <>
+    <Cell label="status" class="status-cell">
+      <Status status={status} />
+    </Cell>
+    <Cell label="attempts">{String(attempts)}</Cell>
+    <Cell label="last error" class="error">
+      {lastError ?? ''}
+    </Cell>
+  </>
+);
+
+const EVENT_HEADERS = ['received (UTC)', 'provider', 'event', 'type', 'status', 'attempts', 'last error'] as const;
+
+const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, empty }) => (
+  <Rows headers={EVENT_HEADERS} count={events.length} empty={empty}>
+    {events.map((event) => (
+      <tr data-event={`${event.provider}/${event.eventId}`}>
+        <Cell label="received" class="time">
+          {iso(event.receivedAt)}
+        </Cell>
+        <Cell label="provider">{event.provider}</Cell>
+        <Cell label="event" class="id">
+          <a href={eventPath(event.provider, event.eventId)}>{event.eventId}</a>
+        </Cell>
+        <Cell label="type">{event.eventType}</Cell>
+        <StateCells status={event.status} attempts={event.attempts} lastError={event.lastError} />
+      </tr>
+    ))}
+  </Rows>
+);
 
 export interface EventsFilter {
   status?: string | undefined;
@@ -268,44 +324,22 @@ export const EventsPage: FC<{
   filter: EventsFilter;
   providers: readonly string[];
   counts: Record<string, number>;
-  events: EventListing[];
-  nextCursor: string | null;
-}> = ({ filter, providers, counts, events, nextCursor }) => {
-  const base = query({ ...filter });
+  page: Page<EventListing>;
+}> = ({ filter, providers, counts, page }) => {
   return (
     <>
       <h1 tabindex={-1}>Events</h1>
       <StatusLinks base="/admin/events" counts={counts} statuses={webhookEventStatuses} current={filter.status} />
-      <form method="get" action="/admin/events" class="filters" aria-label="filters">
+      <FilterForm list="/admin/events" noun="Event" when="Received" since={filter.since} id={filter.id}>
         <Select name="status" label="Status" options={webhookEventStatuses} value={filter.status} />
         <Select name="provider" label="Provider" options={providers} value={filter.provider} />
         <label>
           Type
           <input name="type" value={filter.type ?? ''} placeholder="subscription.updated" />
         </label>
-        <label>
-          Received in the last
-          <select name="since">
-            <option value="">any time</option>
-            {RANGES.map((range) => (
-              <option value={range} selected={range === filter.since}>
-                {range}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Event id starts with
-          <input name="id" value={filter.id ?? ''} type="search" />
-        </label>
-        <button type="submit">Filter</button>
-        <a href="/admin/events">Clear</a>
-      </form>
-      <EventTable events={events} empty="No event matches." />
-      <Pager
-        first={`/admin/events${base}`}
-        next={nextCursor === null ? null : `/admin/events${query({ ...filter, cursor: nextCursor })}`}
-      />
+      </FilterForm>
+      <EventTable events={page.rows} empty="No event matches." />
+      <Pager list="/admin/events" filter={{ ...filter }} next={page.nextCursor} />
     </>
   );
 };
@@ -330,43 +364,24 @@ const Payload: FC<{ payload: unknown }> = ({ payload }) => {
   );
 };
 
-const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) =>
-  messages.length === 0 ? (
-    <p class="empty">{empty}</p>
-  ) : (
-    <table class="rows">
-      <thead>
-        <tr>
-          <th scope="col">created (UTC)</th>
-          <th scope="col">id</th>
-          <th scope="col">topic</th>
-          <th scope="col">status</th>
-          <th scope="col">attempts</th>
-          <th scope="col">last error</th>
-        </tr>
-      </thead>
-      <tbody>
-        {messages.map((message) => (
-          <tr data-message={message.id}>
-            <Cell label="created" class="time">
-              {iso(message.createdAt)}
-            </Cell>
-            <Cell label="id" class="id">
-              <a href={messagePath(message.id)}>{message.id}</a>
-            </Cell>
-            <Cell label="topic">{message.topic}</Cell>
-            <Cell label="status" class="status-cell">
-              <Status status={message.status} />
-            </Cell>
-            <Cell label="attempts">{String(message.attempts)}</Cell>
-            <Cell label="last error" class="error">
-              {message.lastError ?? ''}
-            </Cell>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'status', 'attempts', 'last error'] as const;
+
+const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
+  <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
+    {messages.map((message) => (
+      <tr data-message={message.id}>
+        <Cell label="created" class="time">
+          {iso(message.createdAt)}
+        </Cell>
+        <Cell label="id" class="id">
+          <a href={messagePath(message.id)}>{message.id}</a>
+        </Cell>
+        <Cell label="topic">{message.topic}</Cell>
+        <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
+      </tr>
+    ))}
+  </Rows>
+);
 
 const REPLAYABLE_NOTE = 'Replay applies failed, parked and dead-lettered events again; others are only recorded.';
 
@@ -427,41 +442,20 @@ export interface OutboxFilterView {
 export const OutboxPage: FC<{
   filter: OutboxFilterView;
   counts: Record<string, number>;
-  messages: OutboxListing[];
-  nextCursor: string | null;
-}> = ({ filter, counts, messages, nextCursor }) => (
+  page: Page<OutboxListing>;
+}> = ({ filter, counts, page }) => (
   <>
     <h1 tabindex={-1}>Outbox</h1>
     <StatusLinks base="/admin/outbox" counts={counts} statuses={outboxStatuses} current={filter.status} />
-    <form method="get" action="/admin/outbox" class="filters" aria-label="filters">
+    <FilterForm list="/admin/outbox" noun="Message" when="Created" since={filter.since} id={filter.id}>
       <Select name="status" label="Status" options={outboxStatuses} value={filter.status} />
       <label>
         Topic
         <input name="topic" value={filter.topic ?? ''} />
       </label>
-      <label>
-        Created in the last
-        <select name="since">
-          <option value="">any time</option>
-          {RANGES.map((range) => (
-            <option value={range} selected={range === filter.since}>
-              {range}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Message id starts with
-        <input name="id" value={filter.id ?? ''} type="search" />
-      </label>
-      <button type="submit">Filter</button>
-      <a href="/admin/outbox">Clear</a>
-    </form>
-    <OutboxTable messages={messages} empty="No message matches." />
-    <Pager
-      first={`/admin/outbox${query({ ...filter })}`}
-      next={nextCursor === null ? null : `/admin/outbox${query({ ...filter, cursor: nextCursor })}`}
-    />
+    </FilterForm>
+    <OutboxTable messages={page.rows} empty="No message matches." />
+    <Pager list="/admin/outbox" filter={{ ...filter }} next={page.nextCursor} />
   </>
 );
 

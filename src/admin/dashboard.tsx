@@ -18,7 +18,7 @@ import type { AppDeps } from '../deps.ts';
 import { getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import { getOutboxMessage, listOutbox, messagesOfEvent } from '../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../ops/overview.ts';
-import { parseTimeBound } from '../ops/time-bound.ts';
+import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { providers } from '../providers/registry.ts';
 import { ADMIN_API_BASE } from './api.ts';
@@ -290,29 +290,14 @@ export function dashboardRoutes(deps: AppDeps): Hono {
   routes.get('/events', async (c) => {
     const parsed = parseQuery(c, eventsQuery);
     if ('refused' in parsed) return refused(c, '/admin/events', parsed.refused);
-    const { since, until, limit: _, ...filter } = parsed;
-    const nowMs = deps.clock();
+    const { until: _, limit: __, cursor, ...filter } = parsed;
+    const range = timeRange(parsed, deps.clock());
     const [listed, counts] = await Promise.all([
-      listEvents(deps.db, {
-        ...filter,
-        since: since === undefined ? undefined : parseTimeBound(since, nowMs),
-        until: until === undefined ? undefined : parseTimeBound(until, nowMs),
-        limit: PAGE_ROWS,
-      }),
+      listEvents(deps.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
       statusCounts(deps.db),
     ]);
-    return page(
-      c,
-      'Events',
-      '/admin/events',
-      <EventsPage
-        filter={{ status: filter.status, provider: filter.provider, type: filter.type, id: filter.id, since }}
-        providers={eventProviders}
-        counts={counts.events}
-        events={listed.rows}
-        nextCursor={listed.nextCursor}
-      />,
-    );
+    const view = <EventsPage filter={filter} providers={eventProviders} counts={counts.events} page={listed} />;
+    return page(c, 'Events', '/admin/events', view);
   });
 
   routes.get('/events/:provider/:eventId', async (c) => {
@@ -328,28 +313,13 @@ export function dashboardRoutes(deps: AppDeps): Hono {
   routes.get('/outbox', async (c) => {
     const parsed = parseQuery(c, outboxQuery);
     if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
-    const { since, until, limit: _, ...filter } = parsed;
-    const nowMs = deps.clock();
+    const { until: _, limit: __, cursor, ...filter } = parsed;
+    const range = timeRange(parsed, deps.clock());
     const [listed, counts] = await Promise.all([
-      listOutbox(deps.db, {
-        ...filter,
-        since: since === undefined ? undefined : parseTimeBound(since, nowMs),
-        until: until === undefined ? undefined : parseTimeBound(until, nowMs),
-        limit: PAGE_ROWS,
-      }),
+      listOutbox(deps.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
       statusCounts(deps.db),
     ]);
-    return page(
-      c,
-      'Outbox',
-      '/admin/outbox',
-      <OutboxPage
-        filter={{ status: filter.status, topic: filter.topic, id: filter.id, since }}
-        counts={counts.outbox}
-        messages={listed.rows}
-        nextCursor={listed.nextCursor}
-      />,
-    );
+    return page(c, 'Outbox', '/admin/outbox', <OutboxPage filter={filter} counts={counts.outbox} page={listed} />);
   });
 
   routes.get('/outbox/:id', async (c) => {

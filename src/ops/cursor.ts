@@ -52,3 +52,43 @@ export function after(time: AnyPgColumn, keyColumns: readonly AnyPgColumn[], key
 export function startsWith(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/** A cursor that is not one of ours: the caller's bad value (a 400, or a usage error). */
+export class InvalidCursor extends Error {
+  constructor() {
+    super('not a cursor from a previous page');
+    this.name = 'InvalidCursor';
+  }
+}
+
+/** The position a listing resumes from: none without a cursor; a cursor that does not decode is refused. */
+export function resumeFrom(cursor: string | undefined, keyCount: number): PageKey | undefined {
+  if (cursor === undefined) return undefined;
+  const position = decodeCursor(cursor, keyCount);
+  if (position === undefined) throw new InvalidCursor();
+  return position;
+}
+
+export interface Page<Row> {
+  rows: Row[];
+  /** The cursor of the next page; null on the last one. */
+  nextCursor: string | null;
+}
+
+/**
+ * A listing reads one row more than `limit`: whether it came says if there is a next page. The rows
+ * carry their sort time as `atMicros`, which becomes the cursor and is left out of the page.
+ */
+export function pageOf<Row extends { atMicros: string }>(
+  rows: readonly Row[],
+  limit: number,
+  keys: (row: Row) => readonly string[],
+): Page<Omit<Row, 'atMicros'>> {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    rows: page.map(({ atMicros: _, ...row }) => row),
+    nextCursor:
+      rows.length > limit && last !== undefined ? encodeCursor({ atMicros: last.atMicros, keys: keys(last) }) : null,
+  };
+}

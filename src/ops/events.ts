@@ -6,7 +6,7 @@ import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { after, decodeCursor, encodeCursor, micros, startsWith } from './cursor.ts';
+import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface EventListing {
   provider: string;
@@ -42,20 +42,6 @@ export interface EventFilter {
   limit: number;
 }
 
-export interface Page<Row> {
-  rows: Row[];
-  /** The cursor of the next page; null on the last one. */
-  nextCursor: string | null;
-}
-
-/** A cursor that is not one of ours: the caller's bad value (a 400, or a usage error). */
-export class InvalidCursor extends Error {
-  constructor() {
-    super('not a cursor from a previous page');
-    this.name = 'InvalidCursor';
-  }
-}
-
 const t = webhookEvents;
 const listingColumns = {
   provider: t.provider,
@@ -71,11 +57,9 @@ const listingColumns = {
 
 /** Newest first, `limit` at a time; payloads are left out (a listing is for finding events, not reading data). */
 export async function listEvents(db: Executor, filter: EventFilter): Promise<Page<EventListing>> {
-  const position = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor, 2);
-  if (filter.cursor !== undefined && position === undefined) throw new InvalidCursor();
-  // One row more than asked says whether there is a next page.
+  const position = resumeFrom(filter.cursor, 2);
   const rows = await db
-    .select({ ...listingColumns, receivedMicros: micros(t.receivedAt) })
+    .select({ ...listingColumns, atMicros: micros(t.receivedAt) })
     .from(t)
     .where(
       and(
@@ -90,15 +74,7 @@ export async function listEvents(db: Executor, filter: EventFilter): Promise<Pag
     )
     .orderBy(desc(t.receivedAt), desc(t.provider), desc(t.eventId))
     .limit(filter.limit + 1);
-  const page = rows.slice(0, filter.limit);
-  const last = page.at(-1);
-  return {
-    rows: page.map(({ receivedMicros: _, ...listing }) => listing),
-    nextCursor:
-      rows.length > filter.limit && last !== undefined
-        ? encodeCursor({ atMicros: last.receivedMicros, keys: [last.provider, last.eventId] })
-        : null,
-  };
+  return pageOf(rows, filter.limit, (row) => [row.provider, row.eventId]);
 }
 
 export async function getEvent(

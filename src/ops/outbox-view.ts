@@ -6,8 +6,7 @@ import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { after, decodeCursor, encodeCursor, micros, startsWith } from './cursor.ts';
-import { InvalidCursor, type Page } from './events.ts';
+import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface OutboxListing {
   id: string;
@@ -73,10 +72,9 @@ export function outboxJson(message: OutboxDetail) {
 
 /** Newest first, `limit` at a time; payloads are left out. */
 export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Page<OutboxListing>> {
-  const position = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor, 1);
-  if (filter.cursor !== undefined && position === undefined) throw new InvalidCursor();
+  const position = resumeFrom(filter.cursor, 1);
   const rows = await db
-    .select({ ...listingColumns, createdMicros: micros(t.createdAt) })
+    .select({ ...listingColumns, atMicros: micros(t.createdAt) })
     .from(t)
     .where(
       and(
@@ -91,15 +89,7 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
     )
     .orderBy(desc(t.createdAt), desc(t.id))
     .limit(filter.limit + 1);
-  const page = rows.slice(0, filter.limit);
-  const last = page.at(-1);
-  return {
-    rows: page.map(({ createdMicros: _, ...listing }) => listing),
-    nextCursor:
-      rows.length > filter.limit && last !== undefined
-        ? encodeCursor({ atMicros: last.createdMicros, keys: [last.id] })
-        : null,
-  };
+  return pageOf(rows, filter.limit, (row) => [row.id]);
 }
 
 export async function getOutboxMessage(

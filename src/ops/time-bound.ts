@@ -12,3 +12,14 @@ export function parseTimeBound(value: string, nowMs: number): Date | undefined {
   const absolute = new Date(value.trim());
   return Number.isNaN(absolute.getTime()) ? undefined : absolute;
 }
+
+/** `since`/`until` as typed (already checked), as instants against `nowMs`. */
+export function timeRange(
+  typed: { since?: string | undefined; until?: string | undefined },
+  nowMs: number,
+): { since: Date | undefined; until: Date | undefined } {
+  return {
+    since: typed.since === undefined ? undefined : parseTimeBound(typed.since, nowMs),
+    until: typed.until === undefined ? undefined : parseTimeBound(typed.until, nowMs),
+  };
+}
