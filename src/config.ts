@@ -21,6 +21,7 @@ const envSchema = z.object({
   DB_POOL_MAX: integer(10, 1),
   PROCESSING_MODE: z.enum(['sync', 'async']).default('sync'),
   HANDLER_DEADLINE_MS: integer(5000, 1),
+  INTAKE_BATCH_MAX: integer(64, 1),
   MAX_BODY_BYTES: integer(262144, 1),
   WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
   INBOX_MAX_BACKLOG: integer(10000, 1),

@@ -44,7 +44,7 @@ describe('applyStoredEvent', () => {
         onFailure: { retryAt: later },
       },
     );
-    expect(result).toMatchObject({ outcome: 'completed', eventType: 'subscription.updated' });
+    expect(result).toEqual({ outcome: 'completed' });
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 1, last_error: null });
     expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'past_due', provider_version: '3' });
     const messages =

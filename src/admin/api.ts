@@ -5,8 +5,12 @@
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
 import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
 import { HTTPException } from 'hono/http-exception';
-import type { AppDeps } from '../deps.ts';
+import type { Database, DatabaseEnv } from '../db/client.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
+import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import { getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
@@ -34,14 +38,9 @@ import {
 
 export const ADMIN_API_BASE = '/admin/api';
 
-const jsonError = (status: number, body: Record<string, string>) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-
 /** The one 400 of the operator surfaces: which field, never its value (it can be anything a client sent). */
-export function invalidRequest(field?: string): HTTPException {
-  return new HTTPException(400, {
-    res: jsonError(400, field === undefined ? { error: 'invalid_request' } : { error: 'invalid_request', field }),
-  });
+export function invalidRequest(field?: string): AppError {
+  return new AppError('invalid_request', field === undefined ? {} : { field });
 }
 
 /** The field a zod failure is about: the first unknown key of a strict object, else the first issue's path. */
@@ -129,9 +128,18 @@ const DOCUMENT_INFO = {
   security: [{ bearer: [] }],
 };
 
-export function adminApiRoutes(deps: AppDeps) {
-  const operatorContext = { db: deps.db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics };
-  const api = new OpenAPIHono({
+/** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
+export interface AdminDeps {
+  handlers: HandlerMap;
+  clock: Clock;
+  logger: Logger;
+  /** Counts replays and retries; the dashboard reads its per-minute request times. */
+  metrics: Pick<Metrics, 'countReplay' | 'countRetry' | 'latencyQuantiles'>;
+}
+
+export function adminApiRoutes(deps: AdminDeps) {
+  const operatorContext = (db: Database) => ({ db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics });
+  const api = new OpenAPIHono<DatabaseEnv>({
     defaultHook: (result) => {
       if (!result.success) throw invalidRequest(refusedField(result.error));
     },
@@ -144,15 +152,15 @@ export function adminApiRoutes(deps: AppDeps) {
 
   api.openapi(routes.listEvents, async (c) => {
     const query = c.req.valid('query');
-    const page = await listEvents(deps.db, { ...query, ...timeRange(query, deps.clock()) });
+    const page = await listEvents(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
   });
 
   api.openapi(routes.showEvent, async (c) => {
     const key = c.req.valid('param');
     const [event, messages] = await Promise.all([
-      getEvent(deps.db, key, { payload: c.req.valid('query').payload === 'true' }),
-      messagesOfEvent(deps.db, key),
+      getEvent(c.var.db, key, { payload: c.req.valid('query').payload === 'true' }),
+      messagesOfEvent(c.var.db, key),
     ]);
     if (event === undefined) throw new AppError('not_found');
     return c.json({ event: eventJson(event), messages: messages.map(outboxJson) }, 200);
@@ -161,7 +169,7 @@ export function adminApiRoutes(deps: AppDeps) {
   api.openapi(routes.replay, async (c) => {
     const { provider, eventId } = c.req.valid('param');
     const result = await replayEvents(
-      { ...operatorContext, handlers: deps.handlers },
+      { ...operatorContext(c.var.db), handlers: deps.handlers },
       { provider, eventIds: [eventId], operator: c.req.valid('json').operator },
     );
     const [replayed] = result.kind === 'replayed' ? result.events : [];
@@ -179,7 +187,7 @@ export function adminApiRoutes(deps: AppDeps) {
 
   api.openapi(routes.listOutbox, async (c) => {
     const query = c.req.valid('query');
-    const page = await listOutbox(deps.db, { ...query, ...timeRange(query, deps.clock()) });
+    const page = await listOutbox(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor }, 200);
   });
 
@@ -187,7 +195,7 @@ export function adminApiRoutes(deps: AppDeps) {
     const { id } = c.req.valid('param');
     // Not a uuid cannot name a message: the same 404 as an unknown one.
     const message = isMessageId(id)
-      ? await getOutboxMessage(deps.db, id, { payload: c.req.valid('query').payload === 'true' })
+      ? await getOutboxMessage(c.var.db, id, { payload: c.req.valid('query').payload === 'true' })
       : undefined;
     if (message === undefined) throw new AppError('not_found');
     return c.json({ message: outboxJson(message) }, 200);
@@ -196,14 +204,14 @@ export function adminApiRoutes(deps: AppDeps) {
   api.openapi(routes.retry, async (c) => {
     const { id } = c.req.valid('param');
     if (!isMessageId(id)) throw new AppError('not_found');
-    const result = await retryOutbox(operatorContext, { ids: [id], operator: c.req.valid('json').operator });
-    const message = result.kind === 'retried' ? await getOutboxMessage(deps.db, id) : undefined;
+    const result = await retryOutbox(operatorContext(c.var.db), { ids: [id], operator: c.req.valid('json').operator });
+    const message = result.kind === 'retried' ? await getOutboxMessage(c.var.db, id) : undefined;
     if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
     return c.json({ retried: result.ids.length === 1, message: outboxJson(message) }, 200);
   });
 
   api.openapi(routes.stats, async (c) => {
-    const counts = await statusCounts(deps.db);
+    const counts = await statusCounts(c.var.db);
     return c.json(
       {
         events: counts.events,
@@ -222,21 +230,13 @@ export function adminApiRoutes(deps: AppDeps) {
     return c.json(document, 200);
   });
 
+  // The app's onError answers everything else; the body's media-type check (from @hono/zod-openapi)
+  // throws a bare 415 that would not be JSON, so it gets the service's shape here.
   api.onError((error) => {
-    // Our errors and the gate's carry their own JSON; Hono's own 400s (malformed JSON) and the
-    // body's media-type check do not.
-    if (error instanceof AppError) return error.getResponse();
-    if (error instanceof HTTPException && error.status === 400) {
-      return error.res?.headers.get('content-type') === 'application/json'
-        ? error.getResponse()
-        : invalidRequest().getResponse();
+    if (error instanceof HTTPException && !(error instanceof AppError) && error.status === 415) {
+      return new AppError('unsupported_media_type').getResponse();
     }
-    if (error instanceof HTTPException && error.status === 415) {
-      return jsonError(415, { error: 'unsupported_media_type' });
-    }
-    if (error instanceof HTTPException) return error.getResponse();
-    deps.logger.error('admin request failed', { error: error.name });
-    return new AppError('unavailable', { cause: error }).getResponse();
+    throw error;
   });
   return api;
 }

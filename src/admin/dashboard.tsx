@@ -14,14 +14,14 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { Child, FC } from 'hono/jsx';
 import type { z } from 'zod';
-import type { AppDeps } from '../deps.ts';
+import type { DatabaseEnv } from '../db/client.ts';
 import { getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import { getOutboxMessage, listOutbox, messagesOfEvent } from '../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../ops/overview.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { providers } from '../providers/registry.ts';
-import { ADMIN_API_BASE } from './api.ts';
+import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
 import { eventsQuery, outboxQuery } from './schemas.ts';
@@ -213,11 +213,17 @@ function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.inf
   return { refused: String(field ?? 'query') };
 }
 
-export function dashboardRoutes(deps: AppDeps): Hono {
-  const routes = new Hono();
+export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
+  const routes = new Hono<DatabaseEnv>();
   const eventProviders = providers.map((provider) => provider.name);
 
-  const page = (c: Context, title: string, current: string | undefined, body: Child, status: 200 | 400 | 404 = 200) => {
+  const page = (
+    c: Context<DatabaseEnv>,
+    title: string,
+    current: string | undefined,
+    body: Child,
+    status: 200 | 400 | 404 = 200,
+  ) => {
     const nonce = newNonce();
     secured(c, nonce);
     return c.html(
@@ -263,10 +269,10 @@ export function dashboardRoutes(deps: AppDeps): Hono {
     const nowMs = deps.clock();
     const window = windowEndingAt(nowMs, RANGES[range].bucketMs, RANGES[range].buckets);
     const [overview, counts, failed, parked, dead] = await Promise.all([
-      readOverview(deps.db, window, nowMs),
-      statusCounts(deps.db),
+      readOverview(c.var.db, window, nowMs),
+      statusCounts(c.var.db),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
-        listEvents(deps.db, { status, limit: ATTENTION_ROWS }),
+        listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
       ),
     ]);
     const attention = [failed, parked, dead]
@@ -293,8 +299,8 @@ export function dashboardRoutes(deps: AppDeps): Hono {
     const { until: _, limit: __, cursor, ...filter } = parsed;
     const range = timeRange(parsed, deps.clock());
     const [listed, counts] = await Promise.all([
-      listEvents(deps.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
-      statusCounts(deps.db),
+      listEvents(c.var.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
+      statusCounts(c.var.db),
     ]);
     const view = <EventsPage filter={filter} providers={eventProviders} counts={counts.events} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
@@ -303,8 +309,8 @@ export function dashboardRoutes(deps: AppDeps): Hono {
   routes.get('/events/:provider/:eventId', async (c) => {
     const key = { provider: c.req.param('provider'), eventId: c.req.param('eventId') };
     const [event, messages] = await Promise.all([
-      getEvent(deps.db, key, { payload: true }),
-      messagesOfEvent(deps.db, key),
+      getEvent(c.var.db, key, { payload: true }),
+      messagesOfEvent(c.var.db, key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
     return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
@@ -316,15 +322,15 @@ export function dashboardRoutes(deps: AppDeps): Hono {
     const { until: _, limit: __, cursor, ...filter } = parsed;
     const range = timeRange(parsed, deps.clock());
     const [listed, counts] = await Promise.all([
-      listOutbox(deps.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
-      statusCounts(deps.db),
+      listOutbox(c.var.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
+      statusCounts(c.var.db),
     ]);
     return page(c, 'Outbox', '/admin/outbox', <OutboxPage filter={filter} counts={counts.outbox} page={listed} />);
   });
 
   routes.get('/outbox/:id', async (c) => {
     const id = c.req.param('id');
-    const message = isMessageId(id) ? await getOutboxMessage(deps.db, id, { payload: true }) : undefined;
+    const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload: true }) : undefined;
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
   });

@@ -2,13 +2,18 @@
 // and the HTML dashboard at /admin. Without ADMIN_TOKEN nothing is mounted, so every /admin path
 // falls through to the app's JSON 404.
 import { Hono } from 'hono';
-import type { AppDeps } from '../deps.ts';
-import { adminApiRoutes } from './api.ts';
-import { requireBearer } from './bearer.ts';
+import type { Config } from '../config.ts';
+import type { DatabaseEnv } from '../db/client.ts';
+import { requireBearer } from '../lib/bearer.ts';
+import { type AdminDeps, adminApiRoutes } from './api.ts';
 import { dashboardRoutes, dashboardSignIn } from './dashboard.tsx';
 
-export function adminRoutes(deps: AppDeps): Hono {
-  const routes = new Hono();
+export interface AdminRoutesDeps extends AdminDeps {
+  config: Pick<Config, 'ADMIN_TOKEN'>;
+}
+
+export function adminRoutes(deps: AdminRoutesDeps): Hono<DatabaseEnv> {
+  const routes = new Hono<DatabaseEnv>();
   const token = deps.config.ADMIN_TOKEN;
   if (token === undefined) return routes;
   const gate = requireBearer(token);

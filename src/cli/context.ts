@@ -9,9 +9,9 @@ import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
-import type { Clock } from '../deps.ts';
 import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
+import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { providers } from '../providers/registry.ts';
 

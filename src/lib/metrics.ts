@@ -5,6 +5,7 @@
 // which needs Node's runtime and would not run in workerd; the Node entry attaches prom-client's
 // process metrics as an extra source (`attach`). The latency histogram is also kept per minute for a
 // day, so the dashboard can draw p50/p99 over time.
+import type { ErrorCode } from './errors.ts';
 
 export type EventOutcome =
   | 'accepted'
@@ -16,14 +17,8 @@ export type EventOutcome =
   | 'ignored'
   | 'dead_letter';
 
-/** Why a delivery was refused before it could be stored: the reason classes of the 4xx answers. */
-export type RejectionReason =
-  | 'not_found'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'unauthorized'
-  | 'invalid_payload'
-  | 'unavailable';
+/** Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers. */
+export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'>;
 
 export interface GaugeSample {
   name: string;
@@ -61,30 +56,48 @@ function labelText(labels: Readonly<Record<string, string>>): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/** Deliveries per intake transaction (group commit). */
+const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256] as const;
+
 interface Histogram {
   buckets: number[];
   sum: number;
   count: number;
 }
 
-const newHistogram = (): Histogram => ({ buckets: LATENCY_BUCKETS_SECONDS.map(() => 0), sum: 0, count: 0 });
+const emptyHistogram = (bounds: readonly number[]): Histogram => ({ buckets: bounds.map(() => 0), sum: 0, count: 0 });
 
-function observe(histogram: Histogram, seconds: number): void {
-  for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
-    if (seconds <= (LATENCY_BUCKETS_SECONDS[i] ?? Number.POSITIVE_INFINITY))
-      histogram.buckets[i] = (histogram.buckets[i] ?? 0) + 1;
-  }
-  histogram.sum += seconds;
+function observeInto(histogram: Histogram, bounds: readonly number[], value: number): void {
+  bounds.forEach((bound, i) => {
+    if (value <= bound) histogram.buckets[i] = (histogram.buckets[i] ?? 0) + 1;
+  });
+  histogram.sum += value;
   histogram.count += 1;
 }
 
+function histogramLines(
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  bounds: readonly number[],
+  histogram: Histogram,
+): string[] {
+  return [
+    ...bounds.map(
+      (bound, i) => `${name}_bucket${labelText({ ...labels, le: String(bound) })} ${histogram.buckets[i] ?? 0}`,
+    ),
+    `${name}_bucket${labelText({ ...labels, le: '+Inf' })} ${histogram.count}`,
+    `${name}_sum${labelText(labels)} ${histogram.sum}`,
+    `${name}_count${labelText(labels)} ${histogram.count}`,
+  ];
+}
+
 /** The q-quantile of a cumulative histogram, linear within the bucket that holds it (histogram_quantile). */
-function quantile(histogram: Histogram, q: number): number {
+function quantile(histogram: Histogram, bounds: readonly number[], q: number): number {
   const rank = q * histogram.count;
   let lower = 0;
   let below = 0;
-  for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
-    const upper = LATENCY_BUCKETS_SECONDS[i] ?? 0;
+  for (let i = 0; i < bounds.length; i++) {
+    const upper = bounds[i] ?? 0;
     const cumulative = histogram.buckets[i] ?? 0;
     if (cumulative >= rank) {
       const inBucket = cumulative - below;
@@ -94,7 +107,7 @@ function quantile(histogram: Histogram, q: number): number {
     below = cumulative;
   }
   // Above the largest bound: that bound is all a histogram can say.
-  return LATENCY_BUCKETS_SECONDS[LATENCY_BUCKETS_SECONDS.length - 1] ?? 0;
+  return bounds[bounds.length - 1] ?? 0;
 }
 
 /** Label bounds: every provider name, each with the event types its handler map names. */
@@ -116,6 +129,7 @@ export class Metrics {
   readonly #replays = new Map<string, number>();
   readonly #retries = new Map<string, number>();
   readonly #sources: Array<() => Promise<string>> = [];
+  readonly #batchSizes = emptyHistogram(BATCH_SIZE_BUCKETS);
 
   constructor(
     /** Known provider names and, per provider, the event types that may appear as label values. */
@@ -154,22 +168,22 @@ export class Metrics {
     const key = this.#provider(provider);
     let histogram = this.#latency.get(key);
     if (histogram === undefined) {
-      histogram = newHistogram();
+      histogram = emptyHistogram(LATENCY_BUCKETS_SECONDS);
       this.#latency.set(key, histogram);
     }
-    observe(histogram, seconds);
+    observeInto(histogram, LATENCY_BUCKETS_SECONDS, seconds);
 
     const minute = Math.floor(this.clock() / MINUTE_MS);
     let perMinute = this.#latencyByMinute.get(minute);
     if (perMinute === undefined) {
-      perMinute = newHistogram();
+      perMinute = emptyHistogram(LATENCY_BUCKETS_SECONDS);
       this.#latencyByMinute.set(minute, perMinute);
       // A new minute began: forget the one that fell out of the day (at most one per minute).
       for (const old of this.#latencyByMinute.keys()) {
         if (old <= minute - LATENCY_HISTORY_MINUTES) this.#latencyByMinute.delete(old);
       }
     }
-    observe(perMinute, seconds);
+    observeInto(perMinute, LATENCY_BUCKETS_SECONDS, seconds);
   }
 
   /**
@@ -180,7 +194,7 @@ export class Metrics {
     const minutesPerBucket = Math.max(1, Math.round(window.bucketMs / MINUTE_MS));
     const firstMinute = Math.floor(window.fromMs / MINUTE_MS);
     return Array.from({ length: window.buckets }, (_, index) => {
-      const merged = newHistogram();
+      const merged = emptyHistogram(LATENCY_BUCKETS_SECONDS);
       for (let m = 0; m < minutesPerBucket; m++) {
         const minute = this.#latencyByMinute.get(firstMinute + index * minutesPerBucket + m);
         if (minute === undefined) continue;
@@ -192,7 +206,11 @@ export class Metrics {
       }
       return merged.count === 0
         ? null
-        : { count: merged.count, p50: quantile(merged, 0.5), p99: quantile(merged, 0.99) };
+        : {
+            count: merged.count,
+            p50: quantile(merged, LATENCY_BUCKETS_SECONDS, 0.5),
+            p99: quantile(merged, LATENCY_BUCKETS_SECONDS, 0.99),
+          };
     });
   }
 
@@ -218,6 +236,11 @@ export class Metrics {
     return [this.render(gauges), ...extra.map((text) => (text.endsWith('\n') ? text : `${text}\n`))].join('');
   }
 
+  /** One group-commit transaction of the intake and how many deliveries it carried. */
+  observeIntakeBatch(size: number): void {
+    observeInto(this.#batchSizes, BATCH_SIZE_BUCKETS, size);
+  }
+
   /** The exposition text: this process's counters, then the gauges read for this scrape. */
   render(gauges: readonly GaugeSample[]): string {
     const lines: string[] = [];
@@ -232,14 +255,14 @@ export class Metrics {
 
     family('webhook_processing_duration_seconds', 'Time from request to answer for stored events.', 'histogram');
     for (const [provider, histogram] of this.#latency) {
-      LATENCY_BUCKETS_SECONDS.forEach((bound, i) => {
-        lines.push(
-          `webhook_processing_duration_seconds_bucket${labelText({ provider, le: String(bound) })} ${histogram.buckets[i] ?? 0}`,
-        );
-      });
-      lines.push(`webhook_processing_duration_seconds_bucket${labelText({ provider, le: '+Inf' })} ${histogram.count}`);
-      lines.push(`webhook_processing_duration_seconds_sum${labelText({ provider })} ${histogram.sum}`);
-      lines.push(`webhook_processing_duration_seconds_count${labelText({ provider })} ${histogram.count}`);
+      lines.push(
+        ...histogramLines('webhook_processing_duration_seconds', { provider }, LATENCY_BUCKETS_SECONDS, histogram),
+      );
+    }
+
+    if (this.#batchSizes.count > 0) {
+      family('webhook_intake_batch_size', 'Deliveries per intake transaction (group commit).', 'histogram');
+      lines.push(...histogramLines('webhook_intake_batch_size', {}, BATCH_SIZE_BUCKETS, this.#batchSizes));
     }
 
     family('webhook_outbox_deliveries_total', 'Outbox publish outcomes by topic: published, retried, dead.', 'counter');

@@ -5,6 +5,7 @@
 import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
+import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -52,8 +53,6 @@ const listingColumns = {
   lockedUntil: t.lockedUntil,
 };
 
-const iso = (date: Date | null) => (date === null ? null : date.toISOString());
-
 export function outboxJson(message: OutboxDetail) {
   return {
     id: message.id,
@@ -62,10 +61,10 @@ export function outboxJson(message: OutboxDetail) {
     status: message.status,
     attempts: message.attempts,
     last_error: message.lastError,
-    created_at: iso(message.createdAt),
-    available_at: iso(message.availableAt),
-    published_at: iso(message.publishedAt),
-    locked_until: iso(message.lockedUntil),
+    created_at: isoOrNull(message.createdAt),
+    available_at: isoOrNull(message.availableAt),
+    published_at: isoOrNull(message.publishedAt),
+    locked_until: isoOrNull(message.lockedUntil),
     ...('payload' in message ? { payload: message.payload ?? null } : {}),
   };
 }

@@ -4,9 +4,9 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
+import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { providers as schemes } from '../providers/registry.ts';

@@ -1,10 +1,10 @@
 // What an operator does with the outbox by hand (CLI, admin API, dashboard): send dead messages back
 // to `pending`, each retry audited in `operator_actions` in the same transaction as the change it
 // records. Reading messages is src/ops/outbox-view.ts.
-import { and, eq, inArray } from 'drizzle-orm';
+import { inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
-import { leaseCleared } from '../db/lease.ts';
 import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
+import { resurrectDead } from './message-rows.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -38,12 +38,8 @@ export async function retryDeadMessages(
   const table = outboxMessages;
   try {
     return await db.transaction(async (tx) => {
-      const retried = await tx
-        .update(table)
-        .set({ status: 'pending', attempts: 0, availableAt: request.now, ...leaseCleared })
-        .where(and(inArray(table.id, ids), eq(table.status, 'dead')))
-        .returning({ id: table.id });
-      const retriedIds = new Set(retried.map((row) => row.id));
+      const retried = await resurrectDead(tx, ids, request.now);
+      const retriedIds = new Set(retried);
       const others = ids.filter((id) => !retriedIds.has(id));
       const found =
         others.length === 0
@@ -53,17 +49,17 @@ export async function retryDeadMessages(
       if (missing.length > 0) throw new RetryRolledBack(missing);
       if (retried.length > 0) {
         await tx.insert(operatorActions).values(
-          retried.map((row) => ({
+          retried.map((id) => ({
             operator: request.operator,
             action: 'retry',
             targetKind: 'outbox' as const,
-            target: row.id,
+            target: id,
             beforeStatus: 'dead',
             afterStatus: 'pending',
           })),
         );
       }
-      return { kind: 'retried' as const, ids: retried.map((row) => row.id), skipped: found };
+      return { kind: 'retried' as const, ids: retried, skipped: found };
     });
   } catch (error) {
     if (error instanceof RetryRolledBack) return { kind: 'not_found', ids: error.missing };

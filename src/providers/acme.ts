@@ -16,7 +16,6 @@ export const acmeEnvelope = z.looseObject({
   version: z.int().nonnegative(),
   data: z.looseObject({}),
 });
-export type AcmeEnvelope = z.infer<typeof acmeEnvelope>;
 
 export const acme: WebhookProvider = {
   name: 'acme',

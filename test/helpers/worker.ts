@@ -16,7 +16,7 @@ export const testWorkerSettings: WorkerSettings = {
   leaseMs: 30_000,
   applyTimeoutMs: 5000,
   batchSize: 25,
-  concurrency: 4,
+  lanes: 4,
   maxDeferMs: 1000,
   budgetMs: 20_000,
 };
