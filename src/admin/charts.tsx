@@ -4,9 +4,9 @@
 // readers; colours are paired with legend labels, never the only carrier of meaning.
 import type { FC } from 'hono/jsx';
 
-const WIDTH = 640;
-const HEIGHT = 200;
-const PAD = { left: 62, right: 12, top: 14, bottom: 28 };
+const WIDTH = 480;
+const HEIGHT = 190;
+const PAD = { left: 58, right: 12, top: 14, bottom: 28 };
 const PLOT_W = WIDTH - PAD.left - PAD.right;
 const PLOT_H = HEIGHT - PAD.top - PAD.bottom;
 
@@ -22,6 +22,8 @@ export interface Axis {
   bucketMs: number;
   /** How a value reads on the axis and in the summary. */
   format: (value: number) => string;
+  /** The least top of the scale, so a flat or tiny series still gets distinct labels (0, 1, 2). */
+  minTop?: number;
 }
 
 /** A round number at or above `value` (1, 2 or 5 times a power of ten), so axis labels read well. */
@@ -87,7 +89,7 @@ export const StackedBars: FC<{ title: string; series: readonly Series[]; axis: A
   const totals = Array.from({ length: buckets }, (_, i) =>
     series.reduce((sum, entry) => sum + (entry.values[i] ?? 0), 0),
   );
-  const max = niceCeiling(Math.max(0, ...totals));
+  const max = niceCeiling(Math.max(axis.minTop ?? 0, ...totals));
   const barW = PLOT_W / Math.max(1, buckets);
   const summary = `${title}: ${series
     .map(
@@ -131,7 +133,7 @@ export const Lines: FC<{ title: string; series: readonly Series[]; axis: Axis; n
 }) => {
   const buckets = series[0]?.values.length ?? 0;
   const values = series.flatMap((entry) => entry.values.filter((v): v is number => v !== null));
-  const max = niceCeiling(Math.max(0, ...values));
+  const max = niceCeiling(Math.max(axis.minTop ?? 0, ...values));
   const x = (i: number) => PAD.left + (i + 0.5) * (PLOT_W / Math.max(1, buckets));
   const y = (v: number) => PAD.top + PLOT_H - (v / max) * PLOT_H;
   const last = (entry: Series) => [...entry.values].reverse().find((v) => v !== null);

@@ -171,7 +171,12 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
     colour: OUTCOME_COLOURS[outcome],
     values: overview.received.map((bucket) => bucket[outcome] / perMinute),
   }));
-  const axis = (format: (v: number) => string) => ({ fromMs: window.fromMs, bucketMs: window.bucketMs, format });
+  const axis = (format: (v: number) => string, minTop: number) => ({
+    fromMs: window.fromMs,
+    bucketMs: window.bucketMs,
+    format,
+    minTop,
+  });
   const rate = (v: number) => (v >= 10 || v === 0 ? String(Math.round(v)) : v.toFixed(1));
   const ms = (v: number) => (v >= 1 ? `${v.toFixed(1)} s` : `${Math.round(v * 1000)} ms`);
   const now = overview.backlog.at(-1) ?? { events: 0, oldestSeconds: 0 };
@@ -218,25 +223,29 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
         </div>
       </section>
       <div class="charts">
-        <StackedBars title={`Events received ${bucketWords}, by current status`} series={received} axis={axis(rate)} />
+        <StackedBars
+          title={`Events received ${bucketWords}, by current status`}
+          series={received}
+          axis={axis(rate, 2)}
+        />
         <Lines
           title="Processing time, p50 and p99"
           series={[
             { name: 'p50', colour: '#1e88e5', values: latency.map((q) => q?.p50 ?? null) },
             { name: 'p99', colour: '#c62828', values: latency.map((q) => q?.p99 ?? null) },
           ]}
-          axis={axis(ms)}
+          axis={axis(ms, 0.1)}
           note="Request time of stored deliveries served by this process since it started (per isolate on Workers)."
         />
         <Lines
           title="Backlog: events received and not yet done (parked aside)"
           series={[{ name: 'events', colour: '#1e88e5', values: overview.backlog.map((point) => point.events) }]}
-          axis={axis((v) => String(Math.round(v)))}
+          axis={axis((v) => String(Math.round(v)), 2)}
         />
         <Lines
           title="Age of the oldest event in the backlog"
           series={[{ name: 'oldest', colour: '#ef6c00', values: overview.backlog.map((point) => point.oldestSeconds) }]}
-          axis={axis(age)}
+          axis={axis(age, 60)}
         />
       </div>
       <section>

@@ -64,7 +64,7 @@ table.rows{border-collapse:collapse;width:100%;background:#fff}
 .figures strong{font-size:1.5rem}.label{font-size:.85rem;color:#555}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
 figure{margin:0;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.6rem}figcaption{font-weight:600;font-size:.95rem}
-svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:15px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
+svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:14px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
 .legend{display:flex;flex-wrap:wrap;gap:.2rem .8rem;list-style:none;padding:0;margin:.3rem 0 0;font-size:.85rem}
 .swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem;border-radius:2px}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.7rem}
