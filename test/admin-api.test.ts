@@ -218,12 +218,41 @@ describe('outbox', () => {
     );
 
     expect(await post(`/admin/api/outbox/${dead}/retry`, {})).toMatchObject({ status: 400 });
+    const shown = await call(`/admin/api/outbox/${dead}?payload=true`);
+    expect(shown.body.message).toMatchObject({ id: dead, status: 'pending', payload: { n: 0 } });
+    expect(await call('/admin/api/outbox/not-a-uuid')).toEqual({ status: 404, body: { error: 'not_found' } });
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       expect(await post(`/admin/api/outbox/${id}/retry`, { operator: 'carol' })).toEqual({
         status: 404,
         body: { error: 'not_found' },
       });
     }
+  });
+});
+
+describe('outbox listings', () => {
+  it('filter by topic and id prefix, and page by cursor to the last message', async () => {
+    const topic = `topic.${Date.now()}`;
+    // Five messages created in the same millisecond: only the id tells them apart in the order.
+    const ids = await insertMessages(sql, 5, { topic, createdAt: new Date('2026-02-01T00:00:00Z') });
+    await sql`update outbox_messages set created_at = '2026-02-01T00:00:00Z' where id in ${sql(ids)}`;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 5; page++) {
+      const query: string = `topic=${topic}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const listed = await call(`/admin/api/outbox?${query}`);
+      expect(listed.status).toBe(200);
+      seen.push(...(listed.body.messages as Array<{ id: string }>).map((message) => message.id));
+      cursor = listed.body.next_cursor as string | null;
+      if (cursor === null) break;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual([...ids].sort().reverse());
+    const [first] = ids as [string];
+    const byPrefix = await call(`/admin/api/outbox?id=${first.slice(0, 13)}&topic=${topic}`);
+    expect((byPrefix.body.messages as Array<{ id: string }>).map((message) => message.id)).toEqual([first]);
+    const none = await call(`/admin/api/outbox?topic=${topic}&until=2026-01-31T00:00:00Z`);
+    expect(none.body).toEqual({ messages: [], next_cursor: null });
   });
 });
 
