@@ -254,6 +254,29 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.close();
   }, 60_000);
 
+  it('refreshes by itself every 30 s once asked to, keeping the filters', async () => {
+    const { type } = await eventsOfType(1);
+    const page = await browser.newPage();
+    await page.clock.install();
+    await page.goto(`${await origin}/admin`);
+    await page.fill('#sign-in input[name="token"]', TOKEN);
+    await page.click('#sign-in button');
+    await page.locator('h1', { hasText: 'Overview' }).waitFor();
+    await page.click('header nav a:has-text("Events")');
+    await page.locator('form.filters').waitFor();
+    await page.fill('form.filters input[name="type"]', type);
+    await page.click('form.filters button');
+    await expect.poll(() => page.locator('tr[data-event]').count()).toBe(1);
+    await page.check('#auto-refresh');
+    const { eventId } = await insertEvent(sql, { status: 'completed' });
+    await sql`update webhook_events set event_type = ${type} where event_id = ${eventId}`;
+    await page.clock.runFor(31_000);
+    await page.locator(`tr[data-event="acme/${eventId}"]`).waitFor();
+    expect(await page.locator('tr[data-event]').count()).toBe(2);
+    expect(await page.isChecked('#auto-refresh')).toBe(true);
+    await page.close();
+  }, 60_000);
+
   it('fits 390 px without sideways scrolling, and 1280 px, on every page', async () => {
     const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'x'.repeat(300) });
     const [message] = (await insertMessages(sql, 1, { status: 'dead' })) as [string];

@@ -72,7 +72,7 @@ const StatusLinks: FC<{
 }> = ({ base, counts, statuses, current }) => (
   <nav class="counts" aria-label="by status">
     <a href={base} aria-current={current === undefined ? 'page' : undefined}>
-      all
+      all <span class="n">{Object.values(counts).reduce((sum, n) => sum + n, 0)}</span>
     </a>
     {statuses.map((status) => (
       <a href={`${base}?status=${status}`} aria-current={current === status ? 'page' : undefined}>

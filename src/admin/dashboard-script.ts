@@ -4,10 +4,11 @@
 // filter forms, paging, refresh and the back button all go through `load`, which swaps the page in
 // and keeps the address bar (filters included) in step. Replay and retry post to the JSON API and
 // report the outcome as it is: a failure in red with its reason. The operator's name is asked once
-// and kept for the session.
+// and kept for the session, as is the choice to refresh every 30 seconds.
 export const DASHBOARD_SCRIPT = `
 const TOKEN = 'webhook-inbox-admin-token';
 const OPERATOR = 'webhook-inbox-operator';
+const AUTO = 'webhook-inbox-auto-refresh';
 const auth = () => { const t = sessionStorage.getItem(TOKEN); return t ? { authorization: 'Bearer ' + t } : {}; };
 
 function say(text, kind) {
@@ -25,6 +26,8 @@ function swap(html) {
   document.title = page.title;
   const operator = document.getElementById('operator');
   if (operator) operator.value = sessionStorage.getItem(OPERATOR) || '';
+  const auto = document.getElementById('auto-refresh');
+  if (auto) auto.checked = sessionStorage.getItem(AUTO) === 'on';
   return true;
 }
 
@@ -103,7 +106,22 @@ document.addEventListener('click', (event) => {
 
 document.addEventListener('input', (event) => {
   if (event.target instanceof Element && event.target.id === 'operator') operatorName();
+  if (event.target instanceof Element && event.target.id === 'auto-refresh') {
+    sessionStorage.setItem(AUTO, event.target.checked ? 'on' : 'off');
+  }
 });
+
+// Auto-refresh, when asked for: the same page again every 30 s, keeping the notice, and never while
+// the operator is typing in a field or the tab is hidden.
+setInterval(() => {
+  if (sessionStorage.getItem(AUTO) !== 'on' || !sessionStorage.getItem(TOKEN)) return;
+  if (document.visibilityState !== 'visible') return;
+  const active = document.activeElement;
+  const typing = active && (active.tagName === 'SELECT' || (active.tagName === 'INPUT' && active.type !== 'checkbox'));
+  if (typing) return;
+  const notice = document.getElementById('notice');
+  load(here(), { message: notice.textContent, kind: notice.className });
+}, 30000);
 
 document.addEventListener('submit', async (event) => {
   const form = event.target;

@@ -131,6 +131,9 @@ const Layout: FC<{ nonce: string; title: string; asOfMs?: number; current?: stri
                   Refresh
                 </button>
                 <label>
+                  <input type="checkbox" id="auto-refresh" /> every 30 s
+                </label>
+                <label>
                   Operator <input id="operator" autocomplete="name" placeholder="your name" />
                 </label>
                 <button type="button" id="sign-out">
