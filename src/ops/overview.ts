@@ -60,22 +60,31 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
     if (counts !== undefined && row.outcome in counts) counts[row.outcome] += row.n;
   }
 
-  // Each bucket's end, capped at now: the last bucket is still running.
+  // An event is in the backlog at a point when it was received by then and not done yet. Each
+  // event lists only the bucket ends it may span (from the bucket it arrived in to the one it was
+  // done in), so the work grows with events and their waits, not with events times buckets; the
+  // exact test then keeps the points it really spans. Each bucket's end is capped at now.
   const backlogRows = await db.execute<{ i: number; events: number; oldest: string | null }>(sql`
     with points as (
       select i, least(${from}::timestamptz + (i + 1) * ${bucketSeconds} * interval '1 second',
         ${new Date(nowMs).toISOString()}::timestamptz) as at
       from generate_series(0, ${window.buckets - 1}) as i
     ), unfinished as (
-      select received_at, completed_at from webhook_events
+      select received_at, coalesce(completed_at, 'infinity') as done_at,
+        greatest(0, ceil(extract(epoch from received_at - ${from}::timestamptz) / ${bucketSeconds})::int - 1)
+          as first_point,
+        least(${window.buckets - 1}, floor(extract(epoch from coalesce(completed_at, ${to}::timestamptz)
+          - ${from}::timestamptz) / ${bucketSeconds})::int) as last_point
+      from webhook_events
       where received_at < ${to}::timestamptz and status <> 'parked'
         and (completed_at is null or completed_at > ${from}::timestamptz)
     )
-    select p.i, count(u.received_at)::int as events, extract(epoch from p.at - min(u.received_at))::text as oldest
-    from points p
-    left join unfinished u on u.received_at <= p.at and (u.completed_at is null or u.completed_at > p.at)
-    group by p.i, p.at
-    order by p.i`);
+    select p.i, count(*)::int as events, extract(epoch from p.at - min(u.received_at))::text as oldest
+    from unfinished u
+    cross join lateral generate_series(u.first_point, u.last_point) as c(i)
+    join points p on p.i = c.i
+    where u.received_at <= p.at and u.done_at > p.at
+    group by p.i, p.at`);
   const backlog = Array.from({ length: window.buckets }, () => ({ events: 0, oldestSeconds: 0 }));
   for (const row of backlogRows) {
     backlog[row.i] = { events: row.events, oldestSeconds: Math.max(0, Number(row.oldest ?? 0)) };
