@@ -97,6 +97,17 @@ describe('dashboard through app.request', () => {
     expect(refused.status).toBe(400);
     expect(await refused.text()).toContain('<strong>status</strong>');
     expect((await test.request('/admin/events/acme/evt_nobody', { headers: bearer })).status).toBe(404);
+
+    // Paging links keep the filters, the page size included.
+    const { type } = await eventsOfType(3);
+    const paged = await (await test.request(`/admin/events?type=${type}&limit=2`, { headers: bearer })).text();
+    expect(paged.match(/<tr data-event=/g)?.length).toBe(2);
+    const next = /<a href="([^"]+)" rel="next">/.exec(paged)?.[1]?.replaceAll('&amp;', '&') ?? '';
+    expect(new URL(next, 'http://x').searchParams.get('type')).toBe(type);
+    expect(new URL(next, 'http://x').searchParams.get('limit')).toBe('2');
+    const last = await (await test.request(next, { headers: bearer })).text();
+    expect(last.match(/<tr data-event=/g)?.length).toBe(1);
+    expect(last).toContain('Last page');
   });
 });
 

@@ -327,6 +327,8 @@ export interface EventsFilter {
   type?: string | undefined;
   id?: string | undefined;
   since?: string | undefined;
+  until?: string | undefined;
+  limit?: string | undefined;
 }
 
 export const EventsPage: FC<{
@@ -446,6 +448,8 @@ export interface OutboxFilterView {
   topic?: string | undefined;
   id?: string | undefined;
   since?: string | undefined;
+  until?: string | undefined;
+  limit?: string | undefined;
 }
 
 export const OutboxPage: FC<{

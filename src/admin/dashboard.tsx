@@ -24,9 +24,8 @@ import { providers } from '../providers/registry.ts';
 import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
-import { eventsQuery, outboxQuery } from './schemas.ts';
+import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from './schemas.ts';
 
-const PAGE_ROWS = 50;
 const ATTENTION_ROWS = 10;
 const RANGES = {
   hour: { bucketMs: 60_000, buckets: 60 },
@@ -206,6 +205,15 @@ export function dashboardSignIn(): (c: Context, next: () => Promise<void>) => Pr
   };
 }
 
+/**
+ * The filters a list page keeps in its links (paging, refresh), as they were typed; the page size
+ * only when it is not the default, so ordinary addresses stay short.
+ */
+function kept<Filter extends { limit: number }>(filter: Filter): Omit<Filter, 'limit'> & { limit?: string } {
+  const { limit, ...rest } = filter;
+  return limit === DEFAULT_LIMIT ? rest : { ...rest, limit: String(limit) };
+}
+
 /** The query without empty fields (a filter form's blank inputs), parsed by the API's own schema. */
 function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.infer<Schema> | { refused: string } {
   const present = Object.fromEntries(Object.entries(c.req.query()).filter(([, value]) => value.trim() !== ''));
@@ -299,13 +307,12 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/events', async (c) => {
     const parsed = parseQuery(c, eventsQuery);
     if ('refused' in parsed) return refused(c, '/admin/events', parsed.refused);
-    const { until: _, limit: __, cursor, ...filter } = parsed;
-    const range = timeRange(parsed, deps.clock());
+    const { cursor, ...filter } = parsed;
     const [listed, counts] = await Promise.all([
-      listEvents(c.var.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
+      listEvents(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
       statusCounts(c.var.db),
     ]);
-    const view = <EventsPage filter={filter} providers={eventProviders} counts={counts.events} page={listed} />;
+    const view = <EventsPage filter={kept(filter)} providers={eventProviders} counts={counts.events} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
   });
 
@@ -322,13 +329,17 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/outbox', async (c) => {
     const parsed = parseQuery(c, outboxQuery);
     if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
-    const { until: _, limit: __, cursor, ...filter } = parsed;
-    const range = timeRange(parsed, deps.clock());
+    const { cursor, ...filter } = parsed;
     const [listed, counts] = await Promise.all([
-      listOutbox(c.var.db, { ...filter, ...range, cursor, limit: PAGE_ROWS }),
+      listOutbox(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
       statusCounts(c.var.db),
     ]);
-    return page(c, 'Outbox', '/admin/outbox', <OutboxPage filter={filter} counts={counts.outbox} page={listed} />);
+    return page(
+      c,
+      'Outbox',
+      '/admin/outbox',
+      <OutboxPage filter={kept(filter)} counts={counts.outbox} page={listed} />,
+    );
   });
 
   routes.get('/outbox/:id', async (c) => {

@@ -10,12 +10,15 @@ import { providers } from '../providers/registry.ts';
 
 const providerNames = providers.map((provider) => provider.name) as [string, ...string[]];
 
+/** Rows in a page unless `limit` says otherwise (the API's and the dashboard's lists). */
+export const DEFAULT_LIMIT = 50;
+
 const limit = z.coerce
   .number()
   .int()
   .min(1)
   .max(1000)
-  .default(50)
+  .default(DEFAULT_LIMIT)
   .openapi({ description: 'at most this many, newest first' });
 
 /** `since`/`until`: an ISO 8601 time with its offset, or a duration back from now (90s, 15m, 6h, 2d). */
