@@ -414,7 +414,7 @@ export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[] }> = 
         <Field name="type">{event.eventType}</Field>
         <Field name="attempts">{String(event.attempts)}</Field>
         <Field name="last error">
-          <span class="error" id="last-error">
+          <span class={event.lastError === null ? 'empty' : 'error'} id="last-error">
             {event.lastError ?? 'none'}
           </span>
         </Field>
@@ -500,7 +500,7 @@ export const MessagePage: FC<{ message: OutboxDetail }> = ({ message }) => {
         </Field>
         <Field name="attempts">{String(message.attempts)}</Field>
         <Field name="last error">
-          <span class="error">{message.lastError ?? 'none'}</span>
+          <span class={message.lastError === null ? 'empty' : 'error'}>{message.lastError ?? 'none'}</span>
         </Field>
         <Field name="created (UTC)">{iso(message.createdAt)}</Field>
         <Field name="due (UTC)">{iso(message.availableAt)}</Field>

@@ -40,7 +40,7 @@ a{color:#0b57d0}a:focus-visible,button:focus-visible,input:focus-visible,select:
 header{background:#fff;border-bottom:1px solid #ddd;padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.5rem 1.2rem;align-items:center}
 header .brand{font-weight:700}header nav{display:flex;gap:1rem}header nav a[aria-current]{font-weight:700;text-decoration:none;color:#1d1d1f}
 .session{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin-left:auto;font-size:.9rem}
-.session input{width:9rem}
+.session #operator{width:9rem}
 main{padding:1rem;max-width:1200px;margin:0 auto}main:focus{outline:none}
 h1{font-size:1.4rem;margin:.2rem 0 .8rem}h1.id,.id{overflow-wrap:anywhere}h2{font-size:1.1rem;margin:1.4rem 0 .5rem}
 #notice{margin:0;padding:0 1rem;font-weight:600}#notice.ok{color:#1b5e20}#notice.warn{color:#8a5300}#notice.error{color:#b71c1c}
