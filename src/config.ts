@@ -91,14 +91,19 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>): 
   throw new ConfigError(problems);
 }
 
-/** The `provider` column's names, each with its secret variable (the contract's provider table). */
+/** Each provider's secret variable, by the `provider` column's name (the contract's provider table). */
+export const PROVIDER_SECRET_VARIABLES = {
+  acme: 'ACME_WEBHOOK_SECRET',
+  standard: 'STANDARD_WEBHOOK_SECRET',
+  stripe: 'STRIPE_WEBHOOK_SECRET',
+  github: 'GITHUB_WEBHOOK_SECRET',
+  shopify: 'SHOPIFY_WEBHOOK_SECRET',
+  slack: 'SLACK_SIGNING_SECRET',
+} as const satisfies Record<string, keyof Config>;
+
+/** Secrets by provider name, as the provider registry reads them. */
 export function providerSecrets(config: Config): ProviderSecrets {
-  return {
-    acme: config.ACME_WEBHOOK_SECRET,
-    standard: config.STANDARD_WEBHOOK_SECRET,
-    stripe: config.STRIPE_WEBHOOK_SECRET,
-    github: config.GITHUB_WEBHOOK_SECRET,
-    shopify: config.SHOPIFY_WEBHOOK_SECRET,
-    slack: config.SLACK_SIGNING_SECRET,
-  };
+  return Object.fromEntries(
+    Object.entries(PROVIDER_SECRET_VARIABLES).map(([provider, variable]) => [provider, config[variable]]),
+  );
 }

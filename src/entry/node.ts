@@ -25,6 +25,7 @@ import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
+import { processMetrics } from './process-metrics.ts';
 
 class StartupError extends Error {}
 
@@ -123,7 +124,8 @@ async function main(): Promise<void> {
 
   const providers = await enableProviders(secrets);
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
+  metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({
@@ -144,6 +146,7 @@ async function main(): Promise<void> {
     newId: () => `relay-${newId()}`,
     random: Math.random,
     logger,
+    metrics,
     settings: relaySettings(config),
   });
   const relaySchedule = startSchedule({
