@@ -1,6 +1,7 @@
 // Configuration: the environment parsed once by zod at an entry point. Every bad variable is named
 // in one error; nothing else in the service reads the environment.
 import { z } from 'zod';
+import { providers, providerVariables } from './providers/registry.ts';
 
 const integer = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 
@@ -41,15 +42,19 @@ const envSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
   METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-  ACME_WEBHOOK_SECRET: secretList,
-  STANDARD_WEBHOOK_SECRET: secretList,
-  STRIPE_WEBHOOK_SECRET: secretList,
-  GITHUB_WEBHOOK_SECRET: secretList,
-  SHOPIFY_WEBHOOK_SECRET: secretList,
-  SLACK_SIGNING_SECRET: secretList,
 });
 
-export type Config = z.infer<typeof envSchema>;
+/** One sender's configuration: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY` and `_URL` (registry.ts names them). */
+export interface ProviderSettings {
+  secrets: readonly string[];
+  publicKeys: readonly string[];
+  url?: string;
+}
+
+export type Config = z.infer<typeof envSchema> & {
+  /** By provider name, every sender in the registry, configured or not. */
+  providers: Readonly<Record<string, ProviderSettings>>;
+};
 
 /**
  * Rules across variables. The relay starts a publish only while its lease outlasts the call's
@@ -70,24 +75,67 @@ export class ConfigError extends Error {
   }
 }
 
+/** A signed public URL: what the sender is configured to post to, exactly. */
+const publicUrl = z.url({ protocol: /^https?$/ }).optional();
+
+/** Every sender's variables, named after it by the registry; their problems join the others. */
+function parseProviderSettings(
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): Record<string, ProviderSettings> {
+  const settings: Record<string, ProviderSettings> = {};
+  const read = <T>(variable: string | undefined, schema: z.ZodType<T>, fallback: T): T => {
+    if (variable === undefined) return fallback;
+    const parsed = schema.safeParse(env[variable]);
+    if (parsed.success) return parsed.data;
+    problems.push(...parsed.error.issues.map((issue) => `${variable}: ${issue.message}`));
+    return fallback;
+  };
+  for (const provider of providers) {
+    const variables = providerVariables(provider);
+    const url = read(variables.url, publicUrl, undefined);
+    settings[provider.name] = {
+      secrets: read(variables.secret, secretList, []),
+      publicKeys: read(variables.publicKey, secretList, []),
+      ...(url === undefined ? {} : { url }),
+    };
+  }
+  return settings;
+}
+
 export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
   const parsed = checkedEnvSchema.safeParse(present);
-  if (parsed.success) return parsed.data;
   // Name the variable, never echo its value: it may be a secret or a connection string.
-  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-  throw new ConfigError(problems);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+  const settings = parseProviderSettings(present, problems);
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  return { ...parsed.data, providers: settings };
 }
 
-/** The `provider` column's names, each with its secret variable (the contract's provider table). */
-export function providerSecrets(config: Config): ProviderSecrets {
+/** Each provider's secrets by its `provider` column name (the contract's provider table). */
+export function providerSecrets(config: Pick<Config, 'providers'>): ProviderSecrets {
+  return Object.fromEntries(Object.entries(config.providers).map(([name, settings]) => [name, settings.secrets]));
+}
+
+/** Public keys and signed URLs by provider name, as enableProviders takes them beside the secrets. */
+export function providerExtras(config: Pick<Config, 'providers'>): {
+  publicKeys: ProviderSecrets;
+  urls: Readonly<Record<string, string>>;
+} {
+  const entries = Object.entries(config.providers);
   return {
-    acme: config.ACME_WEBHOOK_SECRET,
-    standard: config.STANDARD_WEBHOOK_SECRET,
-    stripe: config.STRIPE_WEBHOOK_SECRET,
-    github: config.GITHUB_WEBHOOK_SECRET,
-    shopify: config.SHOPIFY_WEBHOOK_SECRET,
-    slack: config.SLACK_SIGNING_SECRET,
+    publicKeys: Object.fromEntries(entries.map(([name, settings]) => [name, settings.publicKeys])),
+    urls: Object.fromEntries(
+      entries.flatMap(([name, settings]) => (settings.url === undefined ? [] : [[name, settings.url]])),
+    ),
   };
+}
+
+/** Whether any sender is enabled: a secret or a public key set for at least one. */
+export function anyProviderConfigured(config: Pick<Config, 'providers'>): boolean {
+  return Object.values(config.providers).some((settings) => settings.secrets.length + settings.publicKeys.length > 0);
 }

@@ -111,21 +111,28 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
     async (c) => {
       const started = performance.now();
       const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
-      const { provider, keys } = c.get('enabled');
+      const { provider, keys, url } = c.get('enabled');
       let log: LogFields = { provider: provider.name };
       try {
         const body = new Uint8Array(await c.req.arrayBuffer());
-        const verification = await provider.verify({ body, headers: c.req.raw.headers }, keys, {
+        const delivery = {
+          body,
+          headers: c.req.raw.headers,
+          method: c.req.method,
+          ...(url === undefined ? {} : { url }),
+        };
+        const verification = await provider.verify(delivery, keys, {
           nowSeconds: Math.floor(deps.clock() / 1000),
           toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
         });
         if (verification.outcome === 'respond') {
-          // A protocol message the scheme answers itself (Slack's url_verification): nothing stored.
+          // A protocol message the scheme answers itself (Slack's url_verification, Discord's ping): nothing stored.
           logger.info('answered without storing', {
             ...log,
             reason: verification.reason,
             duration_ms: elapsedSince(started),
           });
+          if (verification.status === 204) return c.body(null, 204);
           return c.body(verification.body, 200, { 'content-type': 'application/json' });
         }
         if (verification.outcome === 'unauthorized') log = { ...log, reason: verification.reason };

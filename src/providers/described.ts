@@ -1,0 +1,518 @@
+// The declarative scheme: a sender described as data (which headers carry what, how the signature
+// is written, which bytes are signed in what order, where the time, the id and the type are) and
+// the one engine that runs every description. The shared guarantees live here once, so every sender
+// has them alike: strict decoding, at most MAX_SIGNATURES signatures, a signed time within the
+// tolerance past and future, every configured key tried (rotation), one reason-free 401, and a
+// digest of the signed body backing any id the signature does not cover.
+import type { z } from 'zod';
+import { type JsonValue, parseJsonPayload } from '../inbox/payload.ts';
+import { type AsymmetricAlgorithm, derToP1363, importPublicKey, type PublicKeyFormat } from './asymmetric.ts';
+import {
+  afterPrefix,
+  type Bytes,
+  decodeBase64,
+  decodeHex,
+  encodeHex,
+  HMAC_BYTES,
+  type HmacHash,
+  importHmacKey,
+  type Signature,
+  sha256Hex,
+  signHmac,
+  utf8,
+  type VerifyKey,
+  verifyWithAnyKey,
+} from './hmac.ts';
+import { anyObject, MAX_SIGNATURES, parseEntries, tokenHeader } from './scheme.ts';
+import type {
+  Credentials,
+  Delivery,
+  UnauthorizedReason,
+  Verification,
+  VerificationTime,
+  WebhookProvider,
+} from './types.ts';
+
+/** Keys into a JSON document: object members by name, array elements by index. */
+export type Path = readonly (string | number)[];
+
+/** A value carried by a header, or by the signed payload at a path. */
+export type Source = { header: string } | { path: Path };
+
+/** How a configured secret becomes the HMAC key. */
+export type SecretFormat =
+  /** Its UTF-8 bytes (most senders). */
+  | 'utf8'
+  /** Its UTF-8 bytes after Unicode NFKD normalisation (EasyPost). */
+  | 'nfkd'
+  /** Base64-decoded (Standard Webhooks-style secrets shown without a prefix). */
+  | 'base64'
+  /** `whsec_` + base64, decoded (Standard Webhooks; the prefix may be left out). */
+  | 'whsec';
+
+/** One way a signature may be made; `entry` names it in a `k=v` list header. */
+export type SignatureMethod =
+  | { algorithm: 'HMAC'; hash: HmacHash; secret: SecretFormat; entry?: string }
+  /** ECDSA signatures are DER (what senders send), checked strictly and turned into r || s. */
+  | { algorithm: AsymmetricAlgorithm; publicKey: PublicKeyFormat; entry?: string };
+
+export interface SignatureSpec {
+  /** Headers carrying signatures; each present one is read (Box sends a primary and a secondary). */
+  headers: readonly string[];
+  encoding: 'hex' | 'base64';
+  /** Text every signature header starts with (`sha256=`, `v0=`), required and removed. */
+  prefix?: string;
+  /** The header is a list of `name<assign>value` entries joined by `separator`. */
+  list?: { separator: string | RegExp; assign: string };
+  methods: readonly SignatureMethod[];
+}
+
+/** How a time is written: unix seconds, unix milliseconds, or an RFC 3339 date. */
+export type TimeFormat = 'unix' | 'unix-ms' | 'rfc3339';
+
+export interface ProtocolReply {
+  body: string;
+  /** Named in the log line. */
+  reason: string;
+  status?: 200 | 204;
+}
+
+export interface AnswerTools {
+  /** Hex HMAC of `text` under the first configured secret (Zoom's URL validation). */
+  hmacHex(text: string): Promise<string>;
+}
+
+/** A protocol message the sender expects an answer to, recognised in an authentic payload. */
+export type ProtocolAnswer = (
+  payload: JsonValue,
+  tools: AnswerTools,
+) => ProtocolReply | undefined | Promise<ProtocolReply | undefined>;
+
+export interface SenderDescription {
+  /** The route segment and the `provider` column: lower case, no spaces. */
+  name: string;
+  /**
+   * Alternative header name prefixes, one set per delivery (Shopify's `x-shopify-` and `shopify-`):
+   * the first set whose first signature header is present is read, and every header name in the
+   * description is written without the prefix.
+   */
+  headerSets?: readonly string[];
+  /** A signed request. Exactly one of `signature` and `token`. */
+  signature?: SignatureSpec;
+  /** A sender that signs nothing and sends the configured secret itself in this header (GitLab). */
+  token?: { header: string };
+  /**
+   * The signed content: `{timestamp}`, `{id}`, `{body}` (exactly once), `{url}`, `{method}` and
+   * literal text between them, e.g. `v0:{timestamp}:{body}`. Required with `signature`.
+   */
+  signed?: string;
+  /**
+   * The signed time: a header, an entry of the signature list, or a path in the payload (read
+   * once the signature holds). Header and entry times must appear in `signed`.
+   */
+  timestamp?: { from: { header: string } | { entry: string } | { path: Path }; format: TimeFormat };
+  /**
+   * The event id. A header the signature does not cover (not `{id}` in `signed`) is backed by the
+   * body digest as a second key; `bodyDigest` makes the digest of the signed body the id itself,
+   * for senders that batch events or send no id.
+   */
+  id: Source | { bodyDigest: true };
+  type: Source | { constant: string };
+  /** Joined to the type with `.` when present in the payload (GitHub's `action`). */
+  typeSuffix?: Path;
+  /** Informational: an unreadable value is stored as no time, never a refusal. */
+  occurredAt?: { from: Source | 'timestamp'; format: TimeFormat };
+  /** The payload's shape; any JSON object when absent. Unknown fields are always kept. */
+  payload?: z.ZodType<unknown>;
+  /** Events whose version at `path` is not in `known` are parked, not applied. */
+  schemaVersion?: { path: Path; known: ReadonlySet<string> };
+  answer?: ProtocolAnswer;
+  /** The secret's variable when the sender's documentation names it otherwise (`SLACK_SIGNING_SECRET`). */
+  secretVariable?: string;
+}
+
+type Field = 'timestamp' | 'id' | 'body' | 'url' | 'method';
+type Part = { literal: Bytes } | { field: Field };
+
+const FIELDS: ReadonlySet<string> = new Set(['timestamp', 'id', 'body', 'url', 'method']);
+const PLACEHOLDER = /\{([^{}]*)\}/g;
+
+/** The template as literal and field parts, or the problems that make it unusable. */
+function compileTemplate(template: string): { parts: Part[]; problems: string[] } {
+  const parts: Part[] = [];
+  const problems: string[] = [];
+  let at = 0;
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    const name = match[1] ?? '';
+    if (match.index > at) parts.push({ literal: utf8(template.slice(at, match.index)) });
+    if (FIELDS.has(name)) parts.push({ field: name as Field });
+    else problems.push(`signed content names an unknown part {${name}}`);
+    at = match.index + match[0].length;
+  }
+  if (at < template.length) parts.push({ literal: utf8(template.slice(at)) });
+  const bodies = parts.filter((part) => 'field' in part && part.field === 'body').length;
+  if (bodies !== 1) problems.push('signed content must contain {body} exactly once');
+  return { parts, problems };
+}
+
+const signsField = (parts: readonly Part[], field: Field) =>
+  parts.some((part) => 'field' in part && part.field === field);
+
+/** Every reason a description cannot work; empty when it can. Checked before its keys are imported. */
+export function descriptionProblems(description: SenderDescription): string[] {
+  const { signature, token, timestamp } = description;
+  const problems: string[] = [];
+  if (!/^[a-z0-9]{1,64}$/.test(description.name)) problems.push('name must be lower-case letters and digits');
+  if ((signature === undefined) === (token === undefined)) problems.push('needs exactly one of signature and token');
+  if (token !== undefined && (description.signed !== undefined || timestamp !== undefined)) {
+    problems.push('a token sender signs nothing: no signed content or timestamp');
+  }
+  if (signature !== undefined) {
+    const { parts, problems: templateProblems } = compileTemplate(description.signed ?? '');
+    problems.push(...templateProblems);
+    if (signature.headers.length === 0) problems.push('signature needs at least one header');
+    const entries = signature.methods.map((method) => method.entry);
+    if (signature.methods.length === 0) problems.push('signature needs at least one method');
+    if (signature.list === undefined && (signature.methods.length !== 1 || entries[0] !== undefined)) {
+      problems.push('a plain signature header takes exactly one method and no entry names');
+    }
+    if (signature.list !== undefined && (entries.includes(undefined) || new Set(entries).size !== entries.length)) {
+      problems.push('a signature list needs a distinct entry name for each method');
+    }
+    const from = timestamp?.from;
+    if (from !== undefined && 'entry' in from && signature.list === undefined) {
+      problems.push('a timestamp entry needs a signature list');
+    }
+    if (from !== undefined && !('path' in from) && !signsField(parts, 'timestamp')) {
+      problems.push('a timestamp from a header or entry must be in the signed content');
+    }
+    if (signsField(parts, 'timestamp') && (from === undefined || 'path' in from)) {
+      problems.push('{timestamp} is signed but no timestamp header or entry is described');
+    }
+    if (signsField(parts, 'id') && !('header' in description.id))
+      problems.push('{id} is signed but the id is no header');
+  }
+  return problems;
+}
+
+const UNIX = /^[0-9]{1,12}$/;
+const UNIX_MS = /^[0-9]{1,15}$/;
+const RFC3339 = /^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$/;
+
+/** Milliseconds since the epoch that `text` writes in `format`, or null when it is not exactly that. */
+function parseTime(text: string, format: TimeFormat): number | null {
+  if (format === 'unix') return UNIX.test(text) ? Number(text) * 1000 : null;
+  if (format === 'unix-ms') return UNIX_MS.test(text) ? Number(text) : null;
+  if (!RFC3339.test(text)) return null;
+  const milliseconds = Date.parse(text);
+  return Number.isFinite(milliseconds) ? milliseconds : null;
+}
+
+function isFresh(text: string | null, format: TimeFormat, time: VerificationTime): boolean {
+  const milliseconds = text === null ? null : parseTime(text, format);
+  return milliseconds !== null && Math.abs(time.nowSeconds - Math.floor(milliseconds / 1000)) <= time.toleranceSeconds;
+}
+
+/** The value at `path`, own members only (a payload's `constructor` is not Object's). */
+export function valueAt(value: JsonValue | undefined, path: Path): JsonValue | undefined {
+  let current = value;
+  for (const key of path) {
+    if (typeof key === 'number') current = Array.isArray(current) ? current[key] : undefined;
+    else if (
+      current !== null &&
+      typeof current === 'object' &&
+      !Array.isArray(current) &&
+      Object.hasOwn(current, key)
+    ) {
+      current = current[key];
+    } else current = undefined;
+  }
+  return current;
+}
+
+/** An id, type or time as text: a 1..255-character string or a non-negative safe integer. */
+function textOf(value: JsonValue | undefined): string | null {
+  if (typeof value === 'string') return value.length >= 1 && value.length <= 255 ? value : null;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : null;
+}
+
+/** The HMAC key bytes of a configured secret, or null when it is not written as `format` expects. */
+export function secretBytes(secret: string, format: SecretFormat): Bytes | null {
+  switch (format) {
+    case 'utf8':
+      return utf8(secret);
+    case 'nfkd':
+      return utf8(secret.normalize('NFKD'));
+    case 'base64':
+      return decodeBase64(secret);
+    case 'whsec':
+      return decodeBase64(afterPrefix(secret, 'whsec_') ?? secret);
+  }
+}
+
+const SECRET_SHAPE: Readonly<Record<SecretFormat, string>> = {
+  utf8: 'text',
+  nfkd: 'text',
+  base64: 'base64',
+  whsec: '"whsec_" followed by base64',
+};
+
+/** What a token check signs: any fixed text; the token's digest is the key (see tokenSignature). */
+const TOKEN_CHECK = utf8('webhook-inbox shared token');
+
+/**
+ * A shared token compared in constant time without comparing secrets directly: the configured
+ * token's SHA-256 is an HMAC key, and the received token's SHA-256 keys a MAC over fixed text that
+ * only the same token reproduces. Digests make every key 32 bytes, so no padding can alias two.
+ */
+async function tokenSignature(token: string): Promise<Signature> {
+  const key = await importHmacKey(await digest(utf8(token)));
+  return { algorithm: 'HMAC', bytes: await signHmac(key, TOKEN_CHECK) };
+}
+
+async function digest(data: Bytes): Promise<Bytes> {
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', data));
+}
+
+function decodeSignature(text: string, encoding: 'hex' | 'base64', method: SignatureMethod): Signature | null {
+  if (method.algorithm === 'HMAC') {
+    const length = HMAC_BYTES[method.hash];
+    const bytes = encoding === 'hex' ? decodeHex(text, length) : decodeBase64(text);
+    return bytes?.byteLength === length ? { algorithm: 'HMAC', bytes } : null;
+  }
+  const bytes = encoding === 'hex' ? decodeHex(text) : decodeBase64(text);
+  if (bytes === null) return null;
+  if (method.algorithm === 'Ed25519') return bytes.byteLength === 64 ? { algorithm: 'Ed25519', bytes } : null;
+  const raw = derToP1363(bytes);
+  return raw === null ? null : { algorithm: 'ECDSA', bytes: raw };
+}
+
+interface SignedHeaders {
+  signatures: Signature[];
+  /** The signature list's timestamp entries, for a timestamp described as an entry. */
+  timestamps: string[];
+}
+
+/** Every signature the headers carry, strictly decoded; null when any of ours is malformed. */
+function readSignatures(spec: SignatureSpec, header: (name: string) => string | null, timestampEntry?: string) {
+  const read: SignedHeaders = { signatures: [], timestamps: [] };
+  for (const name of spec.headers) {
+    const value = header(name);
+    if (value === null) continue;
+    if (spec.list === undefined) {
+      const text = spec.prefix === undefined ? value : afterPrefix(value, spec.prefix);
+      const method = spec.methods[0];
+      const signature = text === null || method === undefined ? null : decodeSignature(text, spec.encoding, method);
+      if (signature === null) return null;
+      read.signatures.push(signature);
+      continue;
+    }
+    const entries = parseEntries(value, spec.list.separator, spec.list.assign);
+    if (entries === null) return null;
+    for (const [entry, text] of entries) {
+      if (entry === timestampEntry) read.timestamps.push(text);
+      const method = spec.methods.find((candidate) => candidate.entry === entry);
+      // Versions this description does not speak are skipped: a scheme's later additions are not errors.
+      if (method === undefined) continue;
+      const signature = decodeSignature(text, spec.encoding, method);
+      if (signature === null) return null;
+      read.signatures.push(signature);
+    }
+  }
+  return read;
+}
+
+function concat(chunks: readonly Bytes[]): Bytes {
+  let length = 0;
+  for (const chunk of chunks) length += chunk.byteLength;
+  const joined = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return joined;
+}
+
+type Fields = Readonly<Record<Exclude<Field, 'body'>, string | undefined>>;
+
+function signedContent(parts: readonly Part[], body: Bytes, fields: Fields): Bytes | null {
+  const chunks: Bytes[] = [];
+  for (const part of parts) {
+    if ('literal' in part) chunks.push(part.literal);
+    else if (part.field === 'body') chunks.push(body);
+    else {
+      const value = fields[part.field];
+      if (value === undefined) return null;
+      chunks.push(utf8(value));
+    }
+  }
+  return concat(chunks);
+}
+
+type Authentication = { failure: UnauthorizedReason } | { timestamp: string | null; idSigned: boolean };
+
+/** The provider that runs `description`. Problems with it surface when its keys are imported. */
+export function describedProvider(description: SenderDescription): WebhookProvider {
+  const { name, signature: spec, token, timestamp } = description;
+  const parts = compileTemplate(description.signed ?? '').parts;
+  const methods = spec?.methods ?? [];
+  const hmacMethods = methods.flatMap((method) => (method.algorithm === 'HMAC' ? [method] : []));
+  const publicKeyMethods = methods.flatMap((method) => (method.algorithm === 'HMAC' ? [] : [method]));
+  const from = timestamp?.from;
+  const timestampEntry = from !== undefined && 'entry' in from ? from.entry : undefined;
+  const idHeader = 'header' in description.id ? description.id.header : undefined;
+  const idSigned = signsField(parts, 'id');
+  const schema = description.payload ?? anyObject;
+  const credentials: Credentials = {
+    secret: token !== undefined || hmacMethods.length > 0,
+    publicKey: publicKeyMethods.length > 0,
+    url: signsField(parts, 'url'),
+    ...(description.secretVariable === undefined ? {} : { secretVariable: description.secretVariable }),
+  };
+
+  async function importKeys(secrets: readonly string[], publicKeys: readonly string[] = []): Promise<VerifyKey[]> {
+    const problems = descriptionProblems(description);
+    if (problems.length > 0) throw new Error(`${name}: invalid description: ${problems.join('; ')}`);
+    const keys: VerifyKey[] = [];
+    for (const secret of secrets) {
+      if (token !== undefined) keys.push(await importHmacKey(await digest(utf8(secret))));
+      for (const method of hmacMethods) {
+        const bytes = secretBytes(secret, method.secret);
+        // Named by provider, never echoed: the value is a secret.
+        if (bytes === null || bytes.byteLength === 0) {
+          throw new Error(`${name}: every secret must be ${SECRET_SHAPE[method.secret]}`);
+        }
+        keys.push(await importHmacKey(bytes, method.hash));
+      }
+    }
+    for (const publicKey of publicKeys) {
+      for (const method of publicKeyMethods) {
+        try {
+          keys.push(await importPublicKey(publicKey, method.algorithm, method.publicKey));
+        } catch (error) {
+          throw new Error(`${name}: ${(error as Error).message}`);
+        }
+      }
+    }
+    return keys;
+  }
+
+  /** Signatures present, few enough, time fresh, then every signature under every key. */
+  async function authenticate(
+    delivery: Delivery,
+    header: (name: string) => string | null,
+    keys: readonly VerifyKey[],
+    time: VerificationTime,
+  ): Promise<Authentication> {
+    if (token !== undefined) {
+      const received = header(token.header);
+      if (received === null) return { failure: 'headers_missing' };
+      const valid = await verifyWithAnyKey(keys, [await tokenSignature(received)], TOKEN_CHECK);
+      return valid ? { timestamp: null, idSigned: false } : { failure: 'signature_mismatch' };
+    }
+    if (spec === undefined) return { failure: 'signature_malformed' };
+    const read = readSignatures(spec, header, timestampEntry);
+    if (read === null || read.signatures.length === 0 || read.signatures.length > MAX_SIGNATURES) {
+      return { failure: 'signature_malformed' };
+    }
+    let signedTime: string | null = null;
+    if (from !== undefined && !('path' in from)) {
+      // Exactly one: a second would leave it open which of them was signed.
+      signedTime =
+        'entry' in from ? (read.timestamps.length === 1 ? (read.timestamps[0] ?? null) : null) : header(from.header);
+      if (signedTime === null) return { failure: 'headers_missing' };
+      if (timestamp !== undefined && !isFresh(signedTime, timestamp.format, time)) {
+        return { failure: 'timestamp_outside_tolerance' };
+      }
+    }
+    const id = idSigned && idHeader !== undefined ? tokenHeader(header, idHeader) : undefined;
+    if (id === null) return { failure: 'headers_missing' };
+    const content = signedContent(parts, delivery.body, {
+      timestamp: signedTime ?? undefined,
+      id,
+      url: delivery.url,
+      method: delivery.method ?? 'POST',
+    });
+    if (content === null) return { failure: 'headers_missing' };
+    const valid = await verifyWithAnyKey(keys, read.signatures, content);
+    return valid ? { timestamp: signedTime, idSigned } : { failure: 'signature_mismatch' };
+  }
+
+  function readSource(source: Source, header: (name: string) => string | null, payload: JsonValue) {
+    return 'header' in source ? tokenHeader(header, source.header) : textOf(valueAt(payload, source.path));
+  }
+
+  function occurredAt(
+    header: (name: string) => string | null,
+    payload: JsonValue,
+    signedTime: string | null,
+  ): Date | null {
+    const occurred = description.occurredAt;
+    if (occurred === undefined) return null;
+    const text = occurred.from === 'timestamp' ? signedTime : readSource(occurred.from, header, payload);
+    const milliseconds = text === null ? null : parseTime(text, occurred.format);
+    return milliseconds === null || Number.isNaN(new Date(milliseconds).getTime()) ? null : new Date(milliseconds);
+  }
+
+  async function verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification> {
+    const { headers, body } = delivery;
+    const sets = description.headerSets;
+    const first = spec?.headers[0] ?? token?.header ?? '';
+    const prefix = sets === undefined ? '' : (sets.find((set) => headers.has(`${set}${first}`)) ?? sets.at(-1) ?? '');
+    const header = (headerName: string) => headers.get(`${prefix}${headerName}`);
+
+    const authentication = await authenticate(delivery, header, keys, time);
+    if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
+
+    const payload = parseJsonPayload(body);
+    if (payload === undefined || !schema.safeParse(payload).success) return { outcome: 'invalid_payload' };
+    if (from !== undefined && 'path' in from && timestamp !== undefined) {
+      // A time inside the body is read only now, but refused the same way as a header's.
+      if (!isFresh(textOf(valueAt(payload, from.path)), timestamp.format, time)) {
+        return { outcome: 'unauthorized', reason: 'timestamp_outside_tolerance' };
+      }
+    }
+    const reply = await description.answer?.(payload, {
+      hmacHex: async (text) => {
+        const key = keys.find((candidate) => candidate.algorithm.name === 'HMAC');
+        if (key === undefined) throw new Error(`${name}: no secret to answer with`);
+        return encodeHex(await signHmac(key, utf8(text)));
+      },
+    });
+    if (reply !== undefined) return { outcome: 'respond', ...reply };
+
+    const bodyDigest = await sha256Hex(body);
+    const source = description.id;
+    const eventId = 'bodyDigest' in source ? bodyDigest : readSource(source, header, payload);
+    const typeSource = description.type;
+    const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, payload);
+    const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(payload, description.typeSuffix));
+    const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
+    if (eventId === null || eventType === null || eventType.length > 255) return { outcome: 'invalid_payload' };
+    const version = description.schemaVersion;
+    const versionText = version === undefined ? null : textOf(valueAt(payload, version.path));
+    return {
+      outcome: 'verified',
+      event: {
+        eventId,
+        eventType,
+        occurredAt: occurredAt(header, payload, authentication.timestamp),
+        payload,
+        unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
+        // An id the signature does not cover could be replayed under another: the body's digest
+        // is a second key. A digest id, a signed header or a payload path needs none.
+        ...('header' in source && !authentication.idSigned ? { contentDigest: bodyDigest } : {}),
+      },
+    };
+  }
+
+  const knowsSchemaOf = (payload: JsonValue) => {
+    const version = description.schemaVersion;
+    if (version === undefined) return true;
+    const text = textOf(valueAt(payload, version.path));
+    return text !== null && version.known.has(text) && schema.safeParse(payload).success;
+  };
+
+  return { name, credentials, importKeys, verify, knowsSchemaOf };
+}
