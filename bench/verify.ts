@@ -133,9 +133,10 @@ async function rate(verify: () => Promise<void>, inFlight: number, durationMs: n
 
 const startedAt = new Date();
 const results: Array<{ scheme: string; inFlight: number } & Rate> = [];
-for (const provider of providers) {
+// The original six schemes, compared across releases; the other senders run the same engine.
+for (const provider of providers.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
   const scheme = schemes[provider.name];
-  if (scheme === undefined) throw new Error(`no benchmark delivery for ${provider.name}`);
+  if (scheme === undefined) continue;
   const keys = await provider.importKeys([scheme.secret]);
   const delivery: Delivery = {
     body: new Uint8Array(scheme.body),

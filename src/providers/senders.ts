@@ -344,6 +344,28 @@ export const senderDescriptions: readonly SenderDescription[] = [
     },
   },
   {
+    name: 'notion',
+    signature: { headers: ['x-notion-signature'], encoding: 'hex', prefix: 'sha256=', methods: [HMAC_SHA256] },
+    signed: '{body}',
+    id: { path: ['id'] },
+    type: { path: ['type'] },
+    occurredAt: { from: { path: ['timestamp'] }, format: 'rfc3339' },
+  },
+  {
+    name: 'box',
+    // Box signs with both of the app's keys at once, one header each: either is enough.
+    signature: {
+      headers: ['box-signature-primary', 'box-signature-secondary'],
+      encoding: 'base64',
+      methods: [HMAC_SHA256],
+    },
+    signed: '{body}{timestamp}',
+    timestamp: { from: { header: 'box-delivery-timestamp' }, format: 'rfc3339' },
+    id: { path: ['id'] },
+    type: { path: ['trigger'] },
+    occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+  },
+  {
     name: 'gitlab',
     // GitLab sends the configured secret token itself; nothing is signed, so the body digest backs the id.
     token: { header: 'x-gitlab-token' },
