@@ -482,9 +482,11 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     });
     if (reply !== undefined) return { outcome: 'respond', ...reply };
 
-    const bodyDigest = await sha256Hex(body);
     const source = description.id;
-    const eventId = 'bodyDigest' in source ? bodyDigest : readSource(source, header, payload);
+    // Hashed only where it keys the event: a digest id, or an id the signature does not cover.
+    const digestKeyed = 'bodyDigest' in source || ('header' in source && !authentication.idSigned);
+    const bodyDigest = digestKeyed ? await sha256Hex(body) : undefined;
+    const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, payload);
     const typeSource = description.type;
     const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, payload);
     const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(payload, description.typeSuffix));
@@ -502,7 +504,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
         unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
         // An id the signature does not cover could be replayed under another: the body's digest
         // is a second key. A digest id, a signed header or a payload path needs none.
-        ...('header' in source && !authentication.idSigned ? { contentDigest: bodyDigest } : {}),
+        ...('header' in source && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}),
       },
     };
   }
