@@ -194,6 +194,28 @@ describe("Box's two signature headers", () => {
   });
 });
 
+describe("GitLab's two tokens, configured side by side", () => {
+  const [signing, secretToken] = namedSenders.filter((candidate) => candidate.name === 'gitlab');
+
+  it('judges a delivery that carries a signature by its signature alone, however right its token', async () => {
+    if (signing === undefined || secretToken === undefined) throw new Error('both GitLab senders expected');
+    const outgoing = signing.newEvent(nowSeconds());
+    const forged = {
+      ...signing.headers(outgoing, signing.stranger, nowSeconds()),
+      'x-gitlab-token': secretToken.credentials[0].configured,
+    };
+    expect((await post('gitlab', outgoing.body, forged)).status).toBe(401);
+    // Nor is a signing token a secret token: sent in X-Gitlab-Token it is refused.
+    const asToken = secretToken.headers(
+      outgoing,
+      { ...secretToken.credentials[0], configured: signing.credentials[0].configured },
+      0,
+    );
+    expect((await post('gitlab', outgoing.body, asToken)).status).toBe(401);
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+  });
+});
+
 describe('SendGrid signatures are strict DER', () => {
   it('refuses an ECDSA signature with a needless leading zero in r', async () => {
     const sendgrid = sender('sendgrid');
@@ -245,8 +267,13 @@ describe('senders that cannot be enabled as configured', () => {
       'example: invalid description: a timestamp from a header or entry must be in the signed content; ' +
         '{id} is signed but the id is no header',
     );
-    const both = { ...good, token: { header: 'x-token' } };
-    expect(descriptionProblems(both)).toContain('needs exactly one of signature and token');
+    expect(descriptionProblems({ ...good, signature: undefined })).toEqual([
+      'needs a signature or a token',
+      'a token sender signs nothing: no signed content or timestamp',
+    ]);
+    expect(descriptionProblems({ ...good, token: { header: 'x-token' } })).toEqual([
+      'a token beside a signature needs whsec_ secrets, the form that tells them apart',
+    ]);
   });
 
   it('stops with the sender named, never the value: a malformed public key, a missing signed URL', async () => {

@@ -97,9 +97,13 @@ export interface SenderDescription {
    * description is written without the prefix.
    */
   headerSets?: readonly string[];
-  /** A signed request. Exactly one of `signature` and `token`. */
+  /** A signed request. At least one of `signature` and `token`. */
   signature?: SignatureSpec;
-  /** A sender that signs nothing and sends the configured secret itself in this header (GitLab). */
+  /**
+   * The configured secret itself, sent in this header (GitLab's secret token). With a signature too
+   * (GitLab's signing token), a delivery carrying a signature header is checked by its signature
+   * only; secrets written `whsec_…` are signing keys and every other secret is a token.
+   */
   token?: { header: string };
   /**
    * The signed content: `{timestamp}`, `{id}`, `{body}` (exactly once), `{url}`, `{method}` and
@@ -163,9 +167,15 @@ export function descriptionProblems(description: SenderDescription): string[] {
   const { signature, token, timestamp } = description;
   const problems: string[] = [];
   if (!/^[a-z0-9]{1,64}$/.test(description.name)) problems.push('name must be lower-case letters and digits');
-  if ((signature === undefined) === (token === undefined)) problems.push('needs exactly one of signature and token');
-  if (token !== undefined && (description.signed !== undefined || timestamp !== undefined)) {
+  if (signature === undefined && token === undefined) problems.push('needs a signature or a token');
+  if (signature === undefined && (description.signed !== undefined || timestamp !== undefined)) {
     problems.push('a token sender signs nothing: no signed content or timestamp');
+  }
+  if (signature !== undefined && token !== undefined) {
+    const secrets = signature.methods.map((method) => (method.algorithm === 'HMAC' ? method.secret : undefined));
+    if (!secrets.every((secret) => secret === 'whsec')) {
+      problems.push('a token beside a signature needs whsec_ secrets, the form that tells them apart');
+    }
   }
   if (signature !== undefined) {
     const { parts, problems: templateProblems } = compileTemplate(description.signed ?? '');
@@ -259,6 +269,9 @@ const SECRET_SHAPE: Readonly<Record<SecretFormat, string>> = {
 
 /** What a token check signs: any fixed text; the token's digest is the key (see tokenSignature). */
 const TOKEN_CHECK = utf8('webhook-inbox shared token');
+
+/** Keys imported for a shared token: never used to check a signature, nor signing keys a token. */
+const TOKEN_KEYS = new WeakSet<VerifyKey>();
 
 /**
  * A shared token compared in constant time without comparing secrets directly: the configured
@@ -376,7 +389,12 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     if (problems.length > 0) throw new Error(`${name}: invalid description: ${problems.join('; ')}`);
     const keys: VerifyKey[] = [];
     for (const secret of secrets) {
-      if (token !== undefined) keys.push(await importHmacKey(await digest(utf8(secret))));
+      if (token !== undefined && (hmacMethods.length === 0 || !secret.startsWith('whsec_'))) {
+        const key = await importHmacKey(await digest(utf8(secret)));
+        TOKEN_KEYS.add(key);
+        keys.push(key);
+        continue;
+      }
       for (const method of hmacMethods) {
         const bytes = secretBytes(secret, method.secret);
         // Named by provider, never echoed: the value is a secret.
@@ -405,10 +423,12 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     keys: readonly VerifyKey[],
     time: VerificationTime,
   ): Promise<Authentication> {
-    if (token !== undefined) {
+    const signed = spec !== undefined && spec.headers.some((name) => header(name) !== null);
+    if (token !== undefined && !signed) {
       const received = header(token.header);
       if (received === null) return { failure: 'headers_missing' };
-      const valid = await verifyWithAnyKey(keys, [await tokenSignature(received)], TOKEN_CHECK);
+      const tokenKeys = keys.filter((key) => TOKEN_KEYS.has(key));
+      const valid = await verifyWithAnyKey(tokenKeys, [await tokenSignature(received)], TOKEN_CHECK);
       return valid ? { timestamp: null, idSigned: false } : { failure: 'signature_mismatch' };
     }
     if (spec === undefined) return { failure: 'signature_malformed' };
@@ -435,7 +455,8 @@ export function describedProvider(description: SenderDescription): WebhookProvid
       method: delivery.method ?? 'POST',
     });
     if (content === null) return { failure: 'headers_missing' };
-    const valid = await verifyWithAnyKey(keys, read.signatures, content);
+    const signingKeys = token === undefined ? keys : keys.filter((key) => !TOKEN_KEYS.has(key));
+    const valid = await verifyWithAnyKey(signingKeys, read.signatures, content);
     return valid ? { timestamp: signedTime, idSigned } : { failure: 'signature_mismatch' };
   }
 

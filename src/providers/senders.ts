@@ -367,9 +367,14 @@ export const senderDescriptions: readonly SenderDescription[] = [
   },
   {
     name: 'gitlab',
-    // GitLab sends the configured secret token itself; nothing is signed, so the body digest backs the id.
+    // The signing token (`whsec_…`) signs as Standard Webhooks does; a webhook with only the older
+    // secret token sends that token itself in `X-Gitlab-Token`, and then nothing is signed.
+    signature: standardSignature('whsec'),
+    ...standardHeaders,
     token: { header: 'x-gitlab-token' },
-    id: { header: 'x-gitlab-event-uuid' },
+    // GitLab sends the same value as `webhook-id` and `Idempotency-Key`; only the latter is there
+    // without a signing token. Unsigned (token only), the body digest backs it.
+    id: { header: 'idempotency-key' },
     // The `X-Gitlab-Event` header names it with spaces (`Push Hook`); the payload's kind does not.
     type: { path: ['object_kind'] },
   },

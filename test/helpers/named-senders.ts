@@ -29,6 +29,7 @@ import { parse as gocardlessParse } from 'gocardless-nodejs/webhooks';
 import OpenAI from 'openai';
 import Razorpay from 'razorpay';
 import { WebhooksHelper as SquareWebhooks } from 'square';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import { type EnabledProvider, enableProviders } from '../../src/providers/registry.ts';
 import { uniqueId } from './acme.ts';
@@ -53,6 +54,10 @@ export interface Outgoing {
 
 export interface NamedSender {
   name: string;
+  /** How the suite names it, where one sender is played two ways (GitLab's two tokens). */
+  label?: string;
+  /** It sends its secret itself and signs nothing: a changed body is still authentic. */
+  token?: true;
   /** Which variable enables it: `<NAME>_WEBHOOK_SECRET` or `<NAME>_WEBHOOK_PUBLIC_KEY`. */
   variable: 'secret' | 'publicKey';
   /** [current, previous]: both configured, as during a rotation. */
@@ -691,8 +696,38 @@ const box: NamedSender = {
     WebhooksManager.validateMessage(outgoing.body, headers, credential.configured),
 };
 
+function gitlabPush(): Outgoing {
+  const deliveryId = randomUUID();
+  const body = { object_kind: 'push', ref: 'refs/heads/main', checkout_sha: randomBytes(20).toString('hex') };
+  return { body: JSON.stringify(body), eventId: deliveryId, deliveryId, eventType: 'push' };
+}
+
+/** GitLab's signing token: Standard Webhooks' headers, which GitLab validates with `standardwebhooks`. */
 const gitlab: NamedSender = {
   name: 'gitlab',
+  variable: 'secret',
+  credentials: [whsecCredential(), whsecCredential()],
+  stranger: whsecCredential(),
+  signsTime: true,
+  id: 'signed-header',
+  signatureHeaders: ['webhook-signature'],
+  oracleName: '`standardwebhooks` `Webhook.verify`, the validator GitLab documents for its signing token',
+  newEvent: gitlabPush,
+  headers: (outgoing, credential, now) => ({
+    ...JSON_TYPE,
+    'x-gitlab-event': 'Push Hook',
+    'idempotency-key': outgoing.deliveryId ?? '',
+    ...standardLike(credential, outgoing, now, outgoing.deliveryId ?? ''),
+  }),
+  oracle: (outgoing, headers, credential) =>
+    accepts(() => new StandardWebhook(credential.configured).verify(outgoing.body, headers)),
+};
+
+/** GitLab's older secret token: the token itself in `X-Gitlab-Token`, nothing signed. */
+const gitlabToken: NamedSender = {
+  name: 'gitlab',
+  label: 'gitlab (secret token)',
+  token: true,
   variable: 'secret',
   ...(() => {
     const make = (): Credential => ({ configured: secretOf('glwt-'), sign: () => '' });
@@ -702,15 +737,11 @@ const gitlab: NamedSender = {
   id: 'unsigned-header',
   signatureHeaders: ['x-gitlab-token'],
   oracleName: "GitLab's documentation: `X-Gitlab-Token` carries the secret token as configured",
-  newEvent() {
-    const deliveryId = randomUUID();
-    const body = { object_kind: 'push', ref: 'refs/heads/main', checkout_sha: randomBytes(20).toString('hex') };
-    return { body: JSON.stringify(body), eventId: deliveryId, deliveryId, eventType: 'push' };
-  },
+  newEvent: gitlabPush,
   headers: (outgoing, credential) => ({
     ...JSON_TYPE,
     'x-gitlab-event': 'Push Hook',
-    'x-gitlab-event-uuid': outgoing.deliveryId ?? '',
+    'idempotency-key': outgoing.deliveryId ?? '',
     'x-gitlab-token': credential.configured,
   }),
   // The documented rule itself: the header is the configured token, byte for byte.
@@ -738,13 +769,18 @@ export const namedSenders: readonly NamedSender[] = [
   notion,
   box,
   gitlab,
+  gitlabToken,
 ];
 
 /** Every named sender enabled with both of its keys (and its signed URL), as configuration would. */
 export async function enableNamedSenders(): Promise<ReadonlyMap<string, EnabledProvider>> {
-  const configured = (sender: NamedSender) => sender.credentials.map((credential) => credential.configured);
-  const of = (variable: NamedSender['variable']) =>
-    Object.fromEntries(namedSenders.filter((s) => s.variable === variable).map((s) => [s.name, configured(s)]));
+  const of = (variable: NamedSender['variable']) => {
+    const keys: Record<string, string[]> = {};
+    for (const sender of namedSenders.filter((candidate) => candidate.variable === variable)) {
+      keys[sender.name] = [...(keys[sender.name] ?? []), ...sender.credentials.map((key) => key.configured)];
+    }
+    return keys;
+  };
   const urls = Object.fromEntries(namedSenders.flatMap((s) => (s.url === undefined ? [] : [[s.name, s.url]])));
   return enableProviders(of('secret'), { publicKeys: of('publicKey'), urls });
 }
