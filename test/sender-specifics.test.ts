@@ -259,7 +259,7 @@ describe('senders that cannot be enabled as configured', () => {
     expect(descriptionProblems(broken)).toEqual([
       'name must be lower-case letters and digits',
       'signed content names an unknown part {bdy}',
-      'signed content must contain {body} exactly once',
+      'signed content must contain {body} (or {bodySha256}) exactly once',
       '{timestamp} is signed but no timestamp header or entry is described',
     ]);
     const unsignedTime = { ...good, signed: '{id}.{body}' };

@@ -106,8 +106,9 @@ export interface SenderDescription {
    */
   token?: { header: string };
   /**
-   * The signed content: `{timestamp}`, `{id}`, `{body}` (exactly once), `{url}`, `{method}` and
-   * literal text between them, e.g. `v0:{timestamp}:{body}`. Required with `signature`.
+   * The signed content: `{timestamp}`, `{id}`, `{body}`, `{url}`, `{method}` and literal text
+   * between them, e.g. `v0:{timestamp}:{body}`. The body appears exactly once, as itself or as
+   * `{bodySha256}`, its hex SHA-256 (Twilio signs that in the URL). Required with `signature`.
    */
   signed?: string;
   /**
@@ -135,10 +136,10 @@ export interface SenderDescription {
   secretVariable?: string;
 }
 
-type Field = 'timestamp' | 'id' | 'body' | 'url' | 'method';
+type Field = 'timestamp' | 'id' | 'body' | 'bodySha256' | 'url' | 'method';
 type Part = { literal: Bytes } | { field: Field };
 
-const FIELDS: ReadonlySet<string> = new Set(['timestamp', 'id', 'body', 'url', 'method']);
+const FIELDS: ReadonlySet<string> = new Set(['timestamp', 'id', 'body', 'bodySha256', 'url', 'method']);
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 
 /** The template as literal and field parts, or the problems that make it unusable. */
@@ -154,8 +155,8 @@ function compileTemplate(template: string): { parts: Part[]; problems: string[] 
     at = match.index + match[0].length;
   }
   if (at < template.length) parts.push({ literal: utf8(template.slice(at)) });
-  const bodies = parts.filter((part) => 'field' in part && part.field === 'body').length;
-  if (bodies !== 1) problems.push('signed content must contain {body} exactly once');
+  const bodies = parts.filter((part) => 'field' in part && (part.field === 'body' || part.field === 'bodySha256'));
+  if (bodies.length !== 1) problems.push('signed content must contain {body} (or {bodySha256}) exactly once');
   return { parts, problems };
 }
 
@@ -449,6 +450,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     const id = idSigned && idHeader !== undefined ? tokenHeader(header, idHeader) : undefined;
     if (id === null) return { failure: 'headers_missing' };
     const content = signedContent(parts, delivery.body, {
+      bodySha256: signsField(parts, 'bodySha256') ? await sha256Hex(delivery.body) : undefined,
       timestamp: signedTime ?? undefined,
       id,
       url: delivery.url,

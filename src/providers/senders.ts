@@ -366,6 +366,22 @@ export const senderDescriptions: readonly SenderDescription[] = [
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
   },
   {
+    name: 'twilio',
+    // JSON webhooks (Event Streams): Twilio appends `bodySHA256=<hex SHA-256 of the body>` to the
+    // configured URL and signs that URL with the auth token (HMAC-SHA1). The configured URL has no
+    // query string of its own.
+    signature: {
+      headers: ['x-twilio-signature'],
+      encoding: 'base64',
+      methods: [{ algorithm: 'HMAC', hash: 'SHA-1', secret: 'utf8' }],
+    },
+    signed: '{url}?bodySHA256={bodySha256}',
+    // A batch of CloudEvents with no delivery id.
+    id: { bodyDigest: true },
+    type: { constant: 'batch' },
+    payload: eventArray,
+  },
+  {
     name: 'gitlab',
     // The signing token (`whsec_…`) signs as Standard Webhooks does; a webhook with only the older
     // secret token sends that token itself in `X-Gitlab-Token`, and then nothing is signed.

@@ -31,6 +31,7 @@ import Razorpay from 'razorpay';
 import { WebhooksHelper as SquareWebhooks } from 'square';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
+import twilioWebhooks from 'twilio/lib/webhooks/webhooks';
 import { type EnabledProvider, enableProviders } from '../../src/providers/registry.ts';
 import { uniqueId } from './acme.ts';
 
@@ -696,6 +697,45 @@ const box: NamedSender = {
     WebhooksManager.validateMessage(outgoing.body, headers, credential.configured),
 };
 
+export const TWILIO_URL = 'https://hooks.example.com/webhooks/twilio';
+const twilio: NamedSender = {
+  name: 'twilio',
+  variable: 'secret',
+  ...(() => {
+    const make = () => hmacCredential(randomBytes(16).toString('hex'), 'base64', undefined, 'sha1');
+    return { credentials: [make(), make()] as const, stranger: make() };
+  })(),
+  url: TWILIO_URL,
+  signsTime: false,
+  id: 'digest',
+  signatureHeaders: ['x-twilio-signature'],
+  oracleName: '`twilio` `validateRequestWithBody`',
+  newEvent(now) {
+    const event = {
+      specversion: '1.0',
+      type: 'com.twilio.messaging.inbound-message.received',
+      source: '/2010-04-01/Accounts/AC1/Messages/SM1.json',
+      id: uniqueId('EZ'),
+      dataschema: 'https://events-schemas.twilio.com/Messaging.InboundMessageV1/1',
+      datacontenttype: 'application/json',
+      time: iso(now),
+      data: {},
+    };
+    return { body: JSON.stringify([event]), eventType: 'batch' };
+  },
+  headers: (outgoing, credential) => ({
+    ...JSON_TYPE,
+    'x-twilio-signature': credential.sign(`${TWILIO_URL}?bodySHA256=${sha256Hex(outgoing.body)}`),
+  }),
+  oracle: async (outgoing, headers, credential) =>
+    twilioWebhooks.validateRequestWithBody(
+      credential.configured,
+      headers['x-twilio-signature'] ?? '',
+      `${TWILIO_URL}?bodySHA256=${sha256Hex(outgoing.body)}`,
+      outgoing.body,
+    ),
+};
+
 function gitlabPush(): Outgoing {
   const deliveryId = randomUUID();
   const body = { object_kind: 'push', ref: 'refs/heads/main', checkout_sha: randomBytes(20).toString('hex') };
@@ -768,6 +808,7 @@ export const namedSenders: readonly NamedSender[] = [
   zoom,
   notion,
   box,
+  twilio,
   gitlab,
   gitlabToken,
 ];
