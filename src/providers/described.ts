@@ -424,7 +424,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     keys: readonly VerifyKey[],
     time: VerificationTime,
   ): Promise<Authentication> {
-    const signed = spec !== undefined && spec.headers.some((name) => header(name) !== null);
+    const signed = spec?.headers.some((name) => header(name) !== null) === true;
     if (token !== undefined && !signed) {
       const received = header(token.header);
       if (received === null) return { failure: 'headers_missing' };
