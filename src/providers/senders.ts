@@ -366,6 +366,20 @@ export const senderDescriptions: readonly SenderDescription[] = [
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
   },
   {
+    name: 'pagerduty',
+    // V3 webhooks: one `v1=<hex>` entry per active secret, over the body; the event id is signed.
+    signature: {
+      headers: ['x-pagerduty-signature'],
+      encoding: 'hex',
+      list: { separator: ',', assign: '=' },
+      methods: [{ ...HMAC_SHA256, entry: 'v1' }],
+    },
+    signed: '{body}',
+    id: { path: ['event', 'id'] },
+    type: { path: ['event', 'event_type'] },
+    occurredAt: { from: { path: ['event', 'occurred_at'] }, format: 'rfc3339' },
+  },
+  {
     name: 'twilio',
     // JSON webhooks (Event Streams): Twilio appends `bodySHA256=<hex SHA-256 of the body>` to the
     // configured URL and signs that URL with the auth token (HMAC-SHA1). The configured URL has no

@@ -2,6 +2,7 @@
 // documentation, and carries an oracle that is not ours, the sender's own SDK (or, where it has
 // none, its documentation's example) verifying what was signed. A signing mistake here shows up as
 // an oracle failure; a verifying mistake of ours as a route failure.
+
 import {
   createHash,
   createHmac,
@@ -11,6 +12,7 @@ import {
   randomUUID,
   sign,
 } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import EasyPost from '@easypost/api';
 import { Signature as HubSpotSignature } from '@hubspot/api-client';
 import { validateSignature as lineValidateSignature } from '@line/bot-sdk';
@@ -53,6 +55,17 @@ export interface Outgoing {
   deliveryId?: string;
 }
 
+/** A publisher's own example: a secret, the exact body, the headers it signed it with. */
+export interface Vector {
+  secret: string;
+  body: string;
+  headers: Record<string, string>;
+  /** The same body under a signature the publisher's tests expect refused. */
+  refused: Record<string, string>;
+  eventId: string;
+  eventType: string;
+}
+
 export interface NamedSender {
   name: string;
   /** How the suite names it, where one sender is played two ways (GitLab's two tokens). */
@@ -77,7 +90,9 @@ export interface NamedSender {
   newEvent(nowSeconds: number): Outgoing;
   headers(outgoing: Outgoing, credential: Credential, nowSeconds: number): Record<string, string>;
   /** The publisher's own verdict on a signed delivery: true when its SDK accepts it. */
-  oracle(outgoing: Outgoing, headers: Record<string, string>, credential: Credential): Promise<boolean>;
+  oracle?(outgoing: Outgoing, headers: Record<string, string>, credential: Credential): Promise<boolean>;
+  /** Where the publisher has no SDK that verifies: the example its own library's tests publish. */
+  vector?: Vector;
   /** What the oracle is, as docs/providers.md names it. */
   oracleName: string;
 }
@@ -96,7 +111,7 @@ async function accepts(check: () => unknown): Promise<boolean> {
   }
 }
 
-function hmacCredential(
+export function hmacCredential(
   configured: string,
   encoding: 'hex' | 'base64',
   key: string | Buffer = configured,
@@ -697,6 +712,43 @@ const box: NamedSender = {
     WebhooksManager.validateMessage(outgoing.body, headers, credential.configured),
 };
 
+const pagerDutyFixture = JSON.parse(
+  readFileSync(new URL('../fixtures/pagerduty-webhookv3.json', import.meta.url), 'utf8'),
+) as { secret: string; body: string; signature: string; mismatch: string };
+
+const pagerduty: NamedSender = {
+  name: 'pagerduty',
+  variable: 'secret',
+  ...hmacCredentials('', 'hex'),
+  signsTime: false,
+  id: 'payload',
+  signatureHeaders: ['x-pagerduty-signature'],
+  oracleName: "the signed example in PagerDuty's own `go-pagerduty` tests (`webhookv3_test.go`)",
+  newEvent(now) {
+    const eventId = uniqueId('01');
+    const event = {
+      id: eventId,
+      event_type: 'incident.triggered',
+      resource_type: 'incident',
+      occurred_at: iso(now),
+      data: {},
+    };
+    return { body: JSON.stringify({ event }), eventId, eventType: 'incident.triggered' };
+  },
+  headers: (outgoing, credential) => ({
+    ...JSON_TYPE,
+    'x-pagerduty-signature': `v1=${credential.sign(outgoing.body)}`,
+  }),
+  vector: {
+    secret: pagerDutyFixture.secret,
+    body: pagerDutyFixture.body,
+    headers: { ...JSON_TYPE, 'x-pagerduty-signature': pagerDutyFixture.signature },
+    refused: { ...JSON_TYPE, 'x-pagerduty-signature': pagerDutyFixture.mismatch },
+    eventId: '01BWDWL3NYY7LUFPZCC28QUCMK',
+    eventType: 'incident.priority_updated',
+  },
+};
+
 export const TWILIO_URL = 'https://hooks.example.com/webhooks/twilio';
 const twilio: NamedSender = {
   name: 'twilio',
@@ -808,6 +860,7 @@ export const namedSenders: readonly NamedSender[] = [
   zoom,
   notion,
   box,
+  pagerduty,
   twilio,
   gitlab,
   gitlabToken,
