@@ -102,7 +102,7 @@ const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** Resolves true, or false when `check` throws or rejects: SDKs that throw on a bad signature. */
-async function accepts(check: () => unknown): Promise<boolean> {
+export async function accepts(check: () => unknown): Promise<boolean> {
   try {
     const result = await check();
     return result !== false;
@@ -122,7 +122,7 @@ export function hmacCredential(
 
 const secretOf = (prefix: string) => `${prefix}${randomBytes(18).toString('hex')}`;
 
-function hmacCredentials(prefix: string, encoding: 'hex' | 'base64') {
+export function hmacCredentials(prefix: string, encoding: 'hex' | 'base64') {
   const make = () => hmacCredential(secretOf(prefix), encoding);
   return { credentials: [make(), make()] as const, stranger: make() };
 }
