@@ -87,11 +87,12 @@ export function prefixed(prefix: string, body: Bytes): Bytes {
   return joined;
 }
 
-const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+const HEX = /^[0-9a-fA-F]+$/;
 
 /** Hex digits of exactly `length` bytes (any length when omitted), else null: nothing lenient to probe. */
 export function decodeHex(text: string | null | undefined, length?: number): Bytes | null {
-  if (text == null || !HEX.test(text) || (length !== undefined && text.length !== length * 2)) return null;
+  if (text == null || text.length % 2 !== 0 || (length !== undefined && text.length !== length * 2)) return null;
+  if (!HEX.test(text)) return null;
   const bytes = new Uint8Array(text.length / 2);
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(text.slice(i * 2, i * 2 + 2), 16);
   return bytes;
