@@ -17,6 +17,7 @@ import postgres from 'postgres';
 import { Pool } from 'undici';
 import { benchAsyncIntake } from './intake-async.ts';
 import { signedAcmeEvent } from './lib/acme.ts';
+import { batchSizesBetween, readBatchSizes } from './lib/batch-sizes.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
 import { type LoadResult, runLoad } from './lib/load.ts';
@@ -139,6 +140,7 @@ async function main(): Promise<boolean> {
     printRejections('warm-up', warmup, 0);
 
     console.log(`sending ${timedRequests.length} events at concurrency ${config.concurrency}`);
+    const batchesBefore = await readBatchSizes(service.origin);
     const serviceBefore = processCpuTicks(service.pid);
     const eventLoopBefore = mainThreadCpuTicks(service.pid);
     const scheduleBefore = threadSchedule(service.pid);
@@ -153,6 +155,7 @@ async function main(): Promise<boolean> {
     const eventLoopAfter = mainThreadCpuTicks(service.pid);
     const serviceAfter = processCpuTicks(service.pid);
     const peakRss = peakRssKiB(service.pid);
+    const batches = batchSizesBetween(batchesBefore, await readBatchSizes(service.origin));
     printRejections('timed phase', timed, config.warmup);
     if (interrupted.signal.aborted) failures.push('interrupted');
     if (Date.now() / 1000 - signedAt > TIMESTAMP_TOLERANCE_SECONDS) {
@@ -204,6 +207,9 @@ async function main(): Promise<boolean> {
         1,
       ),
       servicePeakRssMiB: round(peakRss / 1024, 1),
+      intakeBatches: batches.batches,
+      intakeBatchSizeMean: batches.mean,
+      intakeBatchSizeP99: batches.p99,
       postgresCpuMsPerEvent: postgresCpuMs === undefined ? null : round(perEvent(postgresCpuMs), 3),
       loadGeneratorCpuMsPerEvent: round(perEvent(generatorCpuMs), 3),
       machineBusyPercent: round(machineBusyShare(machineBefore, machineAfter) * 100, 1),
@@ -253,6 +259,11 @@ async function main(): Promise<boolean> {
           note: 'runnable, no core free (busy + waiting ~100: loop-bound)',
         },
         { label: 'service peak RSS (MiB)', value: figures.servicePeakRssMiB, note: 'VmHWM, whole run' },
+        {
+          label: 'intake batch size mean / p99',
+          value: `${figures.intakeBatchSizeMean} / ${figures.intakeBatchSizeP99}`,
+          note: `${figures.intakeBatches} transactions (group commit)`,
+        },
         { label: 'postgres CPU ms/event', value: figures.postgresCpuMsPerEvent ?? 'n/a', note: 'all server processes' },
         { label: 'load generator CPU ms/event', value: figures.loadGeneratorCpuMsPerEvent, note: 'this process' },
         { label: 'machine busy (%)', value: figures.machineBusyPercent, note: `${context.cpus} cores` },

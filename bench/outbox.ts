@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { parseConfig } from '../src/config.ts';
 import { connectDatabase, type DatabaseHandle } from '../src/db/client.ts';
-import { createLogger } from '../src/ops/logger.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { fetchPost, httpPublisher } from '../src/outbox/publishers.ts';
 import {
   createRelay,

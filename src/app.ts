@@ -1,25 +1,25 @@
-// The portable service: a Hono app built from its dependencies, with no runtime imports, so Node,
-// Workers and the tests all serve the very same routes.
+// The portable service: a Hono app built once from its dependencies, with no runtime imports, so
+// Node, Workers and the tests all serve the very same routes. Each request's database is bound to
+// its context here (`c.var.db`), so state the routes keep (the backlog gate's count) outlives it.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { adminRoutes } from './admin/routes.ts';
+import type { DatabaseEnv } from './db/client.ts';
 import { expectedMigration } from './db/migrations.ts';
 import type { AppDeps } from './deps.ts';
 import { defaultHandlers } from './domain/handlers.ts';
-import { AppError } from './errors.ts';
 import { intakeRoutes } from './inbox/intake.ts';
-import { adminRoutes } from './ops/admin.ts';
+import { newHexId } from './lib/clock.ts';
+import { AppError } from './lib/errors.ts';
 import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 
-/** A 32-hex id (trace ids, relay and worker ids), from the Web Crypto both runtimes have. */
-export const newHexId = (): string => crypto.randomUUID().replaceAll('-', '');
-
 /** What the entry points supply; the rest of a production app is the same everywhere. */
-export type RuntimeDeps = Pick<AppDeps, 'config' | 'db' | 'providers' | 'metrics' | 'clock' | 'logger'> &
-  Pick<Partial<AppDeps>, 'intakeLoad'>;
+export type RuntimeDeps = Pick<AppDeps, 'config' | 'providers' | 'metrics' | 'clock' | 'logger'> &
+  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit'>;
 
 /** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */
-export function createProductionApp(runtime: RuntimeDeps): Hono {
+export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {
   return createApp({
     ...runtime,
     handlers: defaultHandlers,
@@ -29,8 +29,15 @@ export function createProductionApp(runtime: RuntimeDeps): Hono {
   });
 }
 
-export function createApp(deps: AppDeps): Hono {
-  const app = new Hono();
+export function createApp(deps: AppDeps): Hono<DatabaseEnv> {
+  const app = new Hono<DatabaseEnv>();
+  app.use(async (c, next) => {
+    const db = c.env?.db ?? deps.db;
+    // A wiring mistake of ours, not the sender's: onError answers 503 and the provider retries.
+    if (db === undefined) throw new Error('no database bound to this request');
+    c.set('db', db);
+    await next();
+  });
   app.route('/', healthRoutes(deps));
   app.route('/', metricsRoutes(deps));
   app.route('/', intakeRoutes(deps));
@@ -38,7 +45,10 @@ export function createApp(deps: AppDeps): Hono {
 
   app.notFound(() => new AppError('not_found').getResponse());
   app.onError((error) => {
-    // Our own errors, and Hono's (bearer auth) which carry a response we built for them.
+    if (error instanceof AppError) return error.getResponse();
+    // Hono's own 400 (a malformed JSON body for a validator) in the service's error shape.
+    if (error instanceof HTTPException && error.status === 400) return new AppError('invalid_request').getResponse();
+    // The bearer gate's 401, which carries a response we built for it.
     if (error instanceof HTTPException) return error.getResponse();
     // Anything unforeseen is ours, not the sender's: log the class only and ask for a retry.
     deps.logger.error('unhandled error', { error: error.name });

@@ -1,7 +1,6 @@
 // Configuration: the environment parsed once by zod at an entry point. Every bad variable is named
 // in one error; nothing else in the service reads the environment.
 import { z } from 'zod';
-import { providers, providerVariables } from './providers/registry.ts';
 
 const integer = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 
@@ -22,6 +21,7 @@ const envSchema = z.object({
   DB_POOL_MAX: integer(10, 1),
   PROCESSING_MODE: z.enum(['sync', 'async']).default('sync'),
   HANDLER_DEADLINE_MS: integer(5000, 1),
+  INTAKE_BATCH_MAX: integer(64, 1),
   MAX_BODY_BYTES: integer(262144, 1),
   WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
   INBOX_MAX_BACKLOG: integer(10000, 1),
@@ -44,7 +44,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
-/** One sender's configuration: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY` and `_URL` (registry.ts names them). */
+/** One sender's configuration: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY` and `_URL`. */
 export interface ProviderSettings {
   secrets: readonly string[];
   publicKeys: readonly string[];
@@ -52,7 +52,7 @@ export interface ProviderSettings {
 }
 
 export type Config = z.infer<typeof envSchema> & {
-  /** By provider name, every sender in the registry, configured or not. */
+  /** By provider name, every sender with at least one variable set. */
   providers: Readonly<Record<string, ProviderSettings>>;
 };
 
@@ -76,29 +76,55 @@ export class ConfigError extends Error {
 }
 
 /** A signed public URL: what the sender is configured to post to, exactly. */
-const publicUrl = z.url({ protocol: /^https?$/ }).optional();
+const publicUrl = z.url({ protocol: /^https?$/ });
 
-/** Every sender's variables, named after it by the registry; their problems join the others. */
+/** What a sender variable holds: HMAC secrets or shared tokens, public keys, or the signed URL. */
+export type ProviderVariableKind = 'SECRET' | 'PUBLIC_KEY' | 'URL';
+
+/** Slack's secret keeps the name Slack's own documentation gives it. */
+const VARIABLE_EXCEPTIONS: Readonly<Record<string, string>> = { slack_SECRET: 'SLACK_SIGNING_SECRET' };
+
+/** The contract's naming rule: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY`, `_URL` (Slack's secret aside). */
+export function providerVariable(provider: string, kind: ProviderVariableKind): string {
+  return VARIABLE_EXCEPTIONS[`${provider}_${kind}`] ?? `${provider.toUpperCase()}_WEBHOOK_${kind}`;
+}
+
+const PROVIDER_VARIABLE = /^([A-Z0-9]+)_WEBHOOK_(SECRET|PUBLIC_KEY|URL)$/;
+
+/** The sender and kind a variable configures by the naming rule, if it is one. */
+function providerVariableOf(variable: string): { provider: string; kind: ProviderVariableKind } | undefined {
+  if (variable === 'SLACK_SIGNING_SECRET') return { provider: 'slack', kind: 'SECRET' };
+  const match = PROVIDER_VARIABLE.exec(variable);
+  const provider = match?.[1]?.toLowerCase();
+  const kind = match?.[2] as ProviderVariableKind | undefined;
+  // A name the rule gives to another variable (`SLACK_WEBHOOK_SECRET`) configures nothing.
+  if (provider === undefined || kind === undefined || providerVariable(provider, kind) !== variable) return undefined;
+  return { provider, kind };
+}
+
+/**
+ * Every sender variable set, by the naming rule: this module knows no sender's name, so that every
+ * layer may read it; the provider registry decides which names are senders. Problems join the
+ * others, named by variable.
+ */
 function parseProviderSettings(
   env: Readonly<Record<string, string | undefined>>,
   problems: string[],
 ): Record<string, ProviderSettings> {
   const settings: Record<string, ProviderSettings> = {};
-  const read = <T>(variable: string | undefined, schema: z.ZodType<T>, fallback: T): T => {
-    if (variable === undefined) return fallback;
-    const parsed = schema.safeParse(env[variable]);
-    if (parsed.success) return parsed.data;
-    problems.push(...parsed.error.issues.map((issue) => `${variable}: ${issue.message}`));
-    return fallback;
-  };
-  for (const provider of providers) {
-    const variables = providerVariables(provider);
-    const url = read(variables.url, publicUrl, undefined);
-    settings[provider.name] = {
-      secrets: read(variables.secret, secretList, []),
-      publicKeys: read(variables.publicKey, secretList, []),
-      ...(url === undefined ? {} : { url }),
-    };
+  for (const [variable, value] of Object.entries(env)) {
+    const target = providerVariableOf(variable);
+    if (target === undefined) continue;
+    const current = settings[target.provider] ?? { secrets: [], publicKeys: [] };
+    const parsed = (target.kind === 'URL' ? publicUrl : secretList).safeParse(value);
+    if (!parsed.success) {
+      problems.push(...parsed.error.issues.map((issue) => `${variable}: ${issue.message}`));
+      continue;
+    }
+    const data = parsed.data;
+    if (typeof data === 'string') settings[target.provider] = { ...current, url: data };
+    else if (target.kind === 'SECRET') settings[target.provider] = { ...current, secrets: data };
+    else settings[target.provider] = { ...current, publicKeys: data };
   }
   return settings;
 }

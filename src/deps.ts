@@ -1,39 +1,19 @@
-// What the portable app needs from its runtime, passed in by the entry points (and by tests).
-import type { Config } from './config.ts';
-import type { Database, Executor } from './db/client.ts';
-import type { HandlerMap } from './domain/handlers.ts';
-import type { IntakeLoad } from './inbox/intake-load.ts';
-import type { Logger } from './ops/logger.ts';
-import type { GaugeSample, Metrics } from './ops/metrics.ts';
-import type { EnabledProvider } from './providers/registry.ts';
+// What the portable app needs from its runtime, passed in once by the entry points (and by tests):
+// the union of what each group of routes declares it needs.
+import type { AdminRoutesDeps } from './admin/routes.ts';
+import type { Database } from './db/client.ts';
+import type { MigrationMark } from './db/migrations.ts';
+import type { IntakeDeps } from './inbox/intake.ts';
+import type { MetricsDeps } from './ops/metrics-routes.ts';
 
-/** Milliseconds since the epoch; injected so tests move time instead of sleeping. */
-export type Clock = () => number;
-
-export interface AppDeps {
-  config: Pick<
-    Config,
-    | 'HANDLER_DEADLINE_MS'
-    | 'MAX_BODY_BYTES'
-    | 'WEBHOOK_TOLERANCE_SECONDS'
-    | 'METRICS_TOKEN'
-    | 'ADMIN_TOKEN'
-    | 'PROCESSING_MODE'
-    | 'INBOX_MAX_BACKLOG'
-  >;
-  db: Database;
-  providers: ReadonlyMap<string, EnabledProvider>;
-  handlers: HandlerMap;
-  clock: Clock;
-  newId: () => string;
-  logger: Logger;
-  metrics: Metrics;
-  /** Database-backed gauges read at each /metrics scrape. */
-  gaugeSources: ReadonlyArray<(db: Executor, nowMs: number) => Promise<GaugeSample[]>>;
-  /** Migration the database must have applied for /readyz (the journal's last entry). */
-  expectedMigration: { tag: string; createdAt: number };
-  /** Deliveries in flight, shared with an in-process async worker that defers to a saturated intake. */
-  intakeLoad?: IntakeLoad;
-  /** Test and tracing hook: runs after validation, just before the database claim. */
-  beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
-}
+export type AppDeps = IntakeDeps &
+  AdminRoutesDeps &
+  MetricsDeps & {
+    /** Migration the database must have applied for /readyz (the journal's last entry). */
+    expectedMigration: MigrationMark;
+    /**
+     * The database of every request that brings none of its own: the process's pool on Node. A
+     * Worker passes each request the client it opened for it instead (`app.fetch(request, { db })`).
+     */
+    db?: Database;
+  };

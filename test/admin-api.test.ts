@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { adminApiRoutes } from '../src/ops/admin-api.ts';
-import { adminOpenApi } from '../src/ops/admin-openapi.ts';
+import { adminApiRoutes } from '../src/admin/api.ts';
+import { adminOpenApi } from '../src/admin/openapi.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';

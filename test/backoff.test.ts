@@ -1,7 +1,7 @@
 // Retry timing and outcome classes, as pure functions: full jitter within the capped exponential
 // ceiling, Retry-After in both forms, and which HTTP answers retry, die or count as published.
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, parseRetryAfter, retryDelayMs } from '../src/ops/backoff.ts';
+import { backoffDelayMs, parseRetryAfter, retryDelayMs } from '../src/lib/backoff.ts';
 import { classifyNetworkError, classifyStatus } from '../src/outbox/publishers.ts';
 
 const policy = { baseMs: 1000, maxMs: 60_000 };

@@ -7,7 +7,7 @@ import { serve } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
+import { DomainRejection } from '../src/lib/errors.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';

@@ -132,7 +132,7 @@ describe('intake load', () => {
     const { worker } = buildTestWorker(db, {
       intakeLoad: saturated(1),
       clock: Date.now,
-      settings: { concurrency: 3, batchSize: 5, maxDeferMs: 100, budgetMs: 450 },
+      settings: { lanes: 3, batchSize: 5, maxDeferMs: 100, budgetMs: 450 },
     });
 
     const summary = await worker.work();

@@ -5,14 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/client.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
-import { createLogger } from '../src/ops/logger.ts';
-import {
-  databaseReadiness,
-  type MaintenanceDeps,
-  type MaintenanceStep,
-  runMaintenance,
-  StepFailure,
-} from '../src/ops/maintenance.ts';
+import { createLogger } from '../src/lib/logger.ts';
+import { type MaintenanceDeps, type MaintenanceStep, runMaintenance, StepFailure } from '../src/ops/maintenance.ts';
+import { databaseReadiness } from '../src/ops/maintenance-steps.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
 
 const { db } = await useTestDatabase();

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
+import { DomainRejection } from '../src/lib/errors.ts';
 import { acmeEvent, signedHeaders } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

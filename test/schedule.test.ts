@@ -1,7 +1,7 @@
 // The in-process schedule the Node entry runs the relay on: one run at a time, failures logged and
 // survived, interval 0 is off, and stop() waits for the run in progress (so the database can close).
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../src/ops/logger.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { type ScheduleOptions, startSchedule } from '../src/ops/schedule.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

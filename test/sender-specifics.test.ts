@@ -291,6 +291,10 @@ describe('senders that cannot be enabled as configured', () => {
       SQUARE_WEBHOOK_URL: 'https://hooks.example.com/webhooks/square',
     });
     expect(config.providers.paddle?.secrets).toEqual(['pdl_a', 'pdl_b']);
+    // Slack's secret has its own name; the rule's name for it configures nothing.
+    expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).providers.slack?.secrets).toEqual([
+      'a',
+    ]);
     expect(providerExtras(config)).toMatchObject({
       publicKeys: { discord: ['ab'.repeat(32)] },
       urls: { square: 'https://hooks.example.com/webhooks/square' },

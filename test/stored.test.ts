@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
+import { DomainRejection } from '../src/lib/errors.ts';
 import { providers } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -46,7 +46,7 @@ describe('applyStoredEvent', () => {
         onFailure: { retryAt: later },
       },
     );
-    expect(result).toMatchObject({ outcome: 'completed', eventType: 'subscription.updated' });
+    expect(result).toEqual({ outcome: 'completed' });
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 1, last_error: null });
     expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'past_due', provider_version: '3' });
     const messages =

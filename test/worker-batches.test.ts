@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { DomainRejection } from '../src/errors.ts';
 import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
+import { DomainRejection } from '../src/lib/errors.ts';
 import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -58,7 +58,7 @@ async function messagesFor(eventIds: readonly string[]): Promise<number> {
 describe('batched applications', () => {
   it('applies a batch in one transaction: every row completed at the same commit, one message each', async () => {
     const { eventIds, subscriptions } = await queue(10);
-    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 1, batchSize: 10 } });
+    const { worker, logs } = buildTestWorker(db, { settings: { lanes: 1, batchSize: 10 } });
 
     expect(await worker.work()).toMatchObject({ claimed: 10, completed: 10, failed: 0, released: 0 });
 
@@ -80,7 +80,7 @@ describe('batched applications', () => {
     const failing = subscriptions[5] as string;
     const { worker, logs } = buildTestWorker(db, {
       handlers: failingFor(new Set([failing]), () => new Error('ledger unavailable')),
-      settings: { concurrency: 1, batchSize: 8 },
+      settings: { lanes: 1, batchSize: 8 },
     });
 
     expect(await worker.work()).toMatchObject({ claimed: 8, completed: 7, failed: 1, deadLettered: 0 });
@@ -105,7 +105,7 @@ describe('batched applications', () => {
     const rejected = subscriptions[0] as string;
     const { worker } = buildTestWorker(db, {
       handlers: failingFor(new Set([rejected]), () => new DomainRejection('impossible')),
-      settings: { concurrency: 1, batchSize: 5 },
+      settings: { lanes: 1, batchSize: 5 },
     });
 
     expect(await worker.work()).toMatchObject({ claimed: 5, completed: 4, deadLettered: 1 });
@@ -117,7 +117,7 @@ describe('batched applications', () => {
 
   it('works in lanes, each claiming and committing batches of its own', async () => {
     const { eventIds } = await queue(12);
-    const { worker, logs } = buildTestWorker(db, { settings: { concurrency: 3, batchSize: 4 } });
+    const { worker, logs } = buildTestWorker(db, { settings: { lanes: 3, batchSize: 4 } });
 
     expect(await worker.work()).toMatchObject({ claimed: 12, completed: 12, stoppedBy: 'drained' });
     const sizes = logs.filter((line) => line.msg === 'inbox event applied').map((line) => line.batch_size);

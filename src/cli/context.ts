@@ -8,9 +8,9 @@ import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
 import { describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
-import type { Clock } from '../deps.ts';
-import type { RandomSource } from '../ops/backoff.ts';
-import { createLogger, type Logger } from '../ops/logger.ts';
+import type { RandomSource } from '../lib/backoff.ts';
+import type { Clock } from '../lib/clock.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
 
 export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

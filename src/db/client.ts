@@ -9,6 +9,17 @@ export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
 /** A database or a transaction: what domain functions accept. */
 export type Executor = Database | Transaction;
 
+/**
+ * What a route finds in its Hono context: `c.var.db`, the database of the request it serves. The app
+ * is built once per process or Workers isolate; the database is bound per request (src/app.ts).
+ */
+export type DatabaseEnv = { Bindings: RequestBindings; Variables: { db: Database } };
+
+/** What `app.fetch(request, bindings)` may carry: a database opened for that request alone (Workers). */
+export interface RequestBindings {
+  db?: Database;
+}
+
 export interface DatabaseOptions {
   url: string;
   maxConnections: number;

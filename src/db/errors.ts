@@ -1,6 +1,8 @@
 // Telling database trouble (retry later: 503) from everything else, and describing any error in a
 // bounded line that can be stored: error classes and SQLSTATE codes only, never messages that may
 // quote parameters (Drizzle's query errors carry the whole parameter list).
+
+import { errorCode } from '../lib/errors.ts';
 import { LAST_ERROR_MAX } from './schema.ts';
 
 const TRANSIENT_NODE_CODES = new Set([
@@ -29,21 +31,16 @@ function errorChain(error: unknown): unknown[] {
   return chain;
 }
 
-function codeOf(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  return typeof error.code === 'string' ? error.code : undefined;
-}
-
 function sqlStateOf(error: unknown): string | undefined {
   if (!(error instanceof Error) || error.name !== 'PostgresError') return undefined;
-  return codeOf(error);
+  return errorCode(error);
 }
 
 export function isTransientDatabaseError(error: unknown): boolean {
   return errorChain(error).some((link) => {
     const sqlState = sqlStateOf(link);
     if (sqlState !== undefined) return TRANSIENT_SQLSTATE_CLASSES.has(sqlState.slice(0, 2));
-    const code = codeOf(link);
+    const code = errorCode(link);
     return code !== undefined && TRANSIENT_NODE_CODES.has(code);
   });
 }
@@ -58,7 +55,7 @@ export function describeError(error: unknown): string {
   const parts: string[] = [];
   if (innermost instanceof Error) {
     parts.push(innermost.name);
-    const code = codeOf(innermost);
+    const code = errorCode(innermost);
     if (code !== undefined) parts.push(code);
     const constraint = (innermost as { constraint_name?: unknown }).constraint_name;
     if (typeof constraint === 'string') parts.push(`constraint ${constraint}`);

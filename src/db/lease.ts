@@ -1,5 +1,5 @@
-// Leases on rows that some worker must process outside a transaction (outbox messages now, async
-// inbox events next): how a batch is claimed in one statement and when a leased row may still be
+// Leases on rows that some worker must process outside a transaction (outbox messages, async inbox
+// events): how a batch is claimed in one statement and when a leased row may still be
 // worked on. Any table with `available_at`, `locked_until` and `locked_by` columns can use it.
 //
 // Every comparison takes the caller's clock as a parameter instead of the database's now(): tests

@@ -5,14 +5,22 @@ import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
 import { type Enqueue, enqueueWhen } from '../outbox/enqueue.ts';
-import type { AuthenticatedEvent } from '../providers/types.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
+/** The facts about an event a handler may use besides its payload. */
+export interface HandledEvent {
+  provider: string;
+  /** The id it is stored under (a digest match keeps the first delivery's id). */
+  eventId: string;
+  eventType: string;
+  /** When the provider says it happened; null when the scheme does not say. */
+  occurredAt: Date | null;
+}
+
 export interface HandlerContext {
   tx: Transaction;
-  /** The stored event: its provider and the id it is stored under (a digest match keeps the first id). */
-  event: AuthenticatedEvent & { provider: string };
+  event: HandledEvent;
   /** Writes a side effect to the outbox in `tx`; the relay publishes it after COMMIT. */
   enqueue: Enqueue;
 }

@@ -5,7 +5,7 @@
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { serve } from '@hono/node-server';
-import { createProductionApp, newHexId } from '../app.ts';
+import { createProductionApp } from '../app.ts';
 import {
   anyProviderConfigured,
   type Config,
@@ -22,8 +22,9 @@ import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings, workUntilCaughtUp } from '../inbox/worker.ts';
-import { createLogger } from '../ops/logger.ts';
-import { labelBounds, Metrics } from '../ops/metrics.ts';
+import { newHexId } from '../lib/clock.ts';
+import { createLogger } from '../lib/logger.ts';
+import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { publisherFor } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
@@ -120,7 +121,17 @@ async function main(): Promise<void> {
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
-  const app = createProductionApp({ config, db: database.db, providers, metrics, clock, logger, intakeLoad });
+  const app = createProductionApp({
+    config,
+    db: database.db,
+    providers,
+    metrics,
+    clock,
+    logger,
+    intakeLoad,
+    // One batch in flight per request connection: each holds its connection for one transaction.
+    groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
+  });
   const relay = createRelay({
     db: background.db,
     publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger, post: undiciPost }),
@@ -140,7 +151,7 @@ async function main(): Promise<void> {
     },
   });
   // One application per background connection: the relay's writes wait at most for one of them.
-  const inboxWorkerSettings = workerSettings(config, { concurrency: pools.background });
+  const inboxWorkerSettings = workerSettings(config, { lanes: pools.background });
   const worker = createWorker({
     db: background.db,
     handlers: defaultHandlers,

@@ -1,6 +1,8 @@
 // The Cloudflare Workers entry: the same portable app as `npm start`, served by workerd, with
 // PostgreSQL through the Hyperdrive binding and the maintenance steps on the cron trigger. Bindings
 // arrive with each invocation, so the environment is validated here, by the same parseConfig.
+
+import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
 import {
   anyProviderConfigured,
@@ -10,15 +12,16 @@ import {
   providerExtras,
   providerSecrets,
 } from '../config.ts';
-import { connectDatabase, type DatabaseHandle } from '../db/client.ts';
+import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
-import { AppError } from '../errors.ts';
-import { createLogger, type Logger } from '../ops/logger.ts';
-import { maintenanceSteps, runMaintenance } from '../ops/maintenance.ts';
-import { labelBounds, Metrics } from '../ops/metrics.ts';
-import { type EnabledProvider, enableProviders } from '../providers/registry.ts';
+import { AppError } from '../lib/errors.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
+import { labelBounds, Metrics } from '../lib/metrics.ts';
+import { runMaintenance } from '../ops/maintenance.ts';
+import { maintenanceSteps } from '../ops/maintenance-steps.ts';
+import { enableProviders } from '../providers/registry.ts';
 
 /**
  * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide
@@ -32,13 +35,15 @@ const WORKER_MAX_CONNECTIONS = 5;
  */
 const SCHEDULED_BUDGET_MS = 25_000;
 
-/** What one set of bindings yields: parsed once, because importing keys per request is forbidden. */
+/**
+ * What one set of bindings yields: parsed once, because importing keys per request is forbidden, and
+ * the app built once, so what it keeps (the isolate's counters, the backlog gate's count) outlives a
+ * request. /metrics here reports this isolate's deliveries only.
+ */
 interface Runtime {
   config: Config;
-  providers: ReadonlyMap<string, EnabledProvider>;
   logger: Logger;
-  /** The isolate's counters: /metrics here reports this isolate's deliveries only. */
-  metrics: Metrics;
+  app: Hono<DatabaseEnv>;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -67,12 +72,10 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
   const providers = await enableProviders(providerSecrets(config), providerExtras(config));
-  return {
-    config,
-    providers,
-    logger: newLogger(config.LOG_LEVEL),
-    metrics: new Metrics(labelBounds(providers.keys(), defaultHandlers)),
-  };
+  const logger = newLogger(config.LOG_LEVEL);
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
+  const app = createProductionApp({ config, providers, metrics, clock: () => Date.now(), logger });
+  return { config, logger, app };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -115,11 +118,9 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
     reportUnusable(error);
     return new AppError('unavailable').getResponse();
   }
-  const { config, providers, logger, metrics } = runtime;
-  const database = openDatabase(env, config);
+  const database = openDatabase(env, runtime.config);
   try {
-    const app = createProductionApp({ config, db: database.db, providers, metrics, clock: () => Date.now(), logger });
-    return await app.fetch(request);
+    return await runtime.app.fetch(request, { db: database.db }, ctx);
   } finally {
     // After the answer: ending the client waits for its last statement, then closes the sockets.
     ctx.waitUntil(database.close());

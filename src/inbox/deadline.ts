@@ -2,20 +2,21 @@
 // cleanly instead of being cut off mid-commit. A plain timer and a flag: an AbortController with
 // listeners per request showed up in the intake profile for no extra benefit.
 import type { Database, Transaction } from '../db/client.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../lib/errors.ts';
 
 export class Deadline {
   #expired = false;
-  #onExpire: (() => void) | undefined;
+  readonly #onExpire = new Set<() => void>();
   readonly #timer: ReturnType<typeof setTimeout>;
 
   constructor(milliseconds: number) {
     this.#timer = setTimeout(() => {
       this.#expired = true;
-      this.#onExpire?.();
+      for (const listener of this.#onExpire) listener();
     }, milliseconds);
   }
 
+  /** Whether the delivery has been (or is being) answered 503 for lack of time. */
   get expired(): boolean {
     return this.#expired;
   }
@@ -24,14 +25,26 @@ export class Deadline {
     if (this.#expired) throw new AppError('unavailable');
   }
 
-  /** One listener at a time: the transaction currently racing this deadline. */
-  onExpire(listener: (() => void) | undefined): void {
-    this.#onExpire = listener;
+  /**
+   * Resolves with `work`, or rejects `unavailable` as soon as the deadline passes, unless `decided()`
+   * says the outcome can no longer change (COMMIT was sent): then the answer waits for it, so a
+   * committed event is never reported as unavailable. Races may nest (the group committer's, then
+   * a delivery's own transaction when its batch fell back to one at a time).
+   */
+  race<T>(work: Promise<T>, decided: () => boolean = () => false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const expire = () => {
+        if (!decided()) reject(new AppError('unavailable'));
+      };
+      this.#onExpire.add(expire);
+      work.then(resolve, reject).finally(() => this.#onExpire.delete(expire));
+      if (this.#expired) expire();
+    });
   }
 
   clear(): void {
     clearTimeout(this.#timer);
-    this.#onExpire = undefined;
+    this.#onExpire.clear();
   }
 }
 
@@ -39,8 +52,6 @@ export class Deadline {
  * Runs `work` in one transaction that never commits after the deadline. When the deadline passes
  * first, the caller is answered `unavailable` at once; the transaction, still blocked in some
  * statement, rolls back when that statement ends (the connection's statement_timeout bounds it).
- * Once COMMIT has been sent the answer waits for it, so a committed event is never reported as
- * unavailable.
  */
 export function transactionBefore<T>(
   db: Database,
@@ -55,10 +66,5 @@ export function transactionBefore<T>(
     committing = true;
     return result;
   });
-  return new Promise<T>((resolve, reject) => {
-    deadline.onExpire(() => {
-      if (!committing) reject(new AppError('unavailable'));
-    });
-    transaction.then(resolve, reject).finally(() => deadline.onExpire(undefined));
-  });
+  return deadline.race(transaction, () => committing);
 }

@@ -1,27 +1,51 @@
 // POST /webhooks/:provider: provider -> size -> content type -> signature -> payload -> one
 // transaction -> the answer that makes the provider do the right thing. Nothing touches the database
 // before the payload is known to be authentic and valid.
-import { Hono, type MiddlewareHandler } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { AppDeps } from '../deps.ts';
-import { AppError } from '../errors.ts';
-import type { LogFields } from '../ops/logger.ts';
+import type { Config } from '../config.ts';
+import type { Database, DatabaseEnv } from '../db/client.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
+import type { Clock } from '../lib/clock.ts';
+import { AppError } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
-import { acceptEvent, type BacklogGate, backlogGate } from './accept.ts';
+import { acceptEvent, backlogGate } from './accept.ts';
+import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
-import { type InboxEvent, type Outcome, type Plan, ProcessingFailure, planFor, processEvent } from './process.ts';
+import type { Arrival, InboxEvent } from './event-rows.ts';
+import type { IntakeLoad } from './intake-load.ts';
+import { type Answered, answer, DeliveryReport } from './intake-report.ts';
+import { finalStatus, type Plan, planFor, processEvent } from './process.ts';
 
-type IntakeEnv = { Variables: { enabled: EnabledProvider } };
+/** What the intake needs from the app; the database comes with each request (`c.var.db`). */
+export interface IntakeDeps {
+  config: Pick<
+    Config,
+    'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'PROCESSING_MODE' | 'INBOX_MAX_BACKLOG'
+  >;
+  providers: ReadonlyMap<string, EnabledProvider>;
+  handlers: HandlerMap;
+  clock: Clock;
+  newId: () => string;
+  logger: Logger;
+  metrics: Metrics;
+  /** Deliveries in flight, shared with an in-process async worker that defers to a saturated intake. */
+  intakeLoad?: IntakeLoad;
+  /** Test and tracing hook: runs after validation, just before the database claim. */
+  beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
+  /**
+   * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
+   * in flight. Absent: each delivery has a transaction of its own (the Worker, where requests of an
+   * isolate may not share a database client).
+   */
+  groupCommit?: { maxBatch: number; lanes: number };
+}
 
-/** `queued`: stored as `received` for the async worker (or a `failed` row re-queued). */
-type Answered = Outcome | 'queued';
-
-const answers: Record<Answered, { status: 200 | 202; body: string }> = {
-  completed: { status: 200, body: '{"received":true}' },
-  queued: { status: 202, body: '{"received":true,"queued":true}' },
-  ignored: { status: 200, body: '{"received":true}' },
-  duplicate: { status: 200, body: '{"received":true,"duplicate":true}' },
-  parked: { status: 202, body: '{"received":true,"queued":true}' },
+type IntakeEnv = {
+  Bindings: DatabaseEnv['Bindings'];
+  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider };
 };
 
 function isJsonContentType(header: string | undefined): boolean {
@@ -57,27 +81,79 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
       : counted(c, next);
 }
 
-const elapsedSince = (started: number) => Math.round((performance.now() - started) * 100) / 100;
-
-export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
-  const { config, logger } = deps;
+export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
+  const { config } = deps;
   const routes = new Hono<IntakeEnv>();
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
-  const backlog =
-    config.PROCESSING_MODE === 'async' ? backlogGate(deps.db, config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+  const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+  // One committer per database: on Node every request brings the process's pool.
+  const committers = new WeakMap<Database, IntakeCommitter>();
+  const committerFor = (db: Database, options: { maxBatch: number; lanes: number }) => {
+    let committer = committers.get(db);
+    if (committer === undefined) {
+      committer = new IntakeCommitter(db, { ...options, onBatch: (size) => deps.metrics.observeIntakeBatch(size) });
+      committers.set(db, committer);
+    }
+    return committer;
+  };
+
+  /** Provider (404), declared size (413) and content type (415): answered before the body is read. */
+  const admit: MiddlewareHandler<IntakeEnv> = async (c, next) => {
+    const enabled = deps.providers.get(c.req.param('provider') ?? '');
+    if (enabled === undefined) throw new AppError('not_found');
+    c.set('enabled', enabled);
+    // A declared length is refused before anything else is read; a body without one is counted by
+    // bodyLimit while it streams in, and refused as soon as it passes the cap.
+    if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw new AppError('payload_too_large');
+    if (!isJsonContentType(c.req.header('content-type'))) throw new AppError('unsupported_media_type');
+    deps.intakeLoad?.enter();
+    try {
+      await next();
+    } finally {
+      deps.intakeLoad?.leave();
+    }
+  };
+
+  /** Signature (401) and payload (400): the authenticated event, or the protocol answer to give. */
+  async function authenticate(c: Context<IntakeEnv>, report: DeliveryReport) {
+    const { provider, keys, url } = c.get('enabled');
+    const body = new Uint8Array(await c.req.arrayBuffer());
+    // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
+    // URL this request arrived at is not the one the sender signed.
+    const delivery = { body, headers: c.req.raw.headers, method: c.req.method, ...(url === undefined ? {} : { url }) };
+    const verification = await provider.verify(delivery, keys, {
+      nowSeconds: Math.floor(deps.clock() / 1000),
+      toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+    });
+    if (verification.outcome === 'respond') return verification;
+    if (verification.outcome === 'unauthorized') report.refusedBecause(verification.reason);
+    if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
+    const event: InboxEvent = { provider: provider.name, ...verification.event };
+    report.carries(event, traceIdOf(c.req.header('traceparent'), deps.newId));
+    return { outcome: 'verified' as const, event };
+  }
 
   /**
-   * Async mode stores what the worker will apply and answers 202; parked and ignored events have no
-   * work for the worker, so they take the synchronous path (one insert in their final state).
+   * Sync mode applies the event now; async mode stores what the worker will apply and answers 202.
+   * Parked and ignored events have no work for the worker, so they take the synchronous path (one
+   * insert in their final state) in both modes.
    */
-  async function storeForWorker(
-    gate: BacklogGate,
+  async function store(
+    db: Database,
     deadline: Deadline,
     event: InboxEvent,
     plan: Plan,
   ): Promise<{ outcome: Answered; attempt?: number | undefined }> {
-    if (plan.kind !== 'apply') return processEvent(deps.db, deadline, event, plan);
-    const accepted = await acceptEvent(deps.db, deadline, gate, event, deps.clock);
+    const queue = backlog !== undefined && plan.kind === 'apply';
+    if (deps.groupCommit !== undefined) {
+      if (queue) await deadline.race(backlog.check(db));
+      const arrival: Arrival = queue
+        ? { status: 'received', availableAt: new Date(deps.clock()) }
+        : { status: finalStatus[plan.kind] };
+      return committerFor(db, deps.groupCommit).submit({ event, plan, arrival, deadline });
+    }
+    if (!queue) return processEvent(db, deadline, event, plan);
+    const accepted = await acceptEvent(db, deadline, backlog, event, deps.clock);
     return accepted.outcome === 'duplicate'
       ? { outcome: 'duplicate' }
       : { outcome: 'queued', attempt: (accepted.attempts ?? 0) + 1 };
@@ -85,102 +161,35 @@ export function intakeRoutes(deps: AppDeps): Hono<IntakeEnv> {
 
   routes.use('/webhooks/:provider', async (c, next) => {
     await next();
-    if (c.error instanceof AppError && c.error.code !== 'processing_failed') {
+    if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
       deps.metrics.countRejection(c.req.param('provider'), c.error.code);
     }
   });
 
-  routes.post(
-    '/webhooks/:provider',
-    async (c, next) => {
-      const enabled = deps.providers.get(c.req.param('provider'));
-      if (enabled === undefined) throw new AppError('not_found');
-      c.set('enabled', enabled);
-      // A declared length is refused before anything else is read; a body without one is counted
-      // by bodyLimit below while it streams in, and refused as soon as it passes the cap.
-      if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw new AppError('payload_too_large');
-      if (!isJsonContentType(c.req.header('content-type'))) throw new AppError('unsupported_media_type');
-      deps.intakeLoad?.enter();
-      try {
-        await next();
-      } finally {
-        deps.intakeLoad?.leave();
+  routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {
+    const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
+    const report = new DeliveryReport(deps, c.get('enabled').provider.name);
+    try {
+      const authenticated = await authenticate(c, report);
+      if (authenticated.outcome === 'respond') {
+        report.answeredWithoutStoring(authenticated.reason);
+        // Discord's ping wants an empty 204; the others a JSON answer.
+        if (authenticated.status === 204) return c.body(null, 204);
+        return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
       }
-    },
-    streamedBodyLimit(config.MAX_BODY_BYTES),
-    async (c) => {
-      const started = performance.now();
-      const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
-      const { provider, keys, url } = c.get('enabled');
-      let log: LogFields = { provider: provider.name };
-      try {
-        const body = new Uint8Array(await c.req.arrayBuffer());
-        const delivery = {
-          body,
-          headers: c.req.raw.headers,
-          method: c.req.method,
-          ...(url === undefined ? {} : { url }),
-        };
-        const verification = await provider.verify(delivery, keys, {
-          nowSeconds: Math.floor(deps.clock() / 1000),
-          toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
-        });
-        if (verification.outcome === 'respond') {
-          // A protocol message the scheme answers itself (Slack's url_verification, Discord's ping): nothing stored.
-          logger.info('answered without storing', {
-            ...log,
-            reason: verification.reason,
-            duration_ms: elapsedSince(started),
-          });
-          if (verification.status === 204) return c.body(null, 204);
-          return c.body(verification.body, 200, { 'content-type': 'application/json' });
-        }
-        if (verification.outcome === 'unauthorized') log = { ...log, reason: verification.reason };
-        if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
-
-        const event: InboxEvent = { provider: provider.name, ...verification.event };
-        log = {
-          ...log,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          trace_id: traceIdOf(c.req.header('traceparent'), deps.newId),
-        };
-        const plan = planFor(deps.handlers, event);
-        await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
-        // Sync mode calls processEvent directly: its hot path stays as it was tuned.
-        const { outcome, attempt } =
-          backlog === undefined
-            ? await processEvent(deps.db, deadline, event, plan)
-            : await storeForWorker(backlog, deadline, event, plan);
-
-        const elapsed = elapsedSince(started);
-        const fields = { ...log, outcome, attempt, duration_ms: elapsed };
-        deps.metrics.countEvent(
-          event.provider,
-          event.eventType,
-          outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
-        );
-        // A re-queued failed event is retried by the worker, which counts it then.
-        if (outcome !== 'queued' && attempt !== undefined && attempt > 1) {
-          deps.metrics.countEvent(event.provider, event.eventType, 'retried');
-        }
-        deps.metrics.observeProcessing(event.provider, elapsed / 1000);
-        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
-        else logger.info(outcome === 'queued' ? 'event queued' : 'event processed', fields);
-        const answer = answers[outcome];
-        return c.body(answer.body, answer.status, { 'content-type': 'application/json' });
-      } catch (error) {
-        const outcome = error instanceof AppError ? error.code : 'unavailable';
-        const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
-        if (attempt !== undefined) deps.metrics.countEvent(provider.name, String(log.event_type), 'failed');
-        const level = outcome === 'unauthorized' || outcome === 'invalid_payload' ? 'warn' : 'error';
-        logger[level]('event not accepted', { ...log, outcome, attempt, duration_ms: elapsedSince(started) });
-        throw error;
-      } finally {
-        deadline.clear();
-      }
-    },
-  );
+      const { event } = authenticated;
+      const plan = planFor(deps.handlers, event);
+      await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
+      const { outcome, attempt } = await store(c.var.db, deadline, event, plan);
+      report.stored(event, outcome, attempt);
+      return answer(c, outcome);
+    } catch (error) {
+      report.notAccepted(error);
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+  });
 
   return routes;
 }

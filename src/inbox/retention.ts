@@ -3,10 +3,11 @@
 // EVENT_RETENTION_DAYS, each counted from completed_at (else received_at). Rows that still have work
 // ahead of them (received, processing, failed, parked) are never touched. Batched, with a statement
 // timeout per batch and SKIP LOCKED, so a large purge never holds locks that intake or the worker wait on.
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { drainBatches } from '../ops/drain.ts';
+import { drainBatches } from '../lib/loops.ts';
+import { purgeStatements } from './event-rows.ts';
 
 export const PURGE_BATCH_SIZE = 1000;
 /** One batch statement's bound: a slow batch is cancelled and the purge resumes on the next run. */
@@ -27,15 +28,8 @@ export interface PurgeOptions {
   batchSize?: number;
 }
 
-/** Terminal rows finished before `cutoff`; `payload is not null` only for the nulling pass. */
-const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 'dead_letter')
-  and coalesce(completed_at, received_at) < ${cutoff.toISOString()}`;
-
-/**
- * One batch in its own transaction, so SET LOCAL bounds just its statement. The candidates are
- * locked with SKIP LOCKED: a row some transaction holds is left for the next run instead of waited for.
- */
-async function purgeBatch(db: Database, statement: ReturnType<typeof sql>): Promise<number> {
+/** One batch in its own transaction, so SET LOCAL bounds just its statement. */
+async function purgeBatch(db: Database, statement: SQL): Promise<number> {
   return db.transaction(async (tx) => {
     await tx.execute(sql.raw(`set local statement_timeout = ${PURGE_STATEMENT_TIMEOUT_MS}`));
     const rows = await tx.execute<{ n: number }>(statement);
@@ -63,30 +57,12 @@ export async function purgeByRetention(
     signal: options.signal,
     batch: async () => {
       if (phase === 'rows') {
-        const deleted = await purgeBatch(
-          db,
-          sql`with doomed as (
-            select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)}
-            limit ${limit} for update skip locked
-          ), gone as (
-            delete from webhook_events e using doomed d
-            where e.provider = d.provider and e.event_id = d.event_id returning 1
-          ) select count(*)::int as n from gone`,
-        );
+        const deleted = await purgeBatch(db, purgeStatements.deleteRows(rowCutoff, limit));
         rowsDeleted += deleted;
         if (deleted === limit) return { claimed: deleted, limit };
         phase = 'payloads';
       }
-      const nulled = await purgeBatch(
-        db,
-        sql`with stale as (
-          select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null
-          limit ${limit} for update skip locked
-        ), done as (
-          update webhook_events e set payload = null from stale s
-          where e.provider = s.provider and e.event_id = s.event_id returning 1
-        ) select count(*)::int as n from done`,
-      );
+      const nulled = await purgeBatch(db, purgeStatements.nullPayloads(payloadCutoff, limit));
       payloadsNulled += nulled;
       return { claimed: nulled, limit };
     },

@@ -1,45 +1,31 @@
 // The async inbox worker: claims due `received` and retryable `failed` rows, and `processing` rows
 // whose lease expired (a crashed worker's), under a lease in one statement, then applies the batch in
 // one transaction (applyStoredBatch: each row's new status commits with its domain change, guarded on
-// the lease), in `concurrency` lanes. A batch that rolls back is applied again one event at a time
+// the lease), in `lanes` lanes. A batch that rolls back is applied again one event at a time
 // (applyStoredEvent), so a failure is recorded against its own event only: `failed` with capped
 // full-jitter backoff, or `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection. Runtime-neutral, like the
 // outbox relay it follows: the Node schedule, the CLI `work` and the Workers cron drive one `work`.
-import { and, inArray, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
-import type { Database, Executor } from '../db/client.ts';
+import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
-import {
-  claimCandidates,
-  claimInQueueOrder,
-  type Lease,
-  leaseCleared,
-  leaseCovers,
-  leaseValues,
-  takeLease,
-} from '../db/lease.ts';
-import { webhookEvents } from '../db/schema.ts';
-import type { Clock } from '../deps.ts';
+import { leaseCovers, takeLease } from '../db/lease.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
-import { backoffDelayMs, type RandomSource } from '../ops/backoff.ts';
-import { drainBatches, type QueueSettings } from '../ops/drain.ts';
-import type { Logger } from '../ops/logger.ts';
-import type { Metrics } from '../ops/metrics.ts';
+import { backoffDelayMs, type RandomSource } from '../lib/backoff.ts';
+import { type Clock, elapsedMs } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { drainBatches, type QueueSettings } from '../lib/loops.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
+import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
-import {
-  applyStoredBatch,
-  applyStoredEvent,
-  type StoredContext,
-  type StoredOutcome,
-  storedKeyString,
-} from './stored.ts';
+import { applyStoredBatch, applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
 
-/**
- * `concurrency`: lanes, each claiming and applying one batch at a time; at most the worker pool's
- * connections, so the worker never queues on itself.
- */
 export interface WorkerSettings extends QueueSettings {
+  /**
+   * Lanes, each claiming and applying one batch at a time; at most the worker pool's connections, so
+   * the worker never queues on itself.
+   */
+  lanes: number;
   /** Longest one application may take (the pool's statement timeout); an apply starts only if the lease covers it. */
   applyTimeoutMs: number;
   /**
@@ -56,7 +42,7 @@ export interface WorkerSettings extends QueueSettings {
  * and so does its lease relative to the work it covers.
  */
 export const DEFAULT_WORKER_BATCH_SIZE = 25;
-export const DEFAULT_WORKER_CONCURRENCY = 4;
+export const DEFAULT_WORKER_LANES = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
 /** Under sustained saturation a batch still goes every second: the backlog moves, if slowly (25 events/s). */
 export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
@@ -76,7 +62,7 @@ export function workerSettings(
     // Below the lease, or no application would ever start.
     applyTimeoutMs: Math.min(config.HANDLER_DEADLINE_MS, Math.floor(config.INBOX_LEASE_MS / 2)),
     batchSize: DEFAULT_WORKER_BATCH_SIZE,
-    concurrency: DEFAULT_WORKER_CONCURRENCY,
+    lanes: DEFAULT_WORKER_LANES,
     maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,
     budgetMs: DEFAULT_WORKER_BUDGET_MS,
     ...overrides,
@@ -124,70 +110,8 @@ export interface InboxWorker {
   work(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<WorkSummary>;
 }
 
-interface ClaimedEvent {
-  provider: string;
-  eventId: string;
-  eventType: string;
-  attemptCount: number;
-}
-
-/** Every state the worker may claim from; `processing` only once its lease has expired (claimCandidates). */
-const CLAIMABLE = ['received', 'failed', 'processing'] as const;
-
-/** The claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
-export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
-  const table = webhookEvents;
-  const candidates = claimCandidates(db, {
-    table,
-    key: { provider: table.provider, eventId: table.eventId },
-    where: inArray(table.status, [...CLAIMABLE]),
-    lease,
-    dueBy,
-    limit,
-  });
-  return db
-    .update(table)
-    .set({ status: 'processing', ...leaseValues(lease) })
-    .where(sql`(${table.provider}, ${table.eventId}) in (${candidates})`)
-    .returning({
-      provider: table.provider,
-      eventId: table.eventId,
-      eventType: table.eventType,
-      attemptCount: table.attemptCount,
-      availableAt: table.availableAt,
-    });
-}
-
-async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
-  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
-  // Claimed rows come back in no particular order; apply the longest-waiting first.
-  return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
-}
-
-/**
- * Gives a claimed row back without counting an attempt (not started, or the database failed under
- * it): `received` again, due at `availableAt`. Guarded on our lease, so a row someone else holds now
- * is left alone.
- */
-async function release(db: Database, owner: string, event: ClaimedEvent, availableAt?: Date): Promise<void> {
-  const table = webhookEvents;
-  await db
-    .update(table)
-    .set({ status: 'received', ...leaseCleared, ...(availableAt === undefined ? {} : { availableAt }) })
-    .where(
-      and(
-        sql`${table.provider} = ${event.provider} and ${table.eventId} = ${event.eventId}`,
-        sql`${table.status} = 'processing' and ${table.lockedBy} = ${owner}`,
-      ),
-    );
-}
-
 /** What a pass counts as it goes. */
 type Tally = Omit<WorkSummary, 'batches' | 'stoppedBy' | 'elapsedMs'>;
-
-function elapsedMs(startedMs: number): number {
-  return Math.round((performance.now() - startedMs) * 100) / 100;
-}
 
 const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
   failed: 'failed',
@@ -278,7 +202,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
         error: describeError(error),
         duration_ms: elapsedMs(started),
       });
-      await release(db, id, event, retryAt).catch(() => {});
+      await releaseClaim(db, id, event, retryAt).catch(() => {});
       return;
     }
     report(event, outcome, summary, { attempt, duration_ms: elapsedMs(started), retryAt });
@@ -347,23 +271,21 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
             }
           }
           const lease = takeLease(id, clock(), settings.leaseMs);
-          const events = await claimBatch(db, lease, dueBy, settings.batchSize);
+          const events = await claimDue(db, lease, dueBy, settings.batchSize);
           summary.claimed += events.length;
           if (events.length === 0) return { claimed: 0, limit: settings.batchSize };
           const nowMs = clock();
           if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.applyTimeoutMs)) {
             // Not started, so nothing happened: give them back at once, counting nothing.
             summary.released += events.length;
-            await Promise.all(events.map((event) => release(db, id, event).catch(() => {})));
+            await Promise.all(events.map((event) => releaseClaim(db, id, event).catch(() => {})));
           } else {
             await applyBatch(events, summary);
           }
           return { claimed: events.length, limit: settings.batchSize };
         },
       });
-    const lanes = await Promise.all(
-      Array.from({ length: Math.max(1, settings.concurrency) }, (_, index) => lane(index)),
-    );
+    const lanes = await Promise.all(Array.from({ length: Math.max(1, settings.lanes) }, (_, index) => lane(index)));
     const stopped = lanes.map((progress) => progress.stoppedBy);
     const progress = {
       batches: lanes.reduce((sum, progress) => sum + progress.batches, 0),

@@ -4,7 +4,9 @@
 import { and, desc, eq, gte, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { JsonValue } from '../inbox/payload.ts';
+import { isoOrNull } from '../lib/clock.ts';
+import type { JsonValue } from '../lib/json.ts';
+import { oldestPendingCreatedAt } from '../outbox/metrics.ts';
 
 export interface EventListing {
   provider: string;
@@ -75,8 +77,6 @@ export async function getEvent(
   return options.payload ? { ...rest, payload: payload as JsonValue | null } : rest;
 }
 
-const iso = (date: Date | null) => (date === null ? null : date.toISOString());
-
 /** The wire form shared by `--json` and the admin API (snake_case, like the tables). */
 export function eventJson(event: EventDetail | EventListing) {
   return {
@@ -86,10 +86,12 @@ export function eventJson(event: EventDetail | EventListing) {
     status: event.status,
     attempts: event.attempts,
     last_error: event.lastError,
-    received_at: iso(event.receivedAt),
-    completed_at: iso(event.completedAt),
-    available_at: iso(event.availableAt),
-    ...('occurredAt' in event ? { occurred_at: iso(event.occurredAt), locked_until: iso(event.lockedUntil) } : {}),
+    received_at: isoOrNull(event.receivedAt),
+    completed_at: isoOrNull(event.completedAt),
+    available_at: isoOrNull(event.availableAt),
+    ...('occurredAt' in event
+      ? { occurred_at: isoOrNull(event.occurredAt), locked_until: isoOrNull(event.lockedUntil) }
+      : {}),
     ...('payload' in event ? { payload: event.payload ?? null } : {}),
   };
 }
@@ -99,7 +101,7 @@ export interface StatusCounts {
   outbox: Record<string, number>;
   /** Seconds since the oldest event still to be applied (received, processing, failed) arrived. */
   oldestUnprocessedSeconds: number;
-  /** Seconds since the oldest pending outbox message became due. */
+  /** Seconds since the oldest pending outbox message was written (oldestPendingCreatedAt). */
   oldestPendingOutboxSeconds: number;
 }
 
@@ -114,8 +116,7 @@ export async function statusCounts(db: Executor): Promise<StatusCounts> {
   const [ages] = await db.execute<{ inbox: string; outbox: string }>(sql`select
     coalesce((select extract(epoch from now() - min(received_at)) from webhook_events
       where status in ('received', 'processing', 'failed')), 0) as inbox,
-    coalesce((select extract(epoch from now() - min(available_at)) from outbox_messages
-      where status = 'pending' and available_at <= now()), 0) as outbox`);
+    coalesce(extract(epoch from now() - ${oldestPendingCreatedAt}), 0) as outbox`);
   const byStatus = (rows: Iterable<{ status: string; n: string }>) =>
     Object.fromEntries([...rows].map((row) => [row.status, Number(row.n)]));
   return {

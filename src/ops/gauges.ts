@@ -2,8 +2,8 @@
 // every Workers isolate), unlike the in-process counters.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
+import type { GaugeSample } from '../lib/metrics.ts';
 import { outboxStats } from '../outbox/metrics.ts';
-import type { GaugeSample } from './metrics.ts';
 
 /** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */
 const WATCHED_STATUSES = ['received', 'processing', 'failed', 'parked', 'dead_letter'] as const;

@@ -4,14 +4,9 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
-import { hasPendingMigrations, type MigrationMark } from '../db/migrations.ts';
-import type { Clock } from '../deps.ts';
-import { defaultHandlers } from '../domain/handlers.ts';
-import { purgeByRetention } from '../inbox/retention.ts';
-import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { createWorker, workerSettings } from '../inbox/worker.ts';
-import { outboxDrain } from '../outbox/maintenance-step.ts';
-import type { LogFields, Logger } from './logger.ts';
+import type { MigrationMark } from '../db/migrations.ts';
+import { type Clock, elapsedMs } from '../lib/clock.ts';
+import type { LogFields, Logger } from '../lib/logger.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
 export interface MaintenanceDeps {
@@ -39,63 +34,6 @@ export class StepFailure extends Error {
     this.name = 'StepFailure';
   }
 }
-
-/** Fails the run's first line when the origin database is unreachable or behind the code. */
-export const databaseReadiness: MaintenanceStep = {
-  name: 'database_readiness',
-  async run({ db, expectedMigration }) {
-    if (await hasPendingMigrations(db, expectedMigration)) {
-      throw new StepFailure('migrations pending: run `npm run db:migrate` against the origin database');
-    }
-    return { migrations: 'current' };
-  },
-};
-
-/** Leases of crashed workers expire into `received` rows first, so the worker step below picks them up. */
-export const inboxSweep: MaintenanceStep = {
-  name: 'inbox_sweep',
-  async run({ db, clock }, budgetMs) {
-    const { swept, stoppedBy } = await sweepExpiredLeases(db, { nowMs: clock, budgetMs });
-    return { swept, stopped_by: stoppedBy };
-  },
-};
-
-/** Async mode only: one worker pass per cron run (sync mode applies in the request and has no queue). */
-export const inboxWork: MaintenanceStep = {
-  name: 'inbox_work',
-  async run({ config, db, clock, logger }, budgetMs) {
-    if (config.PROCESSING_MODE !== 'async') return { skipped: 'sync mode' };
-    const worker = createWorker({
-      db,
-      handlers: defaultHandlers,
-      clock,
-      newId: () => `worker-${crypto.randomUUID()}`,
-      random: Math.random,
-      logger,
-      settings: workerSettings(config, { budgetMs }),
-    });
-    const { claimed, completed, failed, deadLettered, released, stoppedBy } = await worker.work({ budgetMs });
-    return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };
-  },
-};
-
-export const retentionPurge: MaintenanceStep = {
-  name: 'retention_purge',
-  async run({ config, db, clock }, budgetMs) {
-    const { payloadsNulled, rowsDeleted, stoppedBy } = await purgeByRetention(db, config, { nowMs: clock, budgetMs });
-    return { payloads_nulled: payloadsNulled, rows_deleted: rowsDeleted, stopped_by: stoppedBy };
-  },
-};
-
-/** Every scheduled run performs these, in this order. Adding a step is one line here. */
-/** The inbox worker runs before the outbox drain, so the messages it enqueues go out in the same run. */
-export const maintenanceSteps: readonly MaintenanceStep[] = [
-  databaseReadiness,
-  inboxSweep,
-  inboxWork,
-  outboxDrain,
-  retentionPurge,
-];
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';
 
@@ -133,8 +71,6 @@ function withinLimit<T>(work: Promise<T>, limitMs: number): Promise<T> {
   });
 }
 
-const elapsedSince = (started: number) => Math.round(performance.now() - started);
-
 export async function runMaintenance(
   steps: readonly MaintenanceStep[],
   deps: MaintenanceDeps,
@@ -144,12 +80,13 @@ export async function runMaintenance(
   const runStarted = performance.now();
   const results: StepResult[] = [];
   for (const [index, step] of steps.entries()) {
-    const remaining = options.budgetMs - elapsedSince(runStarted);
+    // Whole milliseconds: a share is planned in whole milliseconds.
+    const remaining = options.budgetMs - Math.round(elapsedMs(runStarted));
     const shareMs = Math.floor(remaining / (steps.length - index));
     const budgetMs = Math.floor(shareMs * PLANNING_RATIO);
     const started = performance.now();
     const line = (outcome: StepOutcome, extra?: LogFields): StepResult => {
-      const durationMs = elapsedSince(started);
+      const durationMs = elapsedMs(started);
       const fields = { step: step.name, outcome, duration_ms: durationMs, budget_ms: budgetMs, ...extra };
       if (outcome === 'ok') logger.info('maintenance step', fields);
       else logger.error('maintenance step', fields);
@@ -169,7 +106,7 @@ export async function runMaintenance(
     }
   }
   const failed = results.filter((result) => result.outcome !== 'ok').length;
-  const summary = { ...options.fields, steps: results.length, failed, duration_ms: elapsedSince(runStarted) };
+  const summary = { ...options.fields, steps: results.length, failed, duration_ms: elapsedMs(runStarted) };
   if (failed === 0) logger.info('maintenance run', summary);
   else logger.warn('maintenance run', summary);
   return results;

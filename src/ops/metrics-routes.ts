@@ -1,18 +1,30 @@
 // GET /metrics: Prometheus text. With METRICS_TOKEN set it requires that bearer token.
 import { Hono } from 'hono';
-import type { AppDeps } from '../deps.ts';
-import { requireBearer } from './bearer.ts';
+import type { Config } from '../config.ts';
+import type { DatabaseEnv, Executor } from '../db/client.ts';
+import { requireBearer } from '../lib/bearer.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { GaugeSample, Metrics } from '../lib/metrics.ts';
 import { inboxGauges, outboxGauges } from './gauges.ts';
-import type { GaugeSample } from './metrics.ts';
 
-export function metricsRoutes(deps: AppDeps): Hono {
-  const routes = new Hono();
+/** A database-backed gauge, read at each scrape. */
+export type GaugeSource = (db: Executor, nowMs: number) => Promise<GaugeSample[]>;
+
+export interface MetricsDeps {
+  config: Pick<Config, 'METRICS_TOKEN'>;
+  metrics: Metrics;
+  gaugeSources: readonly GaugeSource[];
+  clock: Clock;
+}
+
+export function metricsRoutes(deps: MetricsDeps): Hono<DatabaseEnv> {
+  const routes = new Hono<DatabaseEnv>();
   if (deps.config.METRICS_TOKEN !== undefined) routes.use('/metrics', requireBearer(deps.config.METRICS_TOKEN));
   routes.get('/metrics', async (c) => {
     let gauges: GaugeSample[];
     let databaseUp = 1;
     try {
-      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(deps.db, deps.clock())))).flat();
+      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(c.var.db, deps.clock())))).flat();
     } catch {
       // The counters are still worth scraping while the database is away; say that it is.
       gauges = [];
@@ -24,4 +36,4 @@ export function metricsRoutes(deps: AppDeps): Hono {
   return routes;
 }
 
-export const defaultGaugeSources = [inboxGauges, outboxGauges];
+export const defaultGaugeSources: readonly GaugeSource[] = [inboxGauges, outboxGauges];

@@ -3,9 +3,8 @@
 import { eq } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { outboxMessages } from '../db/schema.ts';
+import { isoOrNull } from '../lib/clock.ts';
 import type { OutboxListing } from '../outbox/operator.ts';
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString());
 
 export function outboxJson(message: OutboxListing) {
   return {
@@ -15,10 +14,10 @@ export function outboxJson(message: OutboxListing) {
     status: message.status,
     attempts: message.attempts,
     last_error: message.lastError,
-    created_at: iso(message.createdAt),
-    available_at: iso(message.availableAt),
-    published_at: iso(message.publishedAt),
-    locked_until: iso(message.lockedUntil),
+    created_at: isoOrNull(message.createdAt),
+    available_at: isoOrNull(message.availableAt),
+    published_at: isoOrNull(message.publishedAt),
+    locked_until: isoOrNull(message.lockedUntil),
   };
 }
 

@@ -4,12 +4,12 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { Clock } from '../deps.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
 import { providers as schemes } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
-import type { Logger } from './logger.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */
 export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];

@@ -2,9 +2,9 @@
 // dashboard: the outbox's own all-or-nothing retry (src/outbox/operator.ts), plus the one log line
 // per retried message that every operator action leaves beside its audit row.
 import type { Database } from '../db/client.ts';
-import type { Clock } from '../deps.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
 import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
-import type { Logger } from './logger.ts';
 
 export async function retryOutbox(
   context: { db: Database; clock: Clock; logger: Logger },

@@ -1,9 +1,9 @@
-// A periodic job inside a long-running process (the Node entry's outbox relay, later the async inbox
-// worker): one run at a time, the next one an interval with jitter after the previous one ended, and
+// A periodic job inside a long-running process (the Node entry's outbox relay, inbox worker, lease
+// sweeper and retention purge): one run at a time, the next one an interval with jitter after the previous one ended, and
 // a stop that waits for the run in progress, so shutdown can close the database after it.
 import { describeError } from '../db/errors.ts';
-import type { RandomSource } from './backoff.ts';
-import type { Logger } from './logger.ts';
+import type { RandomSource } from '../lib/backoff.ts';
+import type { Logger } from '../lib/logger.ts';
 
 export interface ScheduleOptions {
   name: string;

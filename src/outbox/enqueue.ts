@@ -3,7 +3,7 @@
 // (the relay does that after COMMIT).
 import { type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import type { JsonValue } from '../inbox/payload.ts';
+import type { JsonValue } from '../lib/json.ts';
 
 export interface OutgoingMessage {
   topic: string;

@@ -1,10 +1,10 @@
-// What an operator does with the outbox by hand (the CLI now, the admin API later): list messages,
+// What an operator does with the outbox by hand (the CLI, the admin API, the dashboard): list messages,
 // and send dead ones back to `pending`, each retry audited in `operator_actions` in the same
 // transaction as the change it records.
-import { and, desc, eq, inArray } from 'drizzle-orm';
+import { desc, eq, inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
-import { leaseCleared } from '../db/lease.ts';
 import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
+import { resurrectDead } from './message-rows.ts';
 
 export interface OutboxListing {
   id: string;
@@ -76,12 +76,8 @@ export async function retryDeadMessages(
   const table = outboxMessages;
   try {
     return await db.transaction(async (tx) => {
-      const retried = await tx
-        .update(table)
-        .set({ status: 'pending', attempts: 0, availableAt: request.now, ...leaseCleared })
-        .where(and(inArray(table.id, ids), eq(table.status, 'dead')))
-        .returning({ id: table.id });
-      const retriedIds = new Set(retried.map((row) => row.id));
+      const retried = await resurrectDead(tx, ids, request.now);
+      const retriedIds = new Set(retried);
       const others = ids.filter((id) => !retriedIds.has(id));
       const found =
         others.length === 0
@@ -91,17 +87,17 @@ export async function retryDeadMessages(
       if (missing.length > 0) throw new RetryRolledBack(missing);
       if (retried.length > 0) {
         await tx.insert(operatorActions).values(
-          retried.map((row) => ({
+          retried.map((id) => ({
             operator: request.operator,
             action: 'retry',
             targetKind: 'outbox' as const,
-            target: row.id,
+            target: id,
             beforeStatus: 'dead',
             afterStatus: 'pending',
           })),
         );
       }
-      return { kind: 'retried' as const, ids: retried.map((row) => row.id), skipped: found };
+      return { kind: 'retried' as const, ids: retried, skipped: found };
     });
   } catch (error) {
     if (error instanceof RetryRolledBack) return { kind: 'not_found', ids: error.missing };

@@ -2,9 +2,11 @@
 // target configured, the log. A publisher answers with an outcome class (published, retry, permanent)
 // and a bounded error category; the relay owns attempts, backoff and dead letters. Web standards only
 // (fetch, AbortSignal, Headers), so the same code runs on Node and on Workers.
-import type { JsonValue } from '../inbox/payload.ts';
-import { parseRetryAfter } from '../ops/backoff.ts';
-import type { Logger } from '../ops/logger.ts';
+
+import { parseRetryAfter } from '../lib/backoff.ts';
+import { errorCode } from '../lib/errors.ts';
+import type { JsonValue } from '../lib/json.ts';
+import type { Logger } from '../lib/logger.ts';
 
 export interface OutboxMessage {
   id: string;
@@ -53,11 +55,6 @@ export function classifyStatus(status: number, retryAfter: string | null, nowMs:
   return retryAfterMs === undefined ? { outcome: 'retry', error } : { outcome: 'retry', error, retryAfterMs };
 }
 
-function codeOf(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
-  return typeof error.code === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(error.code) ? error.code : undefined;
-}
-
 /**
  * A category for a request that got no answer: `timeout`, or `network <code>` from the error or its
  * cause (fetch wraps ECONNREFUSED and friends in a TypeError). Never the message: it can quote the
@@ -68,7 +65,7 @@ export function classifyNetworkError(error: unknown, signal: AbortSignal): Publi
   const cause = error instanceof Error ? error.cause : undefined;
   // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
   const first = cause instanceof AggregateError ? (cause.errors[0] as unknown) : undefined;
-  const code = codeOf(cause) ?? codeOf(first) ?? codeOf(error);
+  const code = errorCode(cause) ?? errorCode(first) ?? errorCode(error);
   return { outcome: 'retry', error: code === undefined ? 'network error' : `network ${code}` };
 }
 

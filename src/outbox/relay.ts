@@ -2,22 +2,23 @@
 // bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement.
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
-// entry, the CLI and, later, a Workers cron all drive the same `drain`.
-import { eq, inArray, sql } from 'drizzle-orm';
+// entry, the CLI and the Workers cron all drive the same `drain`.
 import type { Config } from '../config.ts';
-import type { Database, Executor } from '../db/client.ts';
-import { claimCandidates, claimInQueueOrder, type Lease, leaseCovers, leaseValues, takeLease } from '../db/lease.ts';
-import { LAST_ERROR_MAX, type OutboxStatus, outboxMessages } from '../db/schema.ts';
-import type { Clock } from '../deps.ts';
-import type { JsonValue } from '../inbox/payload.ts';
-import { type RandomSource, retryDelayMs } from '../ops/backoff.ts';
-import { drainBatches, forEachBounded, type QueueSettings } from '../ops/drain.ts';
-import type { Logger } from '../ops/logger.ts';
-import type { OutboxMessage, Publisher, PublishOutcome } from './publishers.ts';
+import type { Database } from '../db/client.ts';
+import { leaseCovers, takeLease } from '../db/lease.ts';
+import { LAST_ERROR_MAX } from '../db/schema.ts';
+import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { drainBatches, forEachBounded, type QueueSettings } from '../lib/loops.ts';
+import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
+import type { Publisher, PublishOutcome } from './publishers.ts';
 
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
   timeoutMs: number;
+  /** Publishes in flight at once within a batch. */
+  concurrency: number;
 }
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
@@ -74,79 +75,12 @@ export interface Relay {
   drain(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<DrainSummary>;
 }
 
-type ClaimedMessage = OutboxMessage & { attempts: number };
-
-/** One row of the batch's outcome statement. */
-interface Outcome {
-  id: string;
-  status: OutboxStatus;
-  /** 1 for a failed publish, 0 otherwise: a crash or a release counts nothing. */
-  failed: 0 | 1;
-  available_at: string | null;
-  published_at: string | null;
-  last_error: string | null;
-}
-
-function outcomeRow(id: string, status: OutboxStatus, fields: Partial<Omit<Outcome, 'id' | 'status'>> = {}): Outcome {
-  return { id, status, failed: 0, available_at: null, published_at: null, last_error: null, ...fields };
-}
-
-/** The claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
-export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
-  const table = outboxMessages;
-  const candidates = claimCandidates(db, {
-    table,
-    key: { id: table.id },
-    where: eq(table.status, 'pending'),
-    lease,
-    dueBy,
-    limit,
-  });
-  return db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
-    id: table.id,
-    topic: table.topic,
-    deduplicationKey: table.deduplicationKey,
-    payload: table.payload,
-    createdAt: table.createdAt,
-    attempts: table.attempts,
-  });
-}
-
-async function claimBatch(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
-  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
-  // Claimed rows come back in no particular order; publish oldest first.
-  return rows
-    .map((row) => ({ ...row, payload: row.payload as JsonValue }))
-    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-}
-
-/**
- * Every outcome of a batch in one statement. Guarded on our lease: a row another relay claimed
- * after our lease expired is theirs now, and a row an operator changed is left as they left it.
- */
-async function recordOutcomes(db: Database, owner: string, outcomes: readonly Outcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  const table = outboxMessages;
-  await db.execute(sql`
-    update ${table} as m set
-      status = o.status,
-      attempts = m.attempts + o.failed,
-      available_at = coalesce(o.available_at, m.available_at),
-      published_at = o.published_at,
-      last_error = coalesce(o.last_error, m.last_error),
-      locked_until = null,
-      locked_by = null
-    from jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
-      id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)
-    where m.id = o.id and m.locked_by = ${owner} and m.status = 'pending'`);
-}
-
 export function createRelay(deps: RelayDeps): Relay {
   const { db, publisher, clock, logger, settings } = deps;
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
 
-  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): Outcome {
+  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): OutcomeRow {
     const nowMs = clock();
     if (result.outcome === 'published') return outcomeRow(message.id, 'published', { published_at: at(nowMs) });
     const attempts = message.attempts + 1;
@@ -199,8 +133,8 @@ export function createRelay(deps: RelayDeps): Relay {
       signal: options.signal,
       batch: async (deadlineMs) => {
         const lease = takeLease(id, clock(), settings.leaseMs);
-        const messages = await claimBatch(db, lease, dueBy, settings.batchSize);
-        const outcomes: Outcome[] = [];
+        const messages = await claimMessages(db, lease, dueBy, settings.batchSize);
+        const outcomes: OutcomeRow[] = [];
         await forEachBounded(messages, settings.concurrency, async (message) => {
           const nowMs = clock();
           if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {

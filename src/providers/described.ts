@@ -5,7 +5,7 @@
 // tolerance past and future, every configured key tried (rotation), one reason-free 401, and a
 // digest of the signed body backing any id the signature does not cover.
 import type { z } from 'zod';
-import { type JsonValue, parseJsonPayload } from '../inbox/payload.ts';
+import { type JsonValue, parseJsonPayload } from '../lib/json.ts';
 import { type AsymmetricAlgorithm, derToP1363, importPublicKey, type PublicKeyFormat } from './asymmetric.ts';
 import {
   afterPrefix,
@@ -132,8 +132,6 @@ export interface SenderDescription {
   /** Events whose version at `path` is not in `known` are parked, not applied. */
   schemaVersion?: { path: Path; known: ReadonlySet<string> };
   answer?: ProtocolAnswer;
-  /** The secret's variable when the sender's documentation names it otherwise (`SLACK_SIGNING_SECRET`). */
-  secretVariable?: string;
 }
 
 type Field = 'timestamp' | 'id' | 'body' | 'bodySha256' | 'url' | 'method';
@@ -384,7 +382,6 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     secret: token !== undefined || hmacMethods.length > 0,
     publicKey: publicKeyMethods.length > 0,
     url: signsField(parts, 'url'),
-    ...(description.secretVariable === undefined ? {} : { secretVariable: description.secretVariable }),
   };
 
   async function importKeys(secrets: readonly string[], publicKeys: readonly string[] = []): Promise<VerifyKey[]> {

@@ -2,7 +2,7 @@
 // (or, for one signing with a private key, its public key) is set. Every sender is a description
 // in senders.ts run by described.ts; one that could not be described would be a WebhookProvider of
 // its own, listed here beside them.
-import type { ProviderSecrets } from '../config.ts';
+import { type ProviderSecrets, providerVariable } from '../config.ts';
 import { describedProvider } from './described.ts';
 import type { VerifyKey } from './hmac.ts';
 import { senderDescriptions } from './senders.ts';
@@ -28,11 +28,10 @@ const SECRET_ONLY: Credentials = { secret: true, publicKey: false, url: false };
 
 export function providerVariables(provider: WebhookProvider): ProviderVariables {
   const credentials = provider.credentials ?? SECRET_ONLY;
-  const prefix = `${provider.name.toUpperCase()}_WEBHOOK`;
   return {
-    ...(credentials.secret ? { secret: credentials.secretVariable ?? `${prefix}_SECRET` } : {}),
-    ...(credentials.publicKey ? { publicKey: `${prefix}_PUBLIC_KEY` } : {}),
-    ...(credentials.url ? { url: `${prefix}_URL` } : {}),
+    ...(credentials.secret ? { secret: providerVariable(provider.name, 'SECRET') } : {}),
+    ...(credentials.publicKey ? { publicKey: providerVariable(provider.name, 'PUBLIC_KEY') } : {}),
+    ...(credentials.url ? { url: providerVariable(provider.name, 'URL') } : {}),
   };
 }
 

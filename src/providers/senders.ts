@@ -133,7 +133,6 @@ export const senderDescriptions: readonly SenderDescription[] = [
   },
   {
     name: 'slack',
-    secretVariable: 'SLACK_SIGNING_SECRET',
     signature: { headers: ['x-slack-signature'], encoding: 'hex', prefix: 'v0=', methods: [HMAC_SHA256] },
     signed: 'v0:{timestamp}:{body}',
     timestamp: { from: { header: 'x-slack-request-timestamp' }, format: 'unix' },

@@ -1,6 +1,6 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
 // and where its event id lives; nothing outside src/providers knows any of that.
-import type { JsonValue } from '../inbox/payload.ts';
+import type { JsonValue } from '../lib/json.ts';
 import type { Bytes, HmacKey } from './hmac.ts';
 
 export interface Delivery {
@@ -63,8 +63,6 @@ export interface Credentials {
   publicKey: boolean;
   /** The signed public URL: `<NAME>_WEBHOOK_URL`, required when the provider is enabled. */
   url: boolean;
-  /** A variable name the sender's own documentation uses instead (Slack's signing secret). */
-  secretVariable?: string;
 }
 
 export interface WebhookProvider {

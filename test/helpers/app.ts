@@ -3,18 +3,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Hono } from 'hono';
 import { createApp } from '../../src/app.ts';
-import type { Database } from '../../src/db/client.ts';
+import type { Database, DatabaseEnv } from '../../src/db/client.ts';
 import { expectedMigration } from '../../src/db/migrations.ts';
 import type { AppDeps } from '../../src/deps.ts';
 import { defaultHandlers } from '../../src/domain/handlers.ts';
-import { createLogger } from '../../src/ops/logger.ts';
-import { labelBounds, Metrics } from '../../src/ops/metrics.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
 import { defaultGaugeSources } from '../../src/ops/metrics-routes.ts';
 import { enableProviders } from '../../src/providers/registry.ts';
 import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
 
 export interface TestApp {
-  app: Hono;
+  app: Hono<DatabaseEnv>;
   /** Log lines as written, for assertions that nothing secret leaks. */
   logs: string[];
   setNow(ms: number): void;
@@ -39,6 +39,8 @@ export async function buildTestApp(
     newId: () => randomUUID().replaceAll('-', ''),
     logger: createLogger({ level: 'debug', now: () => new Date(now), write: (line) => logs.push(line) }),
     expectedMigration,
+    // As `npm start` runs it: deliveries share transactions (override with `groupCommit: undefined`).
+    groupCommit: { maxBatch: 64, lanes: 4 },
     ...overrides,
     config: {
       HANDLER_DEADLINE_MS: 5000,

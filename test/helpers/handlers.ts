@@ -2,7 +2,7 @@
 // included), then the handler throws, so the test sees what the rollback takes back.
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../../src/domain/handlers.ts';
-import { DomainRejection } from '../../src/errors.ts';
+import { DomainRejection } from '../../src/lib/errors.ts';
 
 export function failingAfterDefault(eventType: string, reason: string): HandlerMap {
   const real = defaultHandlers.acme?.[eventType];

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
-import { createLogger } from '../../src/ops/logger.ts';
+import { createLogger } from '../../src/lib/logger.ts';
 import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
 import { createRelay, type Relay, type RelaySettings } from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';

@@ -5,8 +5,8 @@ import type { Database } from '../../src/db/client.ts';
 import { defaultHandlers, type HandlerMap } from '../../src/domain/handlers.ts';
 import type { IntakeLoad } from '../../src/inbox/intake-load.ts';
 import { createWorker, type InboxWorker, type WorkerSettings } from '../../src/inbox/worker.ts';
-import { createLogger } from '../../src/ops/logger.ts';
-import { labelBounds, Metrics } from '../../src/ops/metrics.ts';
+import { createLogger } from '../../src/lib/logger.ts';
+import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS } from './acme.ts';
 import type { TestApp } from './app.ts';
 
@@ -16,7 +16,7 @@ export const testWorkerSettings: WorkerSettings = {
   leaseMs: 30_000,
   applyTimeoutMs: 5000,
   batchSize: 25,
-  concurrency: 4,
+  lanes: 4,
   maxDeferMs: 1000,
   budgetMs: 20_000,
 };

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
 import { providerSecrets } from '../../config.ts';
+import { forEachBounded } from '../../lib/loops.ts';
 import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
@@ -81,18 +82,13 @@ export const sendCommand: CommandModule = {
             const filled = Math.round((done / total) * width);
             process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`);
           };
-          let next = 0;
-          const worker = async () => {
-            while (next < queue.length) {
-              const outgoing = queue[next++] as Outgoing;
-              const answer = await deliver(options.url, outgoing, await scheme.sign(outgoing, secret, nowSeconds()));
-              answers.set(answer, (answers.get(answer) ?? 0) + 1);
-              done += 1;
-              draw();
-            }
-          };
           const started = context.clock();
-          await Promise.all(Array.from({ length: Math.min(options.concurrency, total) }, worker));
+          await forEachBounded(queue, options.concurrency, async (outgoing) => {
+            const answer = await deliver(options.url, outgoing, await scheme.sign(outgoing, secret, nowSeconds()));
+            answers.set(answer, (answers.get(answer) ?? 0) + 1);
+            done += 1;
+            draw();
+          });
           if (context.errIsTerminal) process.stderr.write('\n');
 
           const byAnswer = Object.fromEntries([...answers].sort(([a], [b]) => a.localeCompare(b)));

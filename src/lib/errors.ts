@@ -1,19 +1,21 @@
-// The one error type of the service: a closed set of codes, each with its HTTP status, its public
-// body and whether trying again can help. Internal detail stays in `cause`, never in a response.
+// The one error type of the service: a closed set of codes, each with its HTTP status and its public
+// body. Internal detail stays in `cause`, never in a response.
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 const errorCodes = {
-  not_found: { status: 404, retryable: false },
-  payload_too_large: { status: 413, retryable: false },
-  unsupported_media_type: { status: 415, retryable: false },
-  unauthorized: { status: 401, retryable: false },
-  invalid_payload: { status: 400, retryable: false },
+  not_found: { status: 404 },
+  payload_too_large: { status: 413 },
+  unsupported_media_type: { status: 415 },
+  unauthorized: { status: 401 },
+  invalid_payload: { status: 400 },
+  /** An operator request (admin API) with a missing, unknown or malformed field. */
+  invalid_request: { status: 400 },
   /** A domain handler failed; the provider's redelivery is the retry. */
-  processing_failed: { status: 500, retryable: true },
+  processing_failed: { status: 500 },
   /** Database unreachable, deadline passed, backlog full: come back later. */
-  unavailable: { status: 503, retryable: true },
-} as const satisfies Record<string, { status: ContentfulStatusCode; retryable: boolean }>;
+  unavailable: { status: 503 },
+} as const satisfies Record<string, { status: ContentfulStatusCode }>;
 
 export type ErrorCode = keyof typeof errorCodes;
 
@@ -22,14 +24,12 @@ export const RETRY_AFTER_SECONDS = 5;
 
 export class AppError extends HTTPException {
   readonly code: ErrorCode;
-  readonly retryable: boolean;
 
   constructor(code: ErrorCode, options: { cause?: unknown } = {}) {
-    const { status, retryable } = errorCodes[code];
+    const { status } = errorCodes[code];
     super(status, { message: code, cause: options.cause });
     this.name = 'AppError';
     this.code = code;
-    this.retryable = retryable;
   }
 
   override getResponse(): Response {
@@ -49,4 +49,13 @@ export class DomainRejection extends Error {
     super(message);
     this.name = 'DomainRejection';
   }
+}
+
+/**
+ * An error's `code` (a system code such as ECONNRESET, or a PostgreSQL SQLSTATE) when it has the
+ * shape of one: a code may be logged and stored, free text may quote a URL or a value.
+ */
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' && /^[A-Z0-9][A-Z0-9_]{1,40}$/.test(error.code) ? error.code : undefined;
 }

@@ -1,6 +1,6 @@
 // `npm run db:migrate`: applies pending migrations to DATABASE_URL; exits non-zero on failure.
 import { ConfigError, parseConfig } from '../config.ts';
-import { migrateDatabase } from './migrate.ts';
+import { migrateDatabase } from '../db/migrate.ts';
 
 try {
   const config = parseConfig(process.env);

@@ -12,9 +12,9 @@
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { Child, FC } from 'hono/jsx';
-import type { AppDeps } from '../deps.ts';
+import type { DatabaseEnv } from '../db/client.ts';
+import { type EventListing, listEvents, type StatusCounts, statusCounts } from '../ops/events.ts';
 import { listOutbox, type OutboxListing } from '../outbox/operator.ts';
-import { type EventListing, listEvents, type StatusCounts, statusCounts } from './events.ts';
 
 const ROWS_PER_SECTION = 25;
 
@@ -216,7 +216,7 @@ const Dashboard: FC<DashboardData> = ({ counts, failed, parked, dead, deadMessag
       <h2>Backlog</h2>
       <p>
         Oldest event still to apply: <strong id="oldest-event">{age(counts.oldestUnprocessedSeconds)}</strong>; oldest
-        due outbox message: <strong id="oldest-outbox">{age(counts.oldestPendingOutboxSeconds)}</strong>
+        pending outbox message: <strong id="oldest-outbox">{age(counts.oldestPendingOutboxSeconds)}</strong>
       </p>
       <div class="figures">
         <Counts title="Events by status" counts={counts.events} />
@@ -268,17 +268,17 @@ export function dashboardSignIn(): (c: Context, next: () => Promise<void>) => Pr
   };
 }
 
-export function dashboardRoutes(deps: AppDeps): Hono {
-  const routes = new Hono();
+export function dashboardRoutes(): Hono<DatabaseEnv> {
+  const routes = new Hono<DatabaseEnv>();
   routes.get('/', async (c) => {
-    const list = (status: 'failed' | 'parked' | 'dead_letter') =>
-      listEvents(deps.db, { status, limit: ROWS_PER_SECTION });
+    const { db } = c.var;
+    const list = (status: 'failed' | 'parked' | 'dead_letter') => listEvents(db, { status, limit: ROWS_PER_SECTION });
     const [counts, failed, parked, dead, deadMessages] = await Promise.all([
-      statusCounts(deps.db),
+      statusCounts(db),
       list('failed'),
       list('parked'),
       list('dead_letter'),
-      listOutbox(deps.db, { status: 'dead', limit: ROWS_PER_SECTION }),
+      listOutbox(db, { status: 'dead', limit: ROWS_PER_SECTION }),
     ]);
     const nonce = newNonce();
     secured(c, nonce);

@@ -11,13 +11,11 @@ export interface QueueSettings {
   backoff: BackoffPolicy;
   leaseMs: number;
   batchSize: number;
-  /** Items in flight at once within a batch. */
-  concurrency: number;
   /** A pass stops claiming (and starting work) after this long. */
   budgetMs: number;
 }
 
-export interface BatchResult {
+export interface BatchProgress {
   /** Rows the batch claimed; a batch that claimed its full limit suggests more are waiting. */
   claimed: number;
   limit: number;
@@ -30,7 +28,7 @@ export interface DrainLoop {
   budgetMs: number;
   signal?: AbortSignal | undefined;
   /** Claims and processes one batch; `deadlineMs` is when it must stop starting new work. */
-  batch(deadlineMs: number): Promise<BatchResult>;
+  batch(deadlineMs: number): Promise<BatchProgress>;
 }
 
 export interface DrainProgress {

@@ -2,6 +2,7 @@
 // Workers), and gauges read from the database at scrape time. Labels are bounded by construction:
 // providers from the registry, event types from the handler map (else `other`), never an event id.
 // Written here rather than with prom-client, which needs Node's runtime and would not run in workerd.
+import type { ErrorCode } from './errors.ts';
 
 export type EventOutcome =
   | 'accepted'
@@ -13,14 +14,8 @@ export type EventOutcome =
   | 'ignored'
   | 'dead_letter';
 
-/** Why a delivery was refused before it could be stored: the reason classes of the 4xx answers. */
-export type RejectionReason =
-  | 'not_found'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'unauthorized'
-  | 'invalid_payload'
-  | 'unavailable';
+/** Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers. */
+export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'>;
 
 export interface GaugeSample {
   name: string;
@@ -38,10 +33,39 @@ function labelText(labels: Readonly<Record<string, string>>): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/** Deliveries per intake transaction (group commit). */
+const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256] as const;
+
 interface Histogram {
   buckets: number[];
   sum: number;
   count: number;
+}
+
+const emptyHistogram = (bounds: readonly number[]): Histogram => ({ buckets: bounds.map(() => 0), sum: 0, count: 0 });
+
+function observeInto(histogram: Histogram, bounds: readonly number[], value: number): void {
+  bounds.forEach((bound, i) => {
+    if (value <= bound) histogram.buckets[i] = (histogram.buckets[i] ?? 0) + 1;
+  });
+  histogram.sum += value;
+  histogram.count += 1;
+}
+
+function histogramLines(
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  bounds: readonly number[],
+  histogram: Histogram,
+): string[] {
+  return [
+    ...bounds.map(
+      (bound, i) => `${name}_bucket${labelText({ ...labels, le: String(bound) })} ${histogram.buckets[i] ?? 0}`,
+    ),
+    `${name}_bucket${labelText({ ...labels, le: '+Inf' })} ${histogram.count}`,
+    `${name}_sum${labelText(labels)} ${histogram.sum}`,
+    `${name}_count${labelText(labels)} ${histogram.count}`,
+  ];
 }
 
 /** Label bounds: every provider name, each with the event types its handler map names. */
@@ -56,6 +80,7 @@ export class Metrics {
   readonly #events = new Map<string, number>();
   readonly #rejections = new Map<string, number>();
   readonly #latency = new Map<string, Histogram>();
+  readonly #batchSizes = emptyHistogram(BATCH_SIZE_BUCKETS);
 
   constructor(
     /** Known provider names and, per provider, the event types that may appear as label values. */
@@ -88,15 +113,15 @@ export class Metrics {
     const key = this.#provider(provider);
     let histogram = this.#latency.get(key);
     if (histogram === undefined) {
-      histogram = { buckets: LATENCY_BUCKETS_SECONDS.map(() => 0), sum: 0, count: 0 };
+      histogram = emptyHistogram(LATENCY_BUCKETS_SECONDS);
       this.#latency.set(key, histogram);
     }
-    for (let i = 0; i < LATENCY_BUCKETS_SECONDS.length; i++) {
-      if (seconds <= (LATENCY_BUCKETS_SECONDS[i] ?? Number.POSITIVE_INFINITY))
-        histogram.buckets[i] = (histogram.buckets[i] ?? 0) + 1;
-    }
-    histogram.sum += seconds;
-    histogram.count += 1;
+    observeInto(histogram, LATENCY_BUCKETS_SECONDS, seconds);
+  }
+
+  /** One group-commit transaction of the intake and how many deliveries it carried. */
+  observeIntakeBatch(size: number): void {
+    observeInto(this.#batchSizes, BATCH_SIZE_BUCKETS, size);
   }
 
   /** The exposition text: this process's counters, then the gauges read for this scrape. */
@@ -113,14 +138,14 @@ export class Metrics {
 
     family('webhook_processing_duration_seconds', 'Time from request to answer for stored events.', 'histogram');
     for (const [provider, histogram] of this.#latency) {
-      LATENCY_BUCKETS_SECONDS.forEach((bound, i) => {
-        lines.push(
-          `webhook_processing_duration_seconds_bucket${labelText({ provider, le: String(bound) })} ${histogram.buckets[i] ?? 0}`,
-        );
-      });
-      lines.push(`webhook_processing_duration_seconds_bucket${labelText({ provider, le: '+Inf' })} ${histogram.count}`);
-      lines.push(`webhook_processing_duration_seconds_sum${labelText({ provider })} ${histogram.sum}`);
-      lines.push(`webhook_processing_duration_seconds_count${labelText({ provider })} ${histogram.count}`);
+      lines.push(
+        ...histogramLines('webhook_processing_duration_seconds', { provider }, LATENCY_BUCKETS_SECONDS, histogram),
+      );
+    }
+
+    if (this.#batchSizes.count > 0) {
+      family('webhook_intake_batch_size', 'Deliveries per intake transaction (group commit).', 'histogram');
+      lines.push(...histogramLines('webhook_intake_batch_size', {}, BATCH_SIZE_BUCKETS, this.#batchSizes));
     }
 
     const described = new Set<string>();

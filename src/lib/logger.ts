@@ -25,5 +25,3 @@ export function createLogger(options: {
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
-
-export const silentLogger: Logger = createLogger({ level: 'silent', now: () => new Date() });

@@ -4,7 +4,7 @@
 // that every path and method here is a route and every route is here.
 import { z } from 'zod';
 import { webhookEventStatuses } from '../db/schema.ts';
-import { eventParams, eventQuery, eventsQuery, messageParams, operatorBody, outboxQuery } from './admin-schemas.ts';
+import { eventParams, eventQuery, eventsQuery, messageParams, operatorBody, outboxQuery } from './schemas.ts';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -1,0 +1,194 @@
+// Group commit for the intake: deliveries that passed every check before the database share one
+// transaction, and each still gets its own answer. No timer: when no batch is in flight a delivery
+// starts one at once, so a quiet service answers as fast as without batching; while one is in
+// flight, what arrives waits for it and then goes together (one BEGIN, one claim statement, one
+// COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
+// transactions) opens only when the queue is long enough to fill a good share of a batch: so the
+// batches stay large while a lone slow batch (a lock wait) cannot hold up a busy intake.
+//
+// Every promise of the one-at-a-time path holds per delivery:
+// - exactly one application: a batch never holds two deliveries of one key (id or content digest);
+//   the later one waits for a later batch, where it meets the first one's committed row;
+// - a handler that throws rolls the batch back, and its deliveries are then processed one at a time
+//   (processEvent), so only the failing one is answered 500 and recorded `failed`;
+// - a delivery answered 503 because its deadline passed is never committed: a batch checks every
+//   member's deadline before COMMIT, and one that expired sends the others to a new batch;
+// - a database outage answers 503 to every member and commits nothing; a deadlock with another
+//   batch (handlers change rows in their own order) is retried, the rows already in key order.
+import type { Database, Transaction } from '../db/client.ts';
+import { isTransientDatabaseError } from '../db/errors.ts';
+import { AppError, errorCode } from '../lib/errors.ts';
+import { enqueuerFor } from '../outbox/enqueue.ts';
+import type { Deadline } from './deadline.ts';
+import {
+  type Arrival,
+  type InboxEvent,
+  insertOrTakeBack,
+  insertOrTakeBackAll,
+  rowKeys,
+  type StoredRow,
+} from './event-rows.ts';
+import { type Plan, type Processed, processEvent } from './process.ts';
+
+/** One delivery waiting for its batch. */
+export interface Submission {
+  event: InboxEvent;
+  plan: Plan;
+  /** What its row becomes: applied now, or `received` for the async worker. */
+  arrival: Arrival;
+  deadline: Deadline;
+}
+
+/** `queued`: stored `received` for the worker (async mode); else as one-at-a-time processing. */
+export type Committed = Processed | { outcome: 'queued'; attempt: number };
+
+export interface CommitterOptions {
+  /** Most deliveries in one transaction (INTAKE_BATCH_MAX). */
+  maxBatch: number;
+  /** Most batches in flight at once: the connections the intake may hold. */
+  lanes: number;
+  /** Told each batch's size as it starts (the batch-size histogram). */
+  onBatch?: (size: number) => void;
+}
+
+interface Member extends Submission {
+  /** Set just before COMMIT is sent: from then on the answer waits for the commit. */
+  decided: boolean;
+  resolve(result: Committed): void;
+  reject(error: unknown): void;
+}
+
+/** SQLSTATEs of a transaction that lost a race with another and may simply run again. */
+const RETRYABLE_CONFLICTS = new Set(['40P01', '40001']);
+const MAX_CONFLICT_RETRIES = 3;
+
+/** Thrown inside a batch to roll it back when a member's deadline passed before COMMIT. */
+class MemberExpired extends Error {}
+
+export class IntakeCommitter {
+  readonly #queue: Member[] = [];
+  #running = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly options: CommitterOptions,
+  ) {}
+
+  /** Resolves after the delivery's batch committed (or it was processed on its own); rejects as that would. */
+  submit(submission: Submission): Promise<Committed> {
+    let member: Member | undefined;
+    const settled = new Promise<Committed>((resolve, reject) => {
+      member = { ...submission, decided: false, resolve, reject };
+    });
+    if (member === undefined) throw new Error('unreachable: the executor runs at once');
+    const queued = member;
+    this.#queue.push(queued);
+    this.#pump();
+    // The delivery's answer: 503 once its deadline passes, unless its batch is committing.
+    return submission.deadline.race(settled, () => queued.decided);
+  }
+
+  /** Deliveries waiting that open another lane while one is busy: a quarter of a batch. */
+  get #spillAt(): number {
+    return Math.max(1, Math.floor(this.options.maxBatch / 4));
+  }
+
+  #pump(): void {
+    while (this.#running < this.options.lanes && this.#queue.length > 0) {
+      if (this.#running > 0 && this.#queue.length < this.#spillAt) return;
+      const batch = this.#take();
+      if (batch.length === 0) return;
+      this.#running += 1;
+      void this.#run(batch).finally(() => {
+        this.#running -= 1;
+        this.#pump();
+      });
+    }
+  }
+
+  /** Everything waiting, up to maxBatch, but no two members sharing a key; expired members are dropped. */
+  #take(): Member[] {
+    const batch: Member[] = [];
+    const keys = new Set<string>();
+    const left: Member[] = [];
+    for (const member of this.#queue) {
+      // Answered 503 already (the race in submit): nothing of it may be stored.
+      if (member.deadline.expired) continue;
+      const memberKeys = rowKeys(member.event);
+      if (batch.length >= this.options.maxBatch || memberKeys.some((key) => keys.has(key))) {
+        left.push(member);
+        continue;
+      }
+      for (const key of memberKeys) keys.add(key);
+      batch.push(member);
+    }
+    this.#queue.splice(0, this.#queue.length, ...left);
+    return batch;
+  }
+
+  async #run(batch: Member[]): Promise<void> {
+    this.options.onBatch?.(batch.length);
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const results = await this.db.transaction((tx) => this.#commit(tx, batch));
+        for (const [index, member] of batch.entries()) member.resolve(results[index] as Committed);
+        return;
+      } catch (error) {
+        if (error instanceof MemberExpired) return this.#requeue(batch);
+        if (RETRYABLE_CONFLICTS.has(errorCode(error) ?? '') && attempt < MAX_CONFLICT_RETRIES) continue;
+        if (isTransientDatabaseError(error)) {
+          for (const member of batch) member.reject(new AppError('unavailable', { cause: error }));
+          return;
+        }
+        // A handler (or a row) failed: find out which, one delivery at a time.
+        await Promise.all(batch.map((member) => this.#alone(member)));
+        return;
+      }
+    }
+  }
+
+  /** Claims every member's row, applies the claimed ones, and decides to commit. */
+  async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[]> {
+    const rows = await insertOrTakeBackAll(tx, batch);
+    // Issued together: postgres.js pipelines them on the transaction's connection.
+    const applied = await Promise.allSettled(batch.map((member, index) => applyClaimed(tx, member, rows[index])));
+    const failure = applied.find((result) => result.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
+    if (batch.some((member) => member.deadline.expired)) throw new MemberExpired();
+    for (const member of batch) member.decided = true;
+    return batch.map((member, index) => committed(member, rows[index] ?? null));
+  }
+
+  /** A batch rolled back because a member's time ran out: the others go first in the next batch. */
+  #requeue(batch: readonly Member[]): void {
+    this.#queue.unshift(...batch.filter((member) => !member.deadline.expired));
+  }
+
+  async #alone(member: Member): Promise<void> {
+    try {
+      if (member.arrival.status === 'received') {
+        const row = await member.deadline.race(insertOrTakeBack(this.db, member.event, member.arrival));
+        member.resolve(committed(member, row));
+      } else {
+        member.resolve(await processEvent(this.db, member.deadline, member.event, member.plan));
+      }
+    } catch (error) {
+      member.reject(error);
+    }
+  }
+}
+
+/** Runs the member's handler when its row was claimed for applying now. */
+async function applyClaimed(tx: Transaction, member: Member, row: StoredRow | null | undefined): Promise<void> {
+  if (row === null || row === undefined || member.plan.kind !== 'apply' || member.arrival.status === 'received') return;
+  const stored = { ...member.event, eventId: row.eventId };
+  await member.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, member.plan.payload);
+}
+
+function committed(member: Member, row: StoredRow | null): Committed {
+  if (row === null) return { outcome: 'duplicate' };
+  const attempt = row.attemptCount + 1;
+  return member.arrival.status === 'received'
+    ? { outcome: 'queued', attempt }
+    : { outcome: member.arrival.status, attempt };
+}

@@ -1,0 +1,447 @@
+// The one owner of every write to `webhook_events`: each statement that moves a row from one state to
+// another lives here, so the table's life can be read in one place. One piece on purpose, longer than
+// the others: splitting it would scatter the state machine this header describes.
+//
+// | from                                | to                              | by                       | statement            |
+// | ----------------------------------- | ------------------------------- | ------------------------ | -------------------- |
+// | (none), failed                      | completed, ignored, parked      | sync intake              | insertOrTakeBack     |
+// | (none), failed                      | received                        | async intake             | insertOrTakeBack     |
+// | (none), failed                      | failed (attempt_count + 1)      | sync intake, on failure  | recordDeliveryFailure|
+// | received, failed, processing (expired lease) | processing             | worker                   | claimDue             |
+// | processing                          | received                        | worker (not started)     | releaseClaim         |
+// | processing (expired lease)          | received                        | sweeper                  | sweepExpiredBatch    |
+// | processing, failed, parked, dead_letter | completed, ignored, parked  | worker, operator replay  | markApplied          |
+// | processing, failed, parked, dead_letter | failed, dead_letter         | worker, operator replay  | recordApplyFailure   |
+// | completed, ignored, dead_letter     | payload null, then deleted      | retention purge          | purgeStatements      |
+//
+// Why concurrent writers never apply an event twice (the argument every statement here relies on):
+// nothing is read before it is written. An INSERT … ON CONFLICT arbitrates on the primary key
+// (provider, event_id) and, where the scheme's id is not signed, on the partial unique index over
+// (provider, content_digest); when another transaction holds an uncommitted conflicting row the
+// INSERT waits for it: committed, nothing is inserted; rolled back, ours goes in. Every UPDATE names
+// the states it may leave in its WHERE clause (and the lease it must still hold), so when two race
+// for a row the second waits for the first one's row lock, re-checks its WHERE against what the first
+// left, and matches nothing. Under READ COMMITTED that is enough: of any number of concurrent
+// deliveries, workers and replays of one event, exactly one moves it.
+//
+// SQL templates rather than Drizzle's builders on the per-delivery paths: the builder costs about
+// twenty times more CPU to render the same statement.
+import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import type { Database, Executor, Transaction } from '../db/client.ts';
+import { describeError } from '../db/errors.ts';
+import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
+import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import { DomainRejection } from '../lib/errors.ts';
+import type { JsonValue } from '../lib/json.ts';
+import type { AuthenticatedEvent } from '../providers/types.ts';
+
+/** An authenticated event and the provider it came from: what a row is made of. */
+export interface InboxEvent extends AuthenticatedEvent {
+  provider: string;
+}
+
+export interface StoredEventKey {
+  provider: string;
+  eventId: string;
+}
+
+/** The row a delivery claimed or took back. */
+export interface StoredRow {
+  attemptCount: number;
+  /** The stored id: a digest match keeps the first delivery's id. */
+  eventId: string;
+}
+
+/** The states an application that went through leaves a row in. */
+export type AppliedStatus = 'completed' | 'ignored' | 'parked';
+
+/**
+ * What a delivery's row becomes: applied in the delivery's own transaction (sync mode), or stored
+ * `received` for the worker, due at `availableAt` (async mode).
+ */
+export type Arrival = { status: AppliedStatus } | { status: 'received'; availableAt: Date };
+
+/**
+ * The stored row a delivery is: by the signed event id, or, where the scheme's id header is not
+ * signed, by the digest of the signed bytes and the (equally unsigned) type the row was stored with.
+ * Never by an unsigned header alone: a captured body sent under the id of another delivery that
+ * failed must not take that row over, nor one sent under another type pick another handler.
+ */
+function storedEvent(event: InboxEvent) {
+  const provider = eq(webhookEvents.provider, event.provider);
+  if (event.contentDigest === undefined) return and(provider, eq(webhookEvents.eventId, event.eventId));
+  return and(
+    provider,
+    eq(webhookEvents.contentDigest, event.contentDigest),
+    eq(webhookEvents.eventType, event.eventType),
+  );
+}
+
+/** A parked or queued event is not finished: it waits for an operator's replay or for the worker. */
+const finishedNow = (status: WebhookEventStatus) =>
+  status === 'completed' || status === 'ignored' ? sql`now()` : null;
+
+/** One delivery's row as an insert or take-back sees it. */
+export interface Arriving {
+  event: InboxEvent;
+  arrival: Arrival;
+}
+
+/**
+ * What taking a `failed` row back sets, from the arriving row `v` (a VALUES row, or `excluded`).
+ * Applied now: the final status, and the old error cleared. Queued: `received`, due again, its
+ * attempt count unchanged (a redelivery is not a failure) and its last error kept until the worker
+ * applies it.
+ */
+const takeBackSet = (v: SQL) => sql`status = ${v}.status,
+  completed_at = ${v}.completed_at,
+  available_at = case when ${v}.status = 'received' then ${v}.available_at else webhook_events.available_at end,
+  last_error = case when ${v}.status = 'received' then webhook_events.last_error end`;
+
+function rowValues({ event, arrival }: Arriving): SQL {
+  const availableAt = arrival.status === 'received' ? arrival.availableAt.toISOString() : sql`now()`;
+  return sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${arrival.status}::webhook_event_status,
+    ${JSON.stringify(event.payload)}::jsonb, ${event.contentDigest ?? null}::text, ${event.occurredAt?.toISOString() ?? null}::timestamptz,
+    ${finishedNow(arrival.status)}::timestamptz, ${availableAt}::timestamptz)`;
+}
+
+const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
+
+/**
+ * Inserts each delivery's row in the state the transaction (or, async, the autocommitted statement)
+ * will leave it in, or takes back a `failed` one; null for a delivery whose event is already stored
+ * in any other state (a duplicate). Nobody sees a row before COMMIT, so an intermediate `processing`
+ * write would only cost a round trip.
+ *
+ * The rows must not share a key (a provider's event id, or its content digest): the caller sends a
+ * twin in a later statement, where it meets the committed first one. They are written in key order,
+ * so two transactions that insert overlapping sets wait for each other instead of deadlocking.
+ *
+ * Signed ids only (no digest): one statement inserts, takes back failed rows or finds duplicates.
+ * With digests the insert names no conflict target (either unique index arbitrates) and the failed
+ * rows are taken back in one more statement, matched by the signed digest, never by an unsigned id.
+ */
+export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
+  const order = rows.map((_, index) => index);
+  order.sort((a, b) => compareKeys(rows[a]?.event, rows[b]?.event));
+  const values = sql.join(
+    order.map((index) => rowValues(rows[index] as Arriving)),
+    sql`, `,
+  );
+  const byId = new Map<string, StoredRow>();
+  const found = (row: { provider: string; event_id: string; stored_id: string; attempt_count: number }) =>
+    byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
+  const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
+  const inserted = await db.execute<{ provider: string; event_id: string; stored_id: string; attempt_count: number }>(
+    sql`insert into webhook_events ${COLUMNS} values ${values}
+      ${signedOnly ? sql`on conflict (provider, event_id) do update set ${takeBackSet(sql`excluded`)} where webhook_events.status = 'failed'` : sql`on conflict do nothing`}
+      returning provider, event_id, event_id as stored_id, attempt_count`,
+  );
+  for (const row of inserted) found(row);
+  const conflicted = rows.filter((row) => !byId.has(storedKeyString(row.event.provider, row.event.eventId)));
+  if (!signedOnly && conflicted.length > 0) {
+    const taken = await db.execute<{
+      provider: string;
+      event_id: string;
+      stored_id: string;
+      attempt_count: number;
+    }>(sql`
+      update webhook_events set ${takeBackSet(sql`v`)}
+      from (values ${sql.join(conflicted.map(rowValues), sql`, `)}) as v ${COLUMNS}
+      where webhook_events.status = 'failed' and webhook_events.provider = v.provider
+        and ((v.content_digest is null and webhook_events.event_id = v.event_id)
+          or (webhook_events.content_digest = v.content_digest and webhook_events.event_type = v.event_type))
+      returning v.provider, v.event_id, webhook_events.event_id as stored_id, webhook_events.attempt_count`);
+    for (const row of taken) found(row);
+  }
+  return rows.map((row) => byId.get(storedKeyString(row.event.provider, row.event.eventId)) ?? null);
+}
+
+/** One delivery's insertOrTakeBackAll. */
+export async function insertOrTakeBack(db: Executor, event: InboxEvent, arrival: Arrival): Promise<StoredRow | null> {
+  const [row] = await insertOrTakeBackAll(db, [{ event, arrival }]);
+  return row ?? null;
+}
+
+/** The keys a delivery's row is unique under: a twin shares one of them. */
+export function rowKeys(event: InboxEvent): string[] {
+  const id = storedKeyString(event.provider, event.eventId);
+  // Two NULs: an event id cannot start with one, so a digest key never equals an id key.
+  return event.contentDigest === undefined ? [id] : [id, `${event.provider}\u0000\u0000${event.contentDigest}`];
+}
+
+function compareKeys(a: InboxEvent | undefined, b: InboxEvent | undefined): number {
+  const left = `${a?.provider}\u0000${a?.eventId}`;
+  const right = `${b?.provider}\u0000${b?.eventId}`;
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+export function storedKeyString(provider: string, eventId: string): string {
+  // A NUL cannot occur in either column (jsonb and text reject it), so the pair maps back uniquely.
+  return `${provider}\u0000${eventId}`;
+}
+
+const storedColumns = { attemptCount: webhookEvents.attemptCount, eventId: webhookEvents.eventId };
+
+/** Applies `values` to the event's row if, and only if, it is `failed`. At most one row matches. */
+async function takeBackFailed(
+  db: Executor,
+  event: InboxEvent,
+  values: PgUpdateSetSource<typeof webhookEvents>,
+): Promise<StoredRow | null> {
+  const [takenBack] = await db
+    .update(webhookEvents)
+    .set(values)
+    .where(and(storedEvent(event), eq(webhookEvents.status, 'failed')))
+    .returning(storedColumns);
+  return takenBack ?? null;
+}
+
+/**
+ * Records a delivery whose application failed (sync mode), after its transaction rolled back: a new
+ * `failed` row, or one more attempt on the `failed` row it took back. Leaves the row alone if another
+ * delivery completed it meanwhile. Answers the attempt count (0 when nothing was recorded).
+ */
+export async function recordDeliveryFailure(db: Database, event: InboxEvent, error: unknown): Promise<number> {
+  const lastError = describeError(error);
+  const [inserted] = await db
+    .insert(webhookEvents)
+    .values({
+      provider: event.provider,
+      eventId: event.eventId,
+      eventType: event.eventType,
+      payload: event.payload,
+      contentDigest: event.contentDigest ?? null,
+      occurredAt: event.occurredAt,
+      status: 'failed',
+      attemptCount: 1,
+      lastError,
+    })
+    .onConflictDoNothing()
+    .returning(storedColumns);
+  const row =
+    inserted ?? (await takeBackFailed(db, event, { attemptCount: sql`${webhookEvents.attemptCount} + 1`, lastError }));
+  return row?.attemptCount ?? 0;
+}
+
+/** A row the worker claimed. */
+export interface ClaimedEvent extends StoredEventKey {
+  eventType: string;
+  attemptCount: number;
+}
+
+/** Every state the worker may claim from; `processing` only once its lease has expired (claimCandidates). */
+const CLAIMABLE = ['received', 'failed', 'processing'] as const;
+
+/** The worker's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
+export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
+  const table = webhookEvents;
+  const candidates = claimCandidates(db, {
+    table,
+    key: { provider: table.provider, eventId: table.eventId },
+    where: inArray(table.status, [...CLAIMABLE]),
+    lease,
+    dueBy,
+    limit,
+  });
+  return db
+    .update(table)
+    .set({ status: 'processing', ...leaseValues(lease) })
+    .where(sql`(${table.provider}, ${table.eventId}) in (${candidates})`)
+    .returning({
+      provider: table.provider,
+      eventId: table.eventId,
+      eventType: table.eventType,
+      attemptCount: table.attemptCount,
+      availableAt: table.availableAt,
+    });
+}
+
+/** Claims up to `limit` due rows under `lease`, longest-waiting first. */
+export async function claimDue(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
+  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
+  // Claimed rows come back in no particular order.
+  return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
+}
+
+/**
+ * Gives a claimed row back without counting an attempt (not started, or the database failed under
+ * it): `received` again, due at `availableAt`. Guarded on the lease, so a row someone else holds now
+ * is left alone.
+ */
+export async function releaseClaim(
+  db: Database,
+  owner: string,
+  key: StoredEventKey,
+  availableAt?: Date,
+): Promise<void> {
+  const table = webhookEvents;
+  await db
+    .update(table)
+    .set({ status: 'received', ...leaseCleared, ...(availableAt === undefined ? {} : { availableAt }) })
+    .where(
+      and(
+        sql`${table.provider} = ${key.provider} and ${table.eventId} = ${key.eventId}`,
+        sql`${table.status} = 'processing' and ${table.lockedBy} = ${owner}`,
+      ),
+    );
+}
+
+/**
+ * One sweep batch: up to `limit` `processing` rows whose lease expired before `now` go back to
+ * `received`. SKIP LOCKED: a row whose worker is still inside its apply transaction (lease overrun,
+ * not a crash) holds its row lock, so it is skipped rather than waited for, and that worker's guarded
+ * writes stay valid. Answers how many rows moved.
+ */
+export async function sweepExpiredBatch(db: Database, now: Date, limit: number): Promise<number> {
+  const table = webhookEvents;
+  const expired = db
+    .select({ provider: table.provider, eventId: table.eventId })
+    .from(table)
+    .where(and(eq(table.status, 'processing'), lt(table.lockedUntil, now)))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+  const rows = await db
+    .update(table)
+    .set({ status: 'received', ...leaseCleared })
+    .where(sql`(${table.provider}, ${table.eventId}) in (${expired})`)
+    .returning({ eventId: table.eventId });
+  return rows.length;
+}
+
+/** Which rows an application may take: from these statuses, and, for a worker, still under its lease. */
+export interface StoredFilter {
+  from: readonly WebhookEventStatus[];
+  /** The worker's lease, when the row must still be held by it (a lost lease means another took over). */
+  leaseOwner?: string;
+}
+
+export type LockedRow = {
+  provider: string;
+  event_id: string;
+  event_type: string;
+  payload: JsonValue | null;
+  occurred_at: string | null;
+  content_digest: string | null;
+};
+
+/**
+ * Locks the rows among `keys` that pass the filter, for the rest of the transaction: the row lock
+ * serializes every worker, replay and redelivery that wants one event, and keeps a lease-expiry
+ * claimer (FOR UPDATE SKIP LOCKED) off the rows while they are being applied.
+ */
+export async function lockForApply(
+  tx: Transaction,
+  keys: readonly StoredEventKey[],
+  filter: StoredFilter,
+): Promise<LockedRow[]> {
+  const rowKeys = sql.join(
+    keys.map((key) => sql`(${key.provider}, ${key.eventId})`),
+    sql`, `,
+  );
+  const statuses = sql.join(
+    filter.from.map((status) => sql`${status}`),
+    sql`, `,
+  );
+  return tx.execute<LockedRow>(sql`
+    select provider, event_id, event_type, payload, occurred_at::text as occurred_at, content_digest
+    from webhook_events
+    where (provider, event_id) in (${rowKeys}) and status::text in (${statuses})
+      ${filter.leaseOwner === undefined ? sql`` : sql`and locked_by = ${filter.leaseOwner}`}
+    for update`);
+}
+
+/** Moves every applied (locked) row to its new status and ends its lease, in one statement. */
+export async function markApplied(
+  tx: Transaction,
+  applied: readonly (StoredEventKey & { status: AppliedStatus })[],
+): Promise<void> {
+  const values: SQL = sql.join(
+    applied.map((row) => sql`(${row.provider}::text, ${row.eventId}::text, ${row.status}::text)`),
+    sql`, `,
+  );
+  await tx.execute(sql`
+    update webhook_events as w
+    set status = v.status::webhook_event_status,
+        completed_at = case when v.status = 'parked' then null else now() end,
+        last_error = null, locked_by = null, locked_until = null
+    from (values ${values}) as v(provider, event_id, status)
+    where w.provider = v.provider and w.event_id = v.event_id`);
+}
+
+/** Where a failed application goes next: `failed` (retried at `retryAt`), or `dead_letter`. */
+export interface FailurePolicy {
+  retryAt: Date;
+  /**
+   * Failed applications after which the row is dead-lettered; a permanent failure (a DomainRejection)
+   * dead-letters at once. Absent: never dead-letter (the provider's or operator's retries decide).
+   */
+  maxAttempts?: number;
+}
+
+/**
+ * Counts a failed application of a stored row and moves it on, in one statement of its own after the
+ * rollback: the dead-letter decision reads the count it increments, so two recorders cannot both miss
+ * the bound. Null when the row had left the filter's states (or lease) meanwhile.
+ */
+export async function recordApplyFailure(
+  db: Database,
+  key: StoredEventKey,
+  filter: StoredFilter,
+  policy: FailurePolicy,
+  error: unknown,
+): Promise<{ status: 'failed' | 'dead_letter'; attempts: number } | null> {
+  const deadLetter =
+    policy.maxAttempts === undefined
+      ? sql`false`
+      : sql`(${error instanceof DomainRejection} or ${webhookEvents.attemptCount} + 1 >= ${policy.maxAttempts})`;
+  const [updated] = await db
+    .update(webhookEvents)
+    .set({
+      status: sql`case when ${deadLetter} then 'dead_letter' else 'failed' end::webhook_event_status`,
+      attemptCount: sql`${webhookEvents.attemptCount} + 1`,
+      lastError: describeError(error),
+      availableAt: policy.retryAt,
+      completedAt: sql`case when ${deadLetter} then now() end`,
+      ...leaseCleared,
+    })
+    .where(
+      and(
+        eq(webhookEvents.provider, key.provider),
+        eq(webhookEvents.eventId, key.eventId),
+        inArray(webhookEvents.status, [...filter.from]),
+        filter.leaseOwner === undefined ? undefined : eq(webhookEvents.lockedBy, filter.leaseOwner),
+      ),
+    )
+    .returning({ status: webhookEvents.status, attempts: webhookEvents.attemptCount });
+  if (updated === undefined) return null;
+  return { status: updated.status === 'dead_letter' ? 'dead_letter' : 'failed', attempts: updated.attempts };
+}
+
+/** Terminal rows finished before `cutoff`. */
+const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 'dead_letter')
+  and coalesce(completed_at, received_at) < ${cutoff.toISOString()}`;
+
+/**
+ * The retention purge's two batch statements, each answering `n`, the rows it changed: delete up to
+ * `limit` terminal rows finished before `rowCutoff`; null the payloads of up to `limit` finished
+ * before `payloadCutoff`. Candidates are locked with SKIP LOCKED: a row some transaction holds is
+ * left for the next run instead of waited for.
+ */
+export const purgeStatements = {
+  deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (
+      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)}
+      limit ${limit} for update skip locked
+    ), gone as (
+      delete from webhook_events e using doomed d
+      where e.provider = d.provider and e.event_id = d.event_id returning 1
+    ) select count(*)::int as n from gone`,
+  nullPayloads: (payloadCutoff: Date, limit: number) => sql`with stale as (
+      select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null
+      limit ${limit} for update skip locked
+    ), done as (
+      update webhook_events e set payload = null from stale s
+      where e.provider = s.provider and e.event_id = s.event_id returning 1
+    ) select count(*)::int as n from done`,
+};

@@ -1,0 +1,95 @@
+// What a delivery leaves behind besides its row: the answer the provider gets (the contract's table),
+// its one log line and its counts. Labels and log fields are facts about the delivery, never its payload.
+import type { Context } from 'hono';
+import { elapsedMs } from '../lib/clock.ts';
+import { AppError } from '../lib/errors.ts';
+import type { LogFields, Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { InboxEvent } from './event-rows.ts';
+import { type DeliveryOutcome, ProcessingFailure } from './process.ts';
+
+/** `queued`: stored as `received` for the async worker (or a `failed` row re-queued). */
+export type Answered = DeliveryOutcome | 'queued';
+
+const answers: Record<Answered, { status: 200 | 202; body: string }> = {
+  completed: { status: 200, body: '{"received":true}' },
+  queued: { status: 202, body: '{"received":true,"queued":true}' },
+  ignored: { status: 200, body: '{"received":true}' },
+  duplicate: { status: 200, body: '{"received":true,"duplicate":true}' },
+  parked: { status: 202, body: '{"received":true,"queued":true}' },
+};
+
+export function answer(c: Context, outcome: Answered): Response {
+  const { status, body } = answers[outcome];
+  return c.body(body, status, { 'content-type': 'application/json' });
+}
+
+export interface ReportDeps {
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * One delivery's report, filled in as the delivery goes: the provider first, then the reason it was
+ * refused or the event it carried. Started when the body has been read, so its duration is ours.
+ */
+export class DeliveryReport {
+  readonly #started = performance.now();
+  #fields: LogFields;
+
+  constructor(
+    private readonly deps: ReportDeps,
+    private readonly provider: string,
+  ) {
+    this.#fields = { provider };
+  }
+
+  refusedBecause(reason: string): void {
+    this.#fields = { ...this.#fields, reason };
+  }
+
+  carries(event: InboxEvent, traceId: string): void {
+    this.#fields = { ...this.#fields, event_id: event.eventId, event_type: event.eventType, trace_id: traceId };
+  }
+
+  /** A protocol message the scheme answered itself (Slack's url_verification): nothing stored. */
+  answeredWithoutStoring(reason: string): void {
+    this.deps.logger.info('answered without storing', {
+      ...this.#fields,
+      reason,
+      duration_ms: elapsedMs(this.#started),
+    });
+  }
+
+  stored(event: InboxEvent, outcome: Answered, attempt: number | undefined): void {
+    const { logger, metrics } = this.deps;
+    const durationMs = elapsedMs(this.#started);
+    const fields = { ...this.#fields, outcome, attempt, duration_ms: durationMs };
+    metrics.countEvent(
+      event.provider,
+      event.eventType,
+      outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
+    );
+    // A re-queued failed event is retried by the worker, which counts it then.
+    if (outcome !== 'queued' && attempt !== undefined && attempt > 1) {
+      metrics.countEvent(event.provider, event.eventType, 'retried');
+    }
+    metrics.observeProcessing(event.provider, durationMs / 1000);
+    if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
+    else logger.info(outcome === 'queued' ? 'event queued' : 'event processed', fields);
+  }
+
+  /** Refused, failed or unavailable: what the thrown error answers. A sender's mistake is a warning. */
+  notAccepted(error: unknown): void {
+    const outcome = error instanceof AppError ? error.code : 'unavailable';
+    const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
+    if (attempt !== undefined) this.deps.metrics.countEvent(this.provider, String(this.#fields.event_type), 'failed');
+    const level = outcome === 'unauthorized' || outcome === 'invalid_payload' ? 'warn' : 'error';
+    this.deps.logger[level]('event not accepted', {
+      ...this.#fields,
+      outcome,
+      attempt,
+      duration_ms: elapsedMs(this.#started),
+    });
+  }
+}

@@ -1,0 +1,100 @@
+// The scheduled maintenance steps (the Worker's cron; `runMaintenance` runs them): readiness, the
+// lease sweep, one inbox worker pass, one outbox drain and the retention purge. Each reports counts
+// only, never ids, payloads or messages from the database.
+import { hasPendingMigrations } from '../db/migrations.ts';
+import { defaultHandlers } from '../domain/handlers.ts';
+import { purgeByRetention } from '../inbox/retention.ts';
+import { sweepExpiredLeases } from '../inbox/sweep.ts';
+import { createWorker, workerSettings } from '../inbox/worker.ts';
+import { publisherFor } from '../outbox/publishers.ts';
+import { createRelay, relaySettings } from '../outbox/relay.ts';
+import { type MaintenanceStep, StepFailure } from './maintenance.ts';
+
+/** Fails the run's first line when the origin database is unreachable or behind the code. */
+export const databaseReadiness: MaintenanceStep = {
+  name: 'database_readiness',
+  async run({ db, expectedMigration }) {
+    if (await hasPendingMigrations(db, expectedMigration)) {
+      throw new StepFailure('migrations pending: run `npm run db:migrate` against the origin database');
+    }
+    return { migrations: 'current' };
+  },
+};
+
+/** Leases of crashed workers expire into `received` rows first, so the worker step below picks them up. */
+export const inboxSweep: MaintenanceStep = {
+  name: 'inbox_sweep',
+  async run({ db, clock }, budgetMs) {
+    const { swept, stoppedBy } = await sweepExpiredLeases(db, { nowMs: clock, budgetMs });
+    return { swept, stopped_by: stoppedBy };
+  },
+};
+
+/** Async mode only: one worker pass per cron run (sync mode applies in the request and has no queue). */
+export const inboxWork: MaintenanceStep = {
+  name: 'inbox_work',
+  async run({ config, db, clock, logger }, budgetMs) {
+    if (config.PROCESSING_MODE !== 'async') return { skipped: 'sync mode' };
+    const worker = createWorker({
+      db,
+      handlers: defaultHandlers,
+      clock,
+      newId: () => `worker-${crypto.randomUUID()}`,
+      random: Math.random,
+      logger,
+      settings: workerSettings(config, { budgetMs }),
+    });
+    const { claimed, completed, failed, deadLettered, released, stoppedBy } = await worker.work({ budgetMs });
+    return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };
+  },
+};
+
+export const retentionPurge: MaintenanceStep = {
+  name: 'retention_purge',
+  async run({ config, db, clock }, budgetMs) {
+    const { payloadsNulled, rowsDeleted, stoppedBy } = await purgeByRetention(db, config, { nowMs: clock, budgetMs });
+    return { payloads_nulled: payloadsNulled, rows_deleted: rowsDeleted, stopped_by: stoppedBy };
+  },
+};
+
+/**
+ * A Worker invocation may hold six connections at once and the database client takes up to five:
+ * a few publishes in flight keep the rest waiting in the runtime instead of failing.
+ */
+const SCHEDULED_PUBLISH_CONCURRENCY = 4;
+
+export const outboxDrain: MaintenanceStep = {
+  name: 'outbox_drain',
+  async run({ config, db, clock, logger }, budgetMs) {
+    const relay = createRelay({
+      db,
+      publisher: publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
+      clock,
+      newId: () => `cron-${crypto.randomUUID()}`,
+      random: Math.random,
+      logger,
+      settings: relaySettings(config, { budgetMs, concurrency: SCHEDULED_PUBLISH_CONCURRENCY }),
+    });
+    const summary = await relay.drain();
+    return {
+      claimed: summary.claimed,
+      published: summary.published,
+      retried: summary.retried,
+      dead: summary.dead,
+      released: summary.released,
+      stopped_by: summary.stoppedBy,
+    };
+  },
+};
+
+/**
+ * Every scheduled run performs these, in this order; adding a step is one line here. The inbox worker
+ * runs before the outbox drain, so the messages it enqueues go out in the same run.
+ */
+export const maintenanceSteps: readonly MaintenanceStep[] = [
+  databaseReadiness,
+  inboxSweep,
+  inboxWork,
+  outboxDrain,
+  retentionPurge,
+];

@@ -1,0 +1,139 @@
+// The one owner of every write to `outbox_messages`, with the table's life in one place:
+//
+// | from               | to                          | by                          | statement                        |
+// | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
+// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessageWhen |
+// | pending            | pending, leased             | relay                       | claimStatement / claimMessages   |
+// | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
+// | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
+//
+// Why a message is published at least once and never marked twice: the insert is keyed on its
+// deduplication key (ON CONFLICT DO NOTHING), a claim takes rows with FOR UPDATE SKIP LOCKED under a
+// lease, and every later write by the relay is guarded on that lease and on `pending`, so a relay
+// whose lease expired (and whose rows another relay took) changes nothing.
+import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
+import type { Database, Executor } from '../db/client.ts';
+import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
+import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
+import type { JsonValue } from '../lib/json.ts';
+import type { OutboxMessage } from './publishers.ts';
+
+/** A message as it is written: its topic, its key and its payload. */
+export interface NewMessage {
+  topic: string;
+  deduplicationKey: string;
+  payload: JsonValue;
+}
+
+const newRow = (message: NewMessage) =>
+  sql`${message.topic}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb`;
+
+/**
+ * Inserts the message unless its key exists already; true when a row was written. A SQL template
+ * rather than the insert builder: it runs inside every applied event's transaction.
+ */
+export async function insertMessage(db: Executor, message: NewMessage): Promise<boolean> {
+  const inserted = await db.execute<{ id: string }>(sql`
+    insert into outbox_messages (topic, deduplication_key, payload)
+    values (${newRow(message)})
+    on conflict (deduplication_key) do nothing
+    returning id`);
+  return inserted.length > 0;
+}
+
+/**
+ * The same INSERT as a statement to embed in a larger one, written only when the relation `when` (a
+ * CTE of that statement) has a row: a domain write and its announcement then cost one round trip,
+ * and a write that changed nothing announces nothing.
+ */
+export function insertMessageWhen(message: NewMessage, when: SQL): SQL {
+  return sql`insert into outbox_messages (topic, deduplication_key, payload)
+    select ${newRow(message)}
+    where exists (select 1 from ${when})
+    on conflict (deduplication_key) do nothing`;
+}
+
+export type ClaimedMessage = OutboxMessage & { attempts: number };
+
+/** One row of the batch's outcome statement. */
+export interface OutcomeRow {
+  id: string;
+  status: OutboxStatus;
+  /** 1 for a failed publish, 0 otherwise: a crash or a release counts nothing. */
+  failed: 0 | 1;
+  available_at: string | null;
+  published_at: string | null;
+  last_error: string | null;
+}
+
+export function outcomeRow(
+  id: string,
+  status: OutboxStatus,
+  fields: Partial<Omit<OutcomeRow, 'id' | 'status'>> = {},
+): OutcomeRow {
+  return { id, status, failed: 0, available_at: null, published_at: null, last_error: null, ...fields };
+}
+
+/** The relay's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
+export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
+  const table = outboxMessages;
+  const candidates = claimCandidates(db, {
+    table,
+    key: { id: table.id },
+    where: eq(table.status, 'pending'),
+    lease,
+    dueBy,
+    limit,
+  });
+  return db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
+    id: table.id,
+    topic: table.topic,
+    deduplicationKey: table.deduplicationKey,
+    payload: table.payload,
+    createdAt: table.createdAt,
+    attempts: table.attempts,
+  });
+}
+
+export async function claimMessages(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
+  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
+  // Claimed rows come back in no particular order; publish oldest first.
+  return rows
+    .map((row) => ({ ...row, payload: row.payload as JsonValue }))
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}
+
+/**
+ * Every outcome of a batch in one statement. Guarded on our lease: a row another relay claimed
+ * after our lease expired is theirs now, and a row an operator changed is left as they left it.
+ */
+export async function recordOutcomes(db: Database, owner: string, outcomes: readonly OutcomeRow[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  const table = outboxMessages;
+  await db.execute(sql`
+    update ${table} as m set
+      status = o.status,
+      attempts = m.attempts + o.failed,
+      available_at = coalesce(o.available_at, m.available_at),
+      published_at = o.published_at,
+      last_error = coalesce(o.last_error, m.last_error),
+      locked_until = null,
+      locked_by = null
+    from jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
+      id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)
+    where m.id = o.id and m.locked_by = ${owner} and m.status = 'pending'`);
+}
+
+/**
+ * Dead -> pending with attempts 0, due at `now` and no lease; answers the ids it moved. Rows in any
+ * other state are left alone.
+ */
+export async function resurrectDead(tx: Executor, ids: readonly string[], now: Date): Promise<string[]> {
+  const table = outboxMessages;
+  const rows = await tx
+    .update(table)
+    .set({ status: 'pending', attempts: 0, availableAt: now, ...leaseCleared })
+    .where(and(inArray(table.id, [...ids]), eq(table.status, 'dead')))
+    .returning({ id: table.id });
+  return rows.map((row) => row.id);
+}

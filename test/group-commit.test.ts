@@ -1,0 +1,293 @@
+// Group commit (src/inbox/committer.ts) through the app: deliveries that wait while a batch holds the
+// intake's only lane go together in the next transaction, and every promise of the one-at-a-time path
+// still holds per delivery. A blocking handler holds the lane open until the test has queued what it
+// wants in one batch; `beforeClaim` tells when each delivery has reached the committer.
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { labelBounds, Metrics } from '../src/lib/metrics.ts';
+import { enableProviders } from '../src/providers/registry.ts';
+import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
+import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
+import { allSchemeSecrets, githubSender } from './helpers/senders.ts';
+
+const { sql, db } = await useTestDatabase();
+const found = defaultHandlers.acme?.['subscription.updated'];
+if (found === undefined) throw new Error('no acme subscription.updated handler');
+const updated = found;
+
+/** `subscription.created` blocks until released; `subscription.updated` is the real handler, with hooks. */
+function lanesHeldBy(
+  hold: Promise<void>,
+  hooks: { beforeUpdate?: (subscription: string, tx: Parameters<typeof updated.apply>[0]['tx']) => Promise<void> } = {},
+): HandlerMap {
+  const schema = z.looseObject({ data: z.looseObject({ id: z.string() }) });
+  return {
+    acme: {
+      'subscription.created': defineHandler({ schema, apply: () => hold }),
+      'subscription.updated': defineHandler({
+        schema: z.unknown(),
+        async apply(context, payload) {
+          await hooks.beforeUpdate?.(schema.parse(payload).data.id, context.tx);
+          await updated?.apply(context, updated.schema.parse(payload));
+        },
+      }),
+    },
+  };
+}
+
+interface Harness {
+  test: TestApp;
+  batchSizes: number[];
+  /** Resolves once `count` deliveries have reached the committer. */
+  arrived(count: number): Promise<void>;
+}
+
+async function harness(
+  handlers: HandlerMap,
+  options: { deadlineMs?: number; providers?: Awaited<ReturnType<typeof enableProviders>> } = {},
+): Promise<Harness> {
+  const providers = options.providers ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const metrics = new Metrics(labelBounds(providers.keys(), handlers));
+  const batchSizes: number[] = [];
+  const observe = metrics.observeIntakeBatch.bind(metrics);
+  metrics.observeIntakeBatch = (size) => {
+    batchSizes.push(size);
+    observe(size);
+  };
+  let count = 0;
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const test = await buildTestApp(db, {
+    providers,
+    handlers,
+    metrics,
+    groupCommit: { maxBatch: 64, lanes: 1 },
+    config: { HANDLER_DEADLINE_MS: options.deadlineMs ?? 10_000 },
+    beforeClaim: async () => {
+      count += 1;
+      for (const waiter of waiters) if (count >= waiter.count) waiter.resolve();
+    },
+  });
+  // The test clock stays at TEST_NOW for signatures; deadlines run on real timers.
+  const arrived = (target: number) =>
+    new Promise<void>((resolve) => {
+      if (count >= target) resolve();
+      else waiters.push({ count: target, resolve });
+    }).then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+  return { test, batchSizes, arrived };
+}
+
+async function send(test: TestApp, event: Record<string, unknown>): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify(event);
+  const response = await test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+  return { status: response.status, body: await response.text() };
+}
+
+const blocker = () => acmeEvent({ type: 'subscription.created', data: { id: uniqueId('sub'), status: 'active' } });
+const transactionsOf = async (eventIds: string[]) =>
+  Number(
+    (await sql`select count(distinct xmin::text)::int as n from webhook_events where event_id = any(${eventIds})`)[0]
+      ?.n,
+  );
+const outboxFor = async (eventId: string) =>
+  Number(
+    (await sql`select count(*)::int as n from outbox_messages where deduplication_key like ${`acme:${eventId}:%`}`)[0]
+      ?.n,
+  );
+
+describe('group commit', () => {
+  it('applies what waited in one transaction, each delivery answered on its own', async () => {
+    const hold = deferred();
+    const h = await harness(lanesHeldBy(hold.promise));
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const events = Array.from({ length: 5 }, () => acmeEvent());
+    const answers = events.map((event) => send(h.test, event));
+    await h.arrived(6);
+    hold.resolve();
+
+    expect((await first).status).toBe(200);
+    for (const answer of await Promise.all(answers)) expect(answer).toEqual({ status: 200, body: '{"received":true}' });
+    expect(h.batchSizes).toEqual([1, 5]);
+    expect(await transactionsOf(events.map((event) => event.id))).toBe(1);
+    for (const event of events) {
+      expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 0 });
+      expect(await outboxFor(event.id)).toBe(1);
+    }
+  });
+
+  it('fails only the delivery whose handler throws; the rest of its batch is applied once', async () => {
+    const hold = deferred();
+    const doomed = uniqueId('sub');
+    const h = await harness(
+      lanesHeldBy(hold.promise, {
+        beforeUpdate: async (subscription) => {
+          if (subscription === doomed) throw new Error('downstream refused');
+        },
+      }),
+    );
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const events = [acmeEvent(), acmeEvent(), acmeEvent({ data: { id: doomed, status: 'active' } }), acmeEvent()];
+    const answers = events.map((event) => send(h.test, event));
+    await h.arrived(5);
+    hold.resolve();
+    await first;
+
+    const statuses = (await Promise.all(answers)).map((answer) => answer.status);
+    expect(statuses).toEqual([200, 200, 500, 200]);
+    expect(h.batchSizes).toEqual([1, 4]);
+    const [a, b, failed, d] = events as [
+      (typeof events)[0],
+      (typeof events)[0],
+      (typeof events)[0],
+      (typeof events)[0],
+    ];
+    expect(await eventRow(sql, failed.id)).toMatchObject({ status: 'failed', attempt_count: 1 });
+    expect(await subscriptionRow(sql, doomed)).toBeUndefined();
+    expect(await outboxFor(failed.id)).toBe(0);
+    for (const event of [a, b, d]) {
+      expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 0 });
+      expect(await outboxFor(event.id)).toBe(1);
+    }
+  });
+
+  it('sends a second delivery of one id to a later batch, answered as a duplicate once the first committed', async () => {
+    const hold = deferred();
+    const h = await harness(lanesHeldBy(hold.promise));
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const event = acmeEvent();
+    const other = acmeEvent();
+    const answers = [send(h.test, event), send(h.test, other), send(h.test, event)];
+    await h.arrived(4);
+    hold.resolve();
+    await first;
+
+    const [original, sibling, twin] = await Promise.all(answers);
+    expect(original).toEqual({ status: 200, body: '{"received":true}' });
+    expect(sibling).toEqual({ status: 200, body: '{"received":true}' });
+    expect(twin).toEqual({ status: 200, body: '{"received":true,"duplicate":true}' });
+    expect(h.batchSizes).toEqual([1, 2, 1]);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+    expect(await outboxFor(event.id)).toBe(1);
+  });
+
+  it('applies one GitHub body once when it comes under two delivery ids in one batch', async () => {
+    const hold = deferred();
+    const counted = uniqueId('counter');
+    await sql`insert into subscriptions (external_id, status, provider_version, updated_at) values (${counted}, 'active', 0, now())`;
+    const bump = defineHandler({
+      schema: z.unknown(),
+      async apply({ tx }) {
+        await tx.execute(
+          `update subscriptions set provider_version = provider_version + 1 where external_id = '${counted}'`,
+        );
+      },
+    });
+    const providers = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { providers });
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const { body } = githubSender.newEvent();
+    const deliver = async (id: string) => {
+      const response = await h.test.request('/webhooks/github', {
+        method: 'POST',
+        body,
+        headers: await githubSender.headers({ body, eventId: id }),
+      });
+      return { status: response.status, body: await response.text() };
+    };
+    const ids = [crypto.randomUUID(), crypto.randomUUID()];
+    const answers = ids.map(deliver);
+    await h.arrived(3);
+    hold.resolve();
+    await first;
+
+    const texts = (await Promise.all(answers)).map((answer) => answer.body).sort();
+    expect(texts).toEqual(['{"received":true,"duplicate":true}', '{"received":true}']);
+    const digest = createHash('sha256').update(body).digest('hex');
+    expect(await sql`select event_id from webhook_events where content_digest = ${digest}`).toHaveLength(1);
+    expect(Number((await subscriptionRow(sql, counted))?.provider_version)).toBe(1);
+  });
+
+  it('never commits a delivery already answered 503; the rest of its batch commits in the next one', async () => {
+    const hold = deferred();
+    const late = acmeEvent();
+    let lateAnswered: Promise<unknown> = Promise.resolve();
+    let waited = false;
+    const waiting = uniqueId('sub');
+    const h = await harness(
+      lanesHeldBy(hold.promise, {
+        // The first time through, the batch is still open when the late delivery's deadline passes.
+        beforeUpdate: async (subscription) => {
+          if (subscription !== waiting || waited) return;
+          waited = true;
+          await lateAnswered;
+        },
+      }),
+      { deadlineMs: 2000 },
+    );
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const lateAnswer = send(h.test, late);
+    lateAnswered = lateAnswer;
+    await h.arrived(2);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const events = [acmeEvent({ data: { id: waiting, status: 'active' } }), acmeEvent()];
+    const answers = events.map((event) => send(h.test, event));
+    await h.arrived(4);
+    hold.resolve();
+    await first;
+
+    expect(await lateAnswer).toEqual({ status: 503, body: '{"error":"unavailable"}' });
+    for (const answer of await Promise.all(answers)) expect(answer.status).toBe(200);
+    expect(await eventRow(sql, late.id)).toBeUndefined();
+    expect(await outboxFor(late.id)).toBe(0);
+    for (const event of events) {
+      expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+      expect(await outboxFor(event.id)).toBe(1);
+    }
+    expect(Number((await subscriptionRow(sql, waiting))?.provider_version)).toBe(1);
+  });
+
+  it('answers 503 to every member of a batch whose connection is cut, stores nothing, then recovers', async () => {
+    const hold = deferred();
+    const inside = deferred();
+    let backend = 0;
+    const cut = uniqueId('sub');
+    const h = await harness(
+      lanesHeldBy(hold.promise, {
+        beforeUpdate: async (subscription, tx) => {
+          if (subscription !== cut || backend !== 0) return;
+          const [row] = await tx.execute<{ pid: number }>('select pg_backend_pid() as pid');
+          backend = Number(row?.pid);
+          inside.resolve();
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        },
+      }),
+    );
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const events = [acmeEvent(), acmeEvent({ data: { id: cut, status: 'active' } }), acmeEvent()];
+    const answers = events.map((event) => send(h.test, event));
+    await h.arrived(4);
+    hold.resolve();
+    await first;
+    await inside.promise;
+    await sql`select pg_terminate_backend(${backend})`;
+
+    for (const answer of await Promise.all(answers))
+      expect(answer).toEqual({ status: 503, body: '{"error":"unavailable"}' });
+    for (const event of events) {
+      expect(await eventRow(sql, event.id)).toBeUndefined();
+      expect(await outboxFor(event.id)).toBe(0);
+    }
+    // The provider retries: the pool reconnects and the same deliveries are applied once.
+    for (const answer of await Promise.all(events.map((event) => send(h.test, event)))) expect(answer.status).toBe(200);
+    for (const event of events) expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+  });
+});
