@@ -4,11 +4,10 @@
 // schemes whose delivery id is not signed.
 export type Bytes = Uint8Array<ArrayBuffer>;
 /**
- * Web Crypto's key type, named through the API so Node's and workerd's typings both fit. Despite
- * the name (kept for the callers that only ever held HMAC keys) it is any verifying key.
+ * Web Crypto's key type, named through the API so Node's and workerd's typings both fit: an HMAC
+ * key, or the public key of a sender signing with a private key.
  */
-export type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
-export type VerifyKey = HmacKey;
+export type VerifyKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
 
 /** The digests HMAC schemes use; SHA-1 only where a sender still signs with it (Twilio, Intercom). */
 export type HmacHash = 'SHA-1' | 'SHA-256' | 'SHA-512';
@@ -29,17 +28,12 @@ export function utf8(text: string): Bytes {
   return encoder.encode(text) as Bytes;
 }
 
-export function importHmacKey(secret: string | Bytes, hash: HmacHash = 'SHA-256'): Promise<HmacKey> {
+export function importHmacKey(secret: string | Bytes, hash: HmacHash = 'SHA-256'): Promise<VerifyKey> {
   const raw = typeof secret === 'string' ? utf8(secret) : secret;
   return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash }, false, ['sign', 'verify']);
 }
 
-/** One key per secret, each secret's UTF-8 bytes as the key (every scheme here but Standard Webhooks). */
-export function importHmacKeys(secrets: readonly string[]): Promise<HmacKey[]> {
-  return Promise.all(secrets.map((secret) => importHmacKey(secret)));
-}
-
-export async function signHmac(key: HmacKey, data: Bytes): Promise<Bytes> {
+export async function signHmac(key: VerifyKey, data: Bytes): Promise<Bytes> {
   return new Uint8Array(await crypto.subtle.sign('HMAC', key, data));
 }
 
@@ -98,11 +92,6 @@ export function decodeHex(text: string | null | undefined, length?: number): Byt
   return bytes;
 }
 
-/** Exactly 64 hex digits, else null. */
-export function decodeSha256Hex(text: string | null | undefined): Bytes | null {
-  return decodeHex(text, 32);
-}
-
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
@@ -118,12 +107,6 @@ export function decodeBase64(text: string | null | undefined): Bytes | null {
   return bytes;
 }
 
-/** A base64 SHA-256 MAC (exactly 32 bytes), else null. */
-export function decodeSha256Base64(text: string | null | undefined): Bytes | null {
-  const bytes = decodeBase64(text);
-  return bytes?.byteLength === 32 ? bytes : null;
-}
-
 /** The rest of `text` after `prefix`, or null when it does not start with it. */
 export function afterPrefix(text: string | null | undefined, prefix: string): string | null {
   return text?.startsWith(prefix) ? text.slice(prefix.length) : null;
@@ -133,19 +116,4 @@ export function encodeHex(bytes: Uint8Array): string {
   let hex = '';
   for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
   return hex;
-}
-
-const UNIX_SECONDS = /^[0-9]{1,12}$/;
-
-/**
- * Whether a signed unix-seconds timestamp is within `toleranceSeconds` of now, past or future.
- * Exactly at the tolerance is accepted.
- */
-export function isFreshTimestamp(
-  text: string | null | undefined,
-  nowSeconds: number,
-  toleranceSeconds: number,
-): boolean {
-  if (text == null || !UNIX_SECONDS.test(text)) return false;
-  return Math.abs(nowSeconds - Number(text)) <= toleranceSeconds;
 }

@@ -1,7 +1,7 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
 // and where its event id lives; nothing outside src/providers knows any of that.
 import type { JsonValue } from '../lib/json.ts';
-import type { Bytes, HmacKey } from './hmac.ts';
+import type { Bytes, VerifyKey } from './hmac.ts';
 
 export interface Delivery {
   /** The request body exactly as received. */
@@ -74,8 +74,8 @@ export interface WebhookProvider {
    * Turns configured secrets and public keys into keys; called once per configuration, never per
    * request. Rejects, naming the provider and never a value, when they cannot be used.
    */
-  importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly HmacKey[]>;
-  verify(delivery: Delivery, keys: readonly HmacKey[], time: VerificationTime): Promise<Verification>;
+  importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly VerifyKey[]>;
+  verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification>;
   /**
    * Whether this code knows the schema version of a stored payload: asked again when a parked event
    * is replayed, after a deploy may have taught it the version. Absent: every version is known.
