@@ -3,7 +3,7 @@
 // engine in described.ts runs them all; docs/providers.md tells an operator where each value comes
 // from on the sender's side. Ordered as the README's table.
 import { z } from 'zod';
-import type { SenderDescription, SignatureMethod } from './described.ts';
+import type { SenderDescription, SignatureMethod } from './description.ts';
 import { boundedString } from './scheme.ts';
 
 const HMAC_SHA256: SignatureMethod = { algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' };
