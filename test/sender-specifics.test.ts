@@ -10,6 +10,7 @@ import { ConfigError, parseConfig, providerExtras } from '../src/config.ts';
 import { describedProvider } from '../src/providers/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/providers/description.ts';
 import { enableProviders } from '../src/providers/registry.ts';
+import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -214,6 +215,23 @@ describe("GitLab's two tokens, configured side by side", () => {
     );
     expect((await post('gitlab', outgoing.body, asToken)).status).toBe(401);
     expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+  });
+});
+
+describe('the signature cap holds for every description', () => {
+  it(`refuses PagerDuty's list of more than ${MAX_SIGNATURES} entries, even with a valid one among them`, async () => {
+    const pagerduty = sender('pagerduty');
+    const outgoing = pagerduty.newEvent(nowSeconds());
+    const good = pagerduty.headers(outgoing, pagerduty.credentials[0], 0)['x-pagerduty-signature'] ?? '';
+    const filler = pagerduty.headers(outgoing, pagerduty.stranger, 0)['x-pagerduty-signature'] ?? '';
+    const listed = (fillers: number) => [...Array.from({ length: fillers }, () => filler), good].join(',');
+    expect((await post('pagerduty', outgoing.body, { 'x-pagerduty-signature': listed(MAX_SIGNATURES) })).status).toBe(
+      401,
+    );
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+    // One fewer, and the valid one is found among the rest.
+    const within = await post('pagerduty', outgoing.body, { 'x-pagerduty-signature': listed(MAX_SIGNATURES - 1) });
+    expect(within.status).toBe(200);
   });
 });
 
