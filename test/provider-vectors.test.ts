@@ -8,6 +8,7 @@ import { secretBytes } from '../src/providers/described.ts';
 import {
   type Bytes,
   decodeBase64,
+  decodeBase64Url,
   encodeHex,
   importHmacKey,
   sha256Hex,
@@ -176,6 +177,12 @@ describe('strict decoding', () => {
     for (const text of ['QR==', 'QQ', 'QQ=', 'Q Q==', 'QQ==\n', '-_8=', 'QQ==QQ==', null]) {
       expect(decodeBase64(text), String(text)).toBeNull();
     }
+  });
+
+  it('takes unpadded base64url only where a sender writes it', () => {
+    expect(decodeBase64Url('-_8')).toEqual(new Uint8Array([0xfb, 0xff]));
+    expect(decodeBase64Url('QQ')).toEqual(new Uint8Array([0x41]));
+    for (const text of ['QQ==', '+/8', 'QR', 'Q', 'Q Q', null]) expect(decodeBase64Url(text), String(text)).toBeNull();
   });
 
   it('splits signature lists strictly', () => {

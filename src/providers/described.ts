@@ -14,6 +14,7 @@ import {
   type Path,
   type SecretFormat,
   type SenderDescription,
+  type SignatureEncoding,
   type SignatureMethod,
   type SignatureSpec,
   type Source,
@@ -24,6 +25,7 @@ import {
   afterPrefix,
   type Bytes,
   decodeBase64,
+  decodeBase64Url,
   decodeHex,
   encodeHex,
   HMAC_BYTES,
@@ -127,13 +129,19 @@ async function digest(data: Bytes): Promise<Bytes> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', data));
 }
 
-function decodeSignature(text: string, encoding: 'hex' | 'base64', method: SignatureMethod): Signature | null {
+/** The bytes of a signature written in `encoding` (strictly: see hmac.ts); hex of `length` bytes only. */
+function decodeText(text: string, encoding: SignatureEncoding, length?: number): Bytes | null {
+  if (encoding === 'hex') return decodeHex(text, length);
+  return encoding === 'base64' ? decodeBase64(text) : decodeBase64Url(text);
+}
+
+function decodeSignature(text: string, encoding: SignatureEncoding, method: SignatureMethod): Signature | null {
   if (method.algorithm === 'HMAC') {
     const length = HMAC_BYTES[method.hash];
-    const bytes = encoding === 'hex' ? decodeHex(text, length) : decodeBase64(text);
+    const bytes = decodeText(text, encoding, length);
     return bytes?.byteLength === length ? { algorithm: 'HMAC', bytes } : null;
   }
-  const bytes = encoding === 'hex' ? decodeHex(text) : decodeBase64(text);
+  const bytes = decodeText(text, encoding);
   if (bytes === null) return null;
   if (method.algorithm === 'Ed25519') return bytes.byteLength === 64 ? { algorithm: 'Ed25519', bytes } : null;
   const raw = derToP1363(bytes);

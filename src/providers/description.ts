@@ -33,13 +33,17 @@ export type SignatureMethod =
 export interface SignatureSpec {
   /** Headers carrying signatures; each present one is read (Box sends a primary and a secondary). */
   headers: readonly string[];
-  encoding: 'hex' | 'base64';
+  /** `base64url`: unpadded, as Sanity writes it. */
+  encoding: SignatureEncoding;
   /** Text every signature header starts with (`sha256=`, `v0=`), required and removed. */
   prefix?: string;
   /** The header is a list of `name<assign>value` entries joined by `separator`. */
   list?: { separator: string | RegExp; assign: string };
   methods: readonly SignatureMethod[];
 }
+
+/** How a signature is written in its header. */
+export type SignatureEncoding = 'hex' | 'base64' | 'base64url';
 
 /** How a time is written: unix seconds, unix milliseconds, or an RFC 3339 date. */
 export type TimeFormat = 'unix' | 'unix-ms' | 'rfc3339';

@@ -107,6 +107,18 @@ export function decodeBase64(text: string | null | undefined): Bytes | null {
   return bytes;
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * Unpadded base64url (RFC 4648 §5, as Sanity writes it) only, else null: the same canonical form
+ * checked through the standard alphabet, so no padding, no other alphabet, no stray trailing bits.
+ */
+export function decodeBase64Url(text: string | null | undefined): Bytes | null {
+  if (text == null || !BASE64URL.test(text) || text.length % 4 === 1) return null;
+  const standard = text.replaceAll('-', '+').replaceAll('_', '/');
+  return decodeBase64(standard.padEnd(standard.length + ((4 - (standard.length % 4)) % 4), '='));
+}
+
 /** The rest of `text` after `prefix`, or null when it does not start with it. */
 export function afterPrefix(text: string | null | undefined, prefix: string): string | null {
   return text?.startsWith(prefix) ? text.slice(prefix.length) : null;

@@ -395,6 +395,41 @@ export const senderDescriptions: readonly SenderDescription[] = [
     payload: eventArray,
   },
   {
+    name: 'replicate',
+    // Standard Webhooks; the event is the prediction itself, its `status` what happened to it.
+    signature: standardSignature('whsec'),
+    ...standardHeaders,
+    type: { path: ['status'] },
+    occurredAt: { from: 'timestamp', format: 'unix' },
+  },
+  {
+    name: 'webflow',
+    // Webflow signs OAuth apps' webhooks only (the app's client secret), with a millisecond time.
+    signature: { headers: ['x-webflow-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
+    signed: '{timestamp}:{body}',
+    timestamp: { from: { header: 'x-webflow-timestamp' }, format: 'unix-ms' },
+    // No event id is sent; the signed body (with its time) is the key.
+    id: { bodyDigest: true },
+    type: { path: ['triggerType'] },
+    occurredAt: { from: 'timestamp', format: 'unix-ms' },
+  },
+  {
+    name: 'sanity',
+    signature: {
+      headers: ['sanity-webhook-signature'],
+      encoding: 'base64url',
+      list: { separator: ',', assign: '=' },
+      methods: [{ ...HMAC_SHA256, entry: 'v1' }],
+    },
+    signed: '{timestamp}.{body}',
+    timestamp: { from: { entry: 't' }, format: 'unix-ms' },
+    // The payload is the webhook's own GROQ projection, with no event id or type of Sanity's: the
+    // signed body is the key, and handlers read what the projection puts in it.
+    id: { bodyDigest: true },
+    type: { constant: 'document' },
+    occurredAt: { from: 'timestamp', format: 'unix-ms' },
+  },
+  {
     name: 'gitlab',
     // The signing token (`whsec_…`) signs as Standard Webhooks does; a webhook with only the older
     // secret token sends that token itself in `X-Gitlab-Token`, and then nothing is signed.

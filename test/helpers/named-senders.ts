@@ -21,6 +21,7 @@ import { Mux } from '@mux/mux-node';
 import { verifyWebhookSignature as notionVerify } from '@notionhq/client';
 import { Paddle } from '@paddle/paddle-node-sdk';
 import { webhooks as polarWebhooks } from '@polar-sh/sdk/2027-01';
+import { isValidSignature as isValidSanitySignature } from '@sanity/webhook';
 import { EventWebhook } from '@sendgrid/eventwebhook';
 import { WorkOS } from '@workos-inc/node';
 import { AwsLambdaReceiver } from '@zoom/rivet/users';
@@ -30,10 +31,12 @@ import { verifyKey as discordVerifyKey } from 'discord-interactions';
 import { parse as gocardlessParse } from 'gocardless-nodejs/webhooks';
 import OpenAI from 'openai';
 import Razorpay from 'razorpay';
+import { validateWebhook as validateReplicateWebhook } from 'replicate';
 import { WebhooksHelper as SquareWebhooks } from 'square';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import twilioWebhooks from 'twilio/lib/webhooks/webhooks';
+import { WebflowClient } from 'webflow-api';
 import { type EnabledProvider, enableProviders } from '../../src/providers/registry.ts';
 import { uniqueId } from './acme.ts';
 
@@ -788,6 +791,89 @@ const twilio: NamedSender = {
     ),
 };
 
+const replicate: NamedSender = {
+  name: 'replicate',
+  variable: 'secret',
+  credentials: [whsecCredential(), whsecCredential()],
+  stranger: whsecCredential(),
+  signsTime: true,
+  id: 'signed-header',
+  signatureHeaders: ['webhook-signature'],
+  oracleName: '`replicate` `validateWebhook`',
+  newEvent() {
+    const body = { id: uniqueId('p'), model: 'owner/model', status: 'succeeded', output: ['x'] };
+    return { body: JSON.stringify(body), eventId: uniqueId('msg'), eventType: 'succeeded' };
+  },
+  headers: (outgoing, credential, now) => ({
+    ...JSON_TYPE,
+    ...standardLike(credential, outgoing, now, outgoing.eventId ?? ''),
+  }),
+  oracle: (outgoing, headers, credential) =>
+    accepts(() =>
+      validateReplicateWebhook({
+        id: headers['webhook-id'] ?? '',
+        timestamp: headers['webhook-timestamp'] ?? '',
+        signature: headers['webhook-signature'] ?? '',
+        body: outgoing.body,
+        secret: credential.configured,
+      }),
+    ),
+};
+
+const webflow: NamedSender = {
+  name: 'webflow',
+  variable: 'secret',
+  ...hmacCredentials('wf_', 'hex'),
+  signsTime: true,
+  id: 'digest',
+  signatureHeaders: ['x-webflow-signature'],
+  oracleName: '`webflow-api` `webhooks.verifySignature`',
+  newEvent() {
+    const body = { triggerType: 'form_submission', payload: { id: randomUUID(), name: 'Contact', data: {} } };
+    return { body: JSON.stringify(body), eventType: 'form_submission' };
+  },
+  headers: (outgoing, credential, now) => ({
+    ...JSON_TYPE,
+    'x-webflow-timestamp': String(now * 1000),
+    'x-webflow-signature': credential.sign(`${now * 1000}:${outgoing.body}`),
+  }),
+  oracle: (outgoing, headers, credential) =>
+    new WebflowClient({ accessToken: 'oracle' }).webhooks.verifySignature({
+      headers,
+      body: outgoing.body,
+      secret: credential.configured,
+    }),
+};
+
+/** Sanity writes its HMAC as unpadded base64url. */
+function sanityCredential(): Credential {
+  const configured = secretOf('sanity_');
+  return {
+    configured,
+    sign: (content) => createHmac('sha256', configured).update(content).digest('base64url'),
+  };
+}
+const sanity: NamedSender = {
+  name: 'sanity',
+  variable: 'secret',
+  credentials: [sanityCredential(), sanityCredential()],
+  stranger: sanityCredential(),
+  signsTime: true,
+  id: 'digest',
+  signatureHeaders: ['sanity-webhook-signature'],
+  oracleName: '`@sanity/webhook` `isValidSignature` (its `encodeSignatureHeader` signs alike)',
+  newEvent() {
+    const body = { _id: randomUUID(), _type: 'post', _rev: uniqueId('r'), title: 'Hello' };
+    return { body: JSON.stringify(body), eventType: 'document' };
+  },
+  headers: (outgoing, credential, now) => ({
+    ...JSON_TYPE,
+    'sanity-webhook-signature': `t=${now * 1000},v1=${credential.sign(`${now * 1000}.${outgoing.body}`)}`,
+  }),
+  oracle: (outgoing, headers, credential) =>
+    isValidSanitySignature(outgoing.body, headers['sanity-webhook-signature'] ?? '', credential.configured),
+};
+
 function gitlabPush(): Outgoing {
   const deliveryId = randomUUID();
   const body = { object_kind: 'push', ref: 'refs/heads/main', checkout_sha: randomBytes(20).toString('hex') };
@@ -862,6 +948,9 @@ export const namedSenders: readonly NamedSender[] = [
   box,
   pagerduty,
   twilio,
+  replicate,
+  webflow,
+  sanity,
   gitlab,
   gitlabToken,
 ];
