@@ -32,8 +32,9 @@ function flipped(value: string): string {
 const storedId = (outgoing: Outgoing) => outgoing.eventId ?? sha256Hex(outgoing.body);
 
 describe.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender] as const))('%s', (_label, sender) => {
-  const post = (body: string, headers: Record<string, string>, to: TestApp = app) => {
-    to.setNow(nowSeconds() * 1000);
+  /** Posted at `at` (unix seconds; now by default) on the app's clock. */
+  const post = (body: string, headers: Record<string, string>, to: TestApp = app, at = nowSeconds()) => {
+    to.setNow(at * 1000);
     return to.request(`/webhooks/${sender.name}`, { method: 'POST', body, headers });
   };
   const signed = (outgoing: Outgoing, credential = sender.credentials[0], at = nowSeconds()) =>
@@ -138,7 +139,8 @@ describe.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender]
       for (const [offset, status] of TOLERANCE_EDGES) {
         const now = nowSeconds();
         const outgoing = sender.newEvent(now + offset);
-        const response = await post(outgoing.body, signed(outgoing, sender.credentials[0], now + offset));
+        // The same `now` signs and receives: a second ticking over between them must not move an edge.
+        const response = await post(outgoing.body, signed(outgoing, sender.credentials[0], now + offset), app, now);
         expect(response.status, `offset ${offset}`).toBe(status);
         expect(await countEvents(sql, storedId(outgoing))).toBe(status === 200 ? 1 : 0);
       }
