@@ -216,6 +216,18 @@ describe("GitLab's two tokens, configured side by side", () => {
     expect((await post('gitlab', outgoing.body, asToken)).status).toBe(401);
     expect(await countEvents(sql, outgoing.eventId)).toBe(0);
   });
+
+  it('keys a signed delivery on its signed webhook-id, whatever Idempotency-Key says', async () => {
+    if (signing === undefined) throw new Error('GitLab signing sender expected');
+    const outgoing = signing.newEvent(nowSeconds());
+    const headers = { ...signing.headers(outgoing, signing.credentials[0], nowSeconds()), 'idempotency-key': 'other' };
+    expect((await post('gitlab', outgoing.body, headers)).status).toBe(200);
+    expect(await eventRow(sql, outgoing.eventId ?? '', 'gitlab')).toMatchObject({
+      event_type: 'push',
+      content_digest: null,
+    });
+    expect(await countEvents(sql, 'other')).toBe(0);
+  });
 });
 
 describe('the signature cap holds for every description', () => {

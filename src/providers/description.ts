@@ -10,8 +10,11 @@ import { type Bytes, type HmacHash, utf8 } from './hmac.ts';
 /** Keys into a JSON document: object members by name, array elements by index. */
 export type Path = readonly (string | number)[];
 
-/** A value carried by a header, or by the signed payload at a path. */
-export type Source = { header: string } | { path: Path };
+/**
+ * A value carried by a header (the first of several present, where a sender names it differently
+ * from one delivery to another), or by the signed payload at a path.
+ */
+export type Source = { header: string | readonly string[] } | { path: Path };
 
 /** How a configured secret becomes the HMAC key. */
 export type SecretFormat =

@@ -38,8 +38,15 @@ export function parseEntries(
 
 const TOKEN = /^[\x21-\x7e]{1,255}$/;
 
-/** A header used as a key or a type: 1..255 visible ASCII characters, else null. */
-export function tokenHeader(header: (name: string) => string | null, name: string): string | null {
-  const value = header(name);
+/**
+ * A header used as a key or a type: 1..255 visible ASCII characters, else null. Given several
+ * names, the first header present is the one read.
+ */
+export function tokenHeader(header: (name: string) => string | null, names: string | readonly string[]): string | null {
+  let value: string | null = null;
+  for (const name of typeof names === 'string' ? [names] : names) {
+    value = header(name);
+    if (value !== null) break;
+  }
   return value !== null && TOKEN.test(value) ? value : null;
 }

@@ -436,9 +436,9 @@ export const senderDescriptions: readonly SenderDescription[] = [
     signature: standardSignature('whsec'),
     ...standardHeaders,
     token: { header: 'x-gitlab-token' },
-    // GitLab sends the same value as `webhook-id` and `Idempotency-Key`; only the latter is there
-    // without a signing token. Unsigned (token only), the body digest backs it.
-    id: { header: 'idempotency-key' },
+    // `webhook-id` (signed) with a signing token; without one, GitLab's `Idempotency-Key` (the same
+    // value, unsigned, so the body digest backs it).
+    id: { header: ['webhook-id', 'idempotency-key'] },
     // The `X-Gitlab-Event` header names it with spaces (`Push Hook`); the payload's kind does not.
     type: { path: ['object_kind'] },
   },
