@@ -312,6 +312,16 @@ describe('senders that cannot be enabled as configured', () => {
     await expect(enableProviders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.not.toThrow(/VALUE/);
     await expect(enableProviders({}, { publicKeys: { sendgrid: ['bm90IGEga2V5'] } })).rejects.toThrow(/^sendgrid: /);
     await expect(enableProviders({ hubspot: ['s3cret'] })).rejects.toThrow(/^hubspot: .*HUBSPOT_WEBHOOK_URL/);
+    // A key of a kind the sender does not use would enable it with nothing to verify by.
+    await expect(enableProviders({ discord: ['s3cret'] })).rejects.toThrow(
+      'discord: takes DISCORD_WEBHOOK_PUBLIC_KEY, not DISCORD_WEBHOOK_SECRET',
+    );
+    await expect(enableProviders({}, { publicKeys: { paddle: ['ab'.repeat(32)] } })).rejects.toThrow(
+      'paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_PUBLIC_KEY',
+    );
+    await expect(
+      enableProviders({ paddle: ['s3cret'] }, { urls: { paddle: 'https://hooks.example.com/webhooks/paddle' } }),
+    ).rejects.toThrow('paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_URL');
   });
 
   it('reads every sender variable from the environment, naming a bad one', () => {

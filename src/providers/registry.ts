@@ -58,6 +58,18 @@ export async function enableProviders(
     if (configured.length === 0 && publicKeys.length === 0) continue;
     const url = extras.urls?.[provider.name];
     const variables = providerVariables(provider);
+    // A key of a kind the sender does not use would leave it enabled with nothing to verify by.
+    const unused = [
+      configured.length > 0 && variables.secret === undefined ? providerVariable(provider.name, 'SECRET') : undefined,
+      publicKeys.length > 0 && variables.publicKey === undefined
+        ? providerVariable(provider.name, 'PUBLIC_KEY')
+        : undefined,
+      url !== undefined && variables.url === undefined ? providerVariable(provider.name, 'URL') : undefined,
+    ].filter((variable) => variable !== undefined);
+    if (unused.length > 0) {
+      const expected = [variables.secret, variables.publicKey, variables.url].filter((name) => name !== undefined);
+      throw new Error(`${provider.name}: takes ${expected.join(' and ')}, not ${unused.join(' or ')}`);
+    }
     if (variables.url !== undefined && url === undefined) {
       throw new Error(`${provider.name}: signs the URL it posts to: set ${variables.url}`);
     }
