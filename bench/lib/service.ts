@@ -1,5 +1,5 @@
-// The service under test as a child process: `node --import tsx src/entry/node.ts`, one process (no
-// tsx launcher in between), so /proc/<pid> measures the server itself. Output goes to log files;
+// The service under test as a child process: `node bin/start.js` (what `npm start` runs), one process
+// (no npm in between), so /proc/<pid> measures the server itself. Output goes to log files;
 // start-up waits for /healthz; stop() sends SIGTERM and waits for the orderly exit.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
@@ -65,7 +65,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const stderr = openSync(options.stderrFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/entry/node.ts'], {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), 'bin/start.js'], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...options.env, PORT: String(port) },
       stdio: ['ignore', stdout, stderr],

@@ -19,6 +19,7 @@ import { providers as allProviders } from '../providers/registry.ts';
 import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
 import { applyStoredBatch, applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
+import { type ReportLine, reportApplication, type Tally } from './worker-report.ts';
 
 export interface WorkerSettings extends QueueSettings {
   /**
@@ -85,23 +86,10 @@ export interface WorkerDeps {
   settings: WorkerSettings;
 }
 
-export interface WorkSummary {
-  claimed: number;
-  completed: number;
-  ignored: number;
-  parked: number;
-  /** Failed and rescheduled as `failed`. */
-  failed: number;
-  deadLettered: number;
-  /** Claimed, but another holder or an operator had moved the row on. */
-  skipped: number;
-  /** Claimed but not started (lease or budget would not cover it), or hit a database error: free again. */
-  released: number;
+export interface WorkSummary extends Tally {
   batches: number;
   stoppedBy: 'drained' | 'budget' | 'aborted';
   elapsedMs: number;
-  /** Time spent waiting for a saturated intake, included in elapsedMs. */
-  deferredMs: number;
 }
 
 /** One pass at a time per worker (its lease owner is its id); run several workers for parallelism. */
@@ -109,16 +97,6 @@ export interface InboxWorker {
   readonly id: string;
   work(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<WorkSummary>;
 }
-
-/** What a pass counts as it goes. */
-type Tally = Omit<WorkSummary, 'batches' | 'stoppedBy' | 'elapsedMs'>;
-
-const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
-  failed: 'failed',
-  dead_letter: 'dead_letter',
-  ignored: 'ignored',
-  parked: 'parked',
-};
 
 export function createWorker(deps: WorkerDeps): InboxWorker {
   const { db, clock, logger, settings } = deps;
@@ -129,51 +107,8 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     providers: deps.providers ?? new Map(allProviders.map((provider) => [provider.name, provider])),
   };
 
-  function report(
-    event: ClaimedEvent,
-    outcome: StoredOutcome,
-    summary: Tally,
-    line: { attempt: number; duration_ms: number; retryAt?: Date; batch_size?: number },
-  ) {
-    const fields = {
-      worker: id,
-      provider: event.provider,
-      event_id: event.eventId,
-      event_type: event.eventType,
-      outcome,
-      attempt: line.attempt,
-      duration_ms: line.duration_ms,
-      ...(line.batch_size === undefined ? {} : { batch_size: line.batch_size }),
-    };
-    switch (outcome) {
-      case 'completed':
-        summary.completed += 1;
-        logger.info('inbox event applied', fields);
-        break;
-      case 'ignored':
-      case 'parked':
-        summary[outcome] += 1;
-        if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
-        else logger.info('inbox event ignored', fields);
-        break;
-      case 'failed':
-        summary.failed += 1;
-        logger.warn('inbox event failed, will retry', { ...fields, retry_at: line.retryAt?.toISOString() });
-        break;
-      case 'dead_letter':
-        summary.deadLettered += 1;
-        logger.error('inbox event dead-lettered', { ...fields, alert: true });
-        break;
-      case 'skipped':
-        summary.skipped += 1;
-        logger.info('inbox event skipped: no longer held by this worker', fields);
-        break;
-    }
-    const metric = metricFor[outcome];
-    if (metric !== undefined) deps.metrics?.countEvent(event.provider, event.eventType, metric);
-    // An application after earlier failures is a retry, whatever its outcome (as the intake counts it).
-    if (line.attempt > 1 && outcome !== 'skipped') deps.metrics?.countEvent(event.provider, event.eventType, 'retried');
-  }
+  const report = (event: ClaimedEvent, outcome: StoredOutcome, summary: Tally, line: ReportLine) =>
+    reportApplication({ worker: id, logger, metrics: deps.metrics }, event, outcome, summary, line);
 
   /** The one-event path: records this event's own failure, or releases it after a database error. */
   async function applyOne(event: ClaimedEvent, summary: Tally) {
