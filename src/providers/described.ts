@@ -199,17 +199,26 @@ function concat(chunks: readonly Bytes[]): Bytes {
 
 type Fields = Readonly<Record<Exclude<Field, 'body'>, string | undefined>>;
 
+/**
+ * The bytes the sender signed: the text around the body encoded once per run (`id.timestamp.` is
+ * one encoding, not four), then the body as received.
+ */
 function signedContent(parts: readonly Part[], body: Bytes, fields: Fields): Bytes | null {
   const chunks: Bytes[] = [];
+  let text = '';
   for (const part of parts) {
-    if ('literal' in part) chunks.push(part.literal);
-    else if (part.field === 'body') chunks.push(body);
-    else {
+    if ('literal' in part) text += part.literal;
+    else if (part.field === 'body') {
+      if (text !== '') chunks.push(utf8(text));
+      chunks.push(body);
+      text = '';
+    } else {
       const value = fields[part.field];
       if (value === undefined) return null;
-      chunks.push(utf8(value));
+      text += value;
     }
   }
+  if (text !== '') chunks.push(utf8(text));
   return concat(chunks);
 }
 

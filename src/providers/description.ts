@@ -5,7 +5,7 @@
 import type { z } from 'zod';
 import type { JsonValue } from '../lib/json.ts';
 import type { AsymmetricAlgorithm, PublicKeyFormat } from './asymmetric.ts';
-import { type Bytes, type HmacHash, utf8 } from './hmac.ts';
+import type { HmacHash } from './hmac.ts';
 
 /** Keys into a JSON document: object members by name, array elements by index. */
 export type Path = readonly (string | number)[];
@@ -116,7 +116,7 @@ export interface SenderDescription {
 }
 
 export type Field = 'timestamp' | 'id' | 'body' | 'bodySha256' | 'url' | 'method';
-export type Part = { literal: Bytes } | { field: Field };
+export type Part = { literal: string } | { field: Field };
 
 const FIELDS: ReadonlySet<string> = new Set(['timestamp', 'id', 'body', 'bodySha256', 'url', 'method']);
 const PLACEHOLDER = /\{([^{}]*)\}/g;
@@ -128,12 +128,12 @@ export function compileTemplate(template: string): { parts: Part[]; problems: st
   let at = 0;
   for (const match of template.matchAll(PLACEHOLDER)) {
     const name = match[1] ?? '';
-    if (match.index > at) parts.push({ literal: utf8(template.slice(at, match.index)) });
+    if (match.index > at) parts.push({ literal: template.slice(at, match.index) });
     if (FIELDS.has(name)) parts.push({ field: name as Field });
     else problems.push(`signed content names an unknown part {${name}}`);
     at = match.index + match[0].length;
   }
-  if (at < template.length) parts.push({ literal: utf8(template.slice(at)) });
+  if (at < template.length) parts.push({ literal: template.slice(at) });
   const bodies = parts.filter((part) => 'field' in part && (part.field === 'body' || part.field === 'bodySha256'));
   if (bodies.length !== 1) problems.push('signed content must contain {body} (or {bodySha256}) exactly once');
   return { parts, problems };

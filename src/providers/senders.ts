@@ -3,6 +3,7 @@
 // engine in described.ts runs them all; docs/providers.md tells an operator where each value comes
 // from on the sender's side. Ordered as the README's table.
 import { z } from 'zod';
+import { valueAt } from './described.ts';
 import type { SenderDescription, SignatureMethod } from './description.ts';
 import { boundedString } from './scheme.ts';
 
@@ -140,13 +141,13 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['event', 'type'] },
     occurredAt: { from: { path: ['event_time'] }, format: 'unix' },
     payload: slackEnvelope,
+    // Already checked against the envelope: only the protocol messages' own fields are read.
     answer(payload) {
-      const envelope = slackEnvelope.parse(payload);
-      if (envelope.type === 'url_verification') {
-        return { body: JSON.stringify({ challenge: envelope.challenge }), reason: envelope.type };
+      const type = valueAt(payload, ['type']);
+      if (type === 'url_verification') {
+        return { body: JSON.stringify({ challenge: valueAt(payload, ['challenge']) }), reason: type };
       }
-      if (envelope.type === 'app_rate_limited') return { body: '{"received":true}', reason: envelope.type };
-      return undefined;
+      return type === 'app_rate_limited' ? { body: '{"received":true}', reason: type } : undefined;
     },
   },
   {
@@ -335,6 +336,8 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['event'] },
     occurredAt: { from: { path: ['event_ts'] }, format: 'unix-ms' },
     async answer(payload, tools) {
+      // Every Zoom event passes here: the cheap test first, the schema only for the validation.
+      if (valueAt(payload, ['event']) !== 'endpoint.url_validation') return undefined;
       const check = zoomValidation.safeParse(payload);
       if (!check.success) return undefined;
       const { plainToken } = check.data.payload;
