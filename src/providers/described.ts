@@ -362,9 +362,12 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     if (reply !== undefined) return { outcome: 'respond', ...reply };
 
     const source = description.id;
-    // Hashed only where it keys the event: a digest id, or an id the signature does not cover.
-    const digestKeyed = 'bodyDigest' in source || ('header' in source && !authentication.idSigned);
-    const bodyDigest = digestKeyed ? await sha256Hex(body) : undefined;
+    // The body's digest is a second key where a captured body could otherwise come back: under
+    // an id the signature does not cover, or at any age where no time is signed (the inbox keeps
+    // such rows past retention). Hashed only where it keys the event, or is the id itself.
+    const timeSigned = authentication.timestamp !== null || (from !== undefined && 'path' in from);
+    const secondKey = ('header' in source && !authentication.idSigned) || !timeSigned;
+    const bodyDigest = secondKey || 'bodyDigest' in source ? await sha256Hex(body) : undefined;
     const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, payload);
     const typeSource = description.type;
     const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, payload);
@@ -381,9 +384,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
         occurredAt: occurredAt(header, payload, authentication.timestamp),
         payload,
         unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
-        // An id the signature does not cover could be replayed under another: the body's digest
-        // is a second key. A digest id, a signed header or a payload path needs none.
-        ...('header' in source && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}),
+        ...(secondKey && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}),
       },
     };
   }
