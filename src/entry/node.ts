@@ -6,7 +6,14 @@
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import {
+  anyProviderConfigured,
+  type Config,
+  ConfigError,
+  parseConfig,
+  providerExtras,
+  providerSecrets,
+} from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
@@ -80,11 +87,15 @@ async function main(): Promise<void> {
   });
 
   const secrets = { ...providerSecrets(config) };
-  const anySecret = Object.values(secrets).some((list) => list.length > 0);
+  const anySecret = anyProviderConfigured(config);
   const production = config.NODE_ENV === 'production';
   if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
   const devSecret = anySecret ? undefined : await developmentSecret(config.DATA_DIR);
   if (devSecret !== undefined) secrets.acme = [devSecret];
+  // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
+  const providers = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
+    throw new StartupError(`start-up failed: ${(error as Error).message}`);
+  });
 
   let embedded: EmbeddedServer | undefined;
   let url = config.DATABASE_URL;
@@ -122,7 +133,6 @@ async function main(): Promise<void> {
     throw new StartupError('the database is unreachable (check DATABASE_URL)');
   }
 
-  const providers = await enableProviders(secrets);
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
   metrics.attach(processMetrics());

@@ -6,7 +6,7 @@
 // status. Needs no database; exit 0 once sent.
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
-import { type Config, PROVIDER_SECRET_VARIABLES, providerSecrets } from '../../config.ts';
+import { type Config, providerSecrets, providerVariable } from '../../config.ts';
 import { developmentSecretFile, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
@@ -49,7 +49,7 @@ async function signingSecret(config: Config, provider: string): Promise<string> 
   const secrets = providerSecrets(config);
   const configured = secrets[provider]?.[0];
   if (configured !== undefined) return configured;
-  const variable = PROVIDER_SECRET_VARIABLES[provider as keyof typeof PROVIDER_SECRET_VARIABLES];
+  const variable = providerVariable(provider, 'SECRET');
   const noneSet = Object.values(secrets).every((list) => list.length === 0);
   if (provider === 'acme' && noneSet && config.NODE_ENV !== 'production') {
     const development = await existingDevelopmentSecret(config.DATA_DIR);
