@@ -6,7 +6,14 @@
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import {
+  anyProviderConfigured,
+  type Config,
+  ConfigError,
+  parseConfig,
+  providerExtras,
+  providerSecrets,
+} from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
@@ -25,6 +32,7 @@ import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
+import { processMetrics } from './process-metrics.ts';
 
 class StartupError extends Error {}
 
@@ -88,11 +96,15 @@ async function main(): Promise<void> {
   }
 
   const secrets = { ...providerSecrets(config) };
-  const anySecret = Object.values(secrets).some((list) => list.length > 0);
+  const anySecret = anyProviderConfigured(config);
   const production = config.NODE_ENV === 'production';
   if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
   const devSecret = anySecret ? undefined : await developmentSecret(config.DATA_DIR);
   if (devSecret !== undefined) secrets.acme = [devSecret];
+  // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
+  const providers = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
+    throw new StartupError(`start-up failed: ${(error as Error).message}`);
+  });
 
   let embedded: EmbeddedServer | undefined;
   let url = config.DATABASE_URL;
@@ -130,9 +142,9 @@ async function main(): Promise<void> {
     throw new StartupError('the database is unreachable (check DATABASE_URL)');
   }
 
-  const providers = await enableProviders(secrets);
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
+  metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({
@@ -153,6 +165,7 @@ async function main(): Promise<void> {
     newId: () => `relay-${newId()}`,
     random: Math.random,
     logger,
+    metrics,
     settings: relaySettings(config),
   });
   const relaySchedule = startSchedule({

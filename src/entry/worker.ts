@@ -4,7 +4,14 @@
 
 import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import {
+  anyProviderConfigured,
+  type Config,
+  ConfigError,
+  parseConfig,
+  providerExtras,
+  providerSecrets,
+} from '../config.ts';
 import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
@@ -69,12 +76,11 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const queue: unknown = bindings.OUTBOX_QUEUE;
   const outboxQueue =
     typeof queue === 'object' && queue !== null && 'sendBatch' in queue ? (queue as QueueProducer) : undefined;
-  const secrets = providerSecrets(config);
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
-  if (!Object.values(secrets).some((list) => list.length > 0)) {
+  if (!anyProviderConfigured(config)) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  const providers = await enableProviders(secrets);
+  const providers = await enableProviders(providerSecrets(config), providerExtras(config));
   const logger = newLogger(config.LOG_LEVEL);
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const app = createProductionApp({ config, providers, metrics, clock: () => Date.now(), logger });
