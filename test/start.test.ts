@@ -105,12 +105,8 @@ describe('npm start', () => {
   });
 
   it('refuses a broker target without its stream or exchange before starting anything', async () => {
-    const refused = startService({
-      DATABASE_URL: productionDatabase.url,
-      PORT: '0',
-      ACME_WEBHOOK_SECRET: 's3cret',
-      OUTBOX_TARGET_URL: 'amqp://relay:hunter2@127.0.0.1:5672',
-    });
+    const env = { DATABASE_URL: productionDatabase.url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret' };
+    const refused = startService({ ...env, OUTBOX_TARGET_URL: 'amqp://relay:hunter2@127.0.0.1:5672' });
     expect((await refused.exited).code).toBe(1);
     expect(refused.output().trim()).toBe(
       'invalid configuration: OUTBOX_TARGET_URL: amqp:// targets need ?exchange= (amqp://user:pass@host:port[/vhost]?exchange=NAME)',
