@@ -1,6 +1,7 @@
 // The guide's `acme` scheme: `x-acme-timestamp` (unix seconds) and `x-acme-signature`, a hex
 // HMAC-SHA256 over `${timestamp}.` + the raw body; the event id is the signed payload's `id`.
 import { z } from 'zod';
+import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import { decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
 import { authenticationFailure, boundedString, payloadEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
@@ -12,7 +13,8 @@ export const acmeEnvelope = z.looseObject({
   id: boundedString,
   type: boundedString,
   api_version: z.string().min(1).max(64),
-  created: z.int().nonnegative(),
+  // Required, so out of range is the payload's fault (400), not a time to drop.
+  created: z.int().nonnegative().max(MAX_UNIX_SECONDS),
   version: z.int().nonnegative(),
   data: z.looseObject({}),
 });

@@ -2,7 +2,7 @@
 // parsing of signature headers that list several entries, bounded header values, and the payload
 // check against a scheme's zod schema. Each scheme file keeps only what is its own.
 import { z } from 'zod';
-import { type JsonValue, parseJsonPayload } from '../lib/json.ts';
+import { type ExactJson, parseJsonPayload } from '../lib/json.ts';
 import { type Bytes, type HmacKey, isFreshTimestamp, sha256Hex, verifyWithAnyKey } from './hmac.ts';
 import type { AuthenticatedEvent, UnauthorizedReason, Verification, VerificationTime } from './types.ts';
 
@@ -88,16 +88,9 @@ export function tokenHeader(headers: Headers, name: string): string | null {
   return value !== null && TOKEN.test(value) ? value : null;
 }
 
-/** A date when `text` is one, else null (occurrence times are informative, never a reason to refuse). */
-export function dateOrNull(text: string | null | undefined): Date | null {
-  if (text == null) return null;
-  const milliseconds = Date.parse(text);
-  return Number.isFinite(milliseconds) ? new Date(milliseconds) : null;
-}
-
 export interface ParsedPayload<Envelope> {
   /** The whole document, unknown fields included, as it will be stored. */
-  payload: JsonValue;
+  payload: ExactJson;
   /** The scheme's view of it. */
   envelope: Envelope;
 }
@@ -130,7 +123,7 @@ export interface DeliveryFields {
   eventType: string | null;
   occurredAt: Date | null;
   /** The parsed payload; undefined when it failed its schema. */
-  payload: JsonValue | undefined;
+  payload: ExactJson | undefined;
 }
 
 /**

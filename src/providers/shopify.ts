@@ -3,8 +3,9 @@
 // signed, so a digest of the body is a second deduplication key (scheme.ts, unsignedIdEvent). The
 // type is the `X-Shopify-Topic` (`orders/create`).
 import { z } from 'zod';
+import { occurrenceTime } from '../lib/occurrence.ts';
 import { decodeSha256Base64, importHmacKeys } from './hmac.ts';
-import { authenticationFailure, dateOrNull, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
+import { authenticationFailure, parsePayload, tokenHeader, unsignedIdEvent } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
 /**
@@ -26,7 +27,7 @@ export const shopify: WebhookProvider = {
     return unsignedIdEvent(body, {
       deliveryId: tokenHeader(headers, `${set}webhook-id`),
       eventType: tokenHeader(headers, `${set}topic`),
-      occurredAt: dateOrNull(headers.get(`${set}triggered-at`)),
+      occurredAt: occurrenceTime(headers.get(`${set}triggered-at`), 'seconds-or-milliseconds'),
       payload: parsePayload(body, shopifyPayload)?.payload,
     });
   },

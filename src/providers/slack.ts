@@ -4,16 +4,19 @@
 // `url_verification` is answered with its challenge and `app_rate_limited` acknowledged; neither is
 // stored, as neither is an event.
 import { z } from 'zod';
+import { occurrenceTime } from '../lib/occurrence.ts';
 import { afterPrefix, type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
 import { authenticationFailure, boundedString, parsePayload } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
 
-/** The Events API envelopes; it has no schema version to park on. */
+/**
+ * The Events API envelopes; it has no schema version to park on. `event_time` is informational: any
+ * value is kept, and one that is no storable time is stored as none.
+ */
 export const slackEnvelope = z.discriminatedUnion('type', [
   z.looseObject({
     type: z.literal('event_callback'),
     event_id: boundedString,
-    event_time: z.int().nonnegative().optional(),
     event: z.looseObject({ type: boundedString }),
   }),
   z.looseObject({ type: z.literal('url_verification'), challenge: boundedString }),
@@ -52,7 +55,7 @@ export const slack: WebhookProvider = {
           event: {
             eventId: envelope.event_id,
             eventType: envelope.event.type,
-            occurredAt: envelope.event_time === undefined ? null : new Date(envelope.event_time * 1000),
+            occurredAt: occurrenceTime(envelope.event_time, 'seconds'),
             payload,
             unknownSchemaVersion: false,
           },

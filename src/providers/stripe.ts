@@ -3,6 +3,7 @@
 // `whsec_…` string as UTF-8: it shares Standard Webhooks' prefix, not its key derivation. The event
 // id is the signed payload's `id`.
 import { z } from 'zod';
+import { occurrenceTime } from '../lib/occurrence.ts';
 import { type Bytes, decodeSha256Hex, importHmacKeys, prefixed } from './hmac.ts';
 import { authenticationFailure, boundedString, parseEntries, payloadEvent, signaturesOf } from './scheme.ts';
 import type { WebhookProvider } from './types.ts';
@@ -10,13 +11,13 @@ import type { WebhookProvider } from './types.ts';
 /**
  * A snapshot event (`object: "event"`). Its `api_version` is the endpoint's, chosen by the user in
  * the dashboard; nothing is parked for it, because the mapping reads only fields every API version
- * shares (`id`, `type`, `created`, `data.object.id`, `data.object.status`).
+ * shares (`id`, `type`, `created`, `data.object.id`, `data.object.status`). `created` is only when
+ * it happened: any value is kept, and one that is no storable time is stored as none.
  */
 export const stripeEnvelope = z.looseObject({
   id: boundedString,
   object: z.literal('event'),
   type: boundedString,
-  created: z.int().nonnegative(),
   api_version: z.string().max(64).nullable().optional(),
   data: z.looseObject({ object: z.looseObject({}) }),
 });
@@ -45,7 +46,7 @@ export const stripe: WebhookProvider = {
     return payloadEvent(body, stripeEnvelope, (event) => ({
       eventId: event.id,
       eventType: event.type,
-      occurredAt: new Date(event.created * 1000),
+      occurredAt: occurrenceTime(event.created, 'seconds'),
       unknownSchemaVersion: false,
     }));
   },
