@@ -3,10 +3,11 @@
 // answer, kept clean for --json). Also the exit codes the contract fixes, and the one wrapper that
 // turns a command's outcome or failure into one of them.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
-import { describeError, isTransientDatabaseError } from '../db/errors.ts';
+import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -56,7 +57,7 @@ const CLI_STATEMENT_TIMEOUT_MS = 30_000;
 
 function parseCliConfig(env: CliIo['env']): Config {
   try {
-    return parseConfig(env);
+    return parseConfig(env, { readFile: (path) => readFileSync(path, 'utf8') });
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
@@ -86,9 +87,9 @@ async function openDatabase(
   let pending: boolean;
   try {
     pending = await hasPendingMigrations(handle.db, expectedMigration);
-  } catch {
+  } catch (error) {
     await handle.close().catch(() => {});
-    throw new CliError(EXIT.couldNotRun, 'the database is unreachable (check DATABASE_URL)');
+    throw new CliError(EXIT.couldNotRun, databaseStartupProblem(error));
   }
   if (pending) {
     await handle.close();

@@ -4,10 +4,12 @@
 // lease sweeper every minute, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
+import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import { type Config, ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
+import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
@@ -44,9 +46,12 @@ function splitPool(max: number, mode: Config['PROCESSING_MODE']): { requests: nu
   return { requests: Math.max(1, max - background), background };
 }
 
-function loadConfig(): Config {
+function loadConfig(warnings: ConfigWarning[]): Config {
   try {
-    return parseConfig(process.env);
+    return parseConfig(process.env, {
+      readFile: (path) => readFileSync(path, 'utf8'),
+      warn: (warning) => warnings.push(warning),
+    });
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -54,7 +59,8 @@ function loadConfig(): Config {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const warnings: ConfigWarning[] = [];
+  const config = loadConfig(warnings);
   const clock = () => Date.now();
   // Straight to stdout: console.log's formatting machinery showed up in the intake profile.
   const logger = createLogger({
@@ -62,6 +68,7 @@ async function main(): Promise<void> {
     now: () => new Date(clock()),
     write: (line) => process.stdout.write(`${line}\n`),
   });
+  for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
 
   const secrets = { ...providerSecrets(config) };
   const anySecret = Object.values(secrets).some((list) => list.length > 0);
@@ -103,7 +110,7 @@ async function main(): Promise<void> {
   } catch (error) {
     await stopDatabase();
     if (error instanceof StartupError) throw error;
-    throw new StartupError('the database is unreachable (check DATABASE_URL)');
+    throw new StartupError(databaseStartupProblem(error));
   }
 
   const providers = await enableProviders(secrets);

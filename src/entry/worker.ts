@@ -4,7 +4,7 @@
 
 import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import { type Config, ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../config.ts';
 import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
@@ -54,7 +54,9 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const variables = Object.fromEntries(
     Object.entries(bindings).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
   );
-  const config = parseConfig(variables);
+  // No files here: a `_FILE` variable is refused, naming it; secrets come as `wrangler secret put`.
+  const warnings: ConfigWarning[] = [];
+  const config = parseConfig(variables, { warn: (warning) => warnings.push(warning) });
   // The binding is typed as present, but wrangler.toml is edited by hand: say so instead of a TypeError.
   const hyperdrive: unknown = bindings.HYPERDRIVE;
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
@@ -67,6 +69,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   }
   const providers = await enableProviders(secrets);
   const logger = newLogger(config.LOG_LEVEL);
+  for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const app = createProductionApp({ config, providers, metrics, clock: () => Date.now(), logger });
   return { config, logger, app };
