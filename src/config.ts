@@ -60,6 +60,10 @@ const envSchema = z.object({
   HANDLER_DEADLINE_MS: integer(5000, 1),
   INTAKE_BATCH_MAX: integer(64, 1),
   MAX_BODY_BYTES: integer(262144, 1),
+  HTTP_HEADERS_TIMEOUT_MS: integer(10_000, 1),
+  HTTP_REQUEST_TIMEOUT_MS: integer(30_000, 1),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: integer(5_000, 1),
+  HTTP_MAX_CONNECTIONS: integer(1024, 1),
   WEBHOOK_TOLERANCE_SECONDS: integer(300, 0),
   INBOX_MAX_BACKLOG: integer(10000, 1),
   INBOX_MAX_ATTEMPTS: integer(10, 1),
@@ -93,10 +97,16 @@ export type Config = z.infer<typeof envSchema>;
  * Rules across variables. The relay starts a publish only while its lease outlasts the call's
  * timeout: a timeout at or over the lease would mean no message is ever sent.
  */
-const checkedEnvSchema = envSchema.refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
-  path: ['OUTBOX_TIMEOUT_MS'],
-  message: 'must be below OUTBOX_LEASE_MS',
-});
+const checkedEnvSchema = envSchema
+  .refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
+    path: ['OUTBOX_TIMEOUT_MS'],
+    message: 'must be below OUTBOX_LEASE_MS',
+  })
+  // The request timeout bounds the headers too: a shorter one would cut requests whose headers are on time.
+  .refine((env) => env.HTTP_HEADERS_TIMEOUT_MS <= env.HTTP_REQUEST_TIMEOUT_MS, {
+    path: ['HTTP_HEADERS_TIMEOUT_MS'],
+    message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS',
+  });
 
 /** Secrets by provider name, as the provider registry reads them. */
 export type ProviderSecrets = Readonly<Record<string, readonly string[]>>;

@@ -7,6 +7,7 @@ import { serve } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { purgeByRetention } from '../src/inbox/retention.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
@@ -42,6 +43,27 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
     });
   const rowsWithDigest = async (body: string) =>
     (await providerRows(sql, sender.name)).filter((row) => row.content_digest === sha256Hex(body));
+
+  it('never applies a captured body twice, however old: its digest outlives retention', async () => {
+    const counter = await newCounter(sql);
+    const test = await app({ [sender.name]: { [eventType]: counter.handler } });
+    const { body, eventId } = sender.newEvent();
+    expect((await deliver(test, body, eventId)).status).toBe(200);
+    await sql`update webhook_events set completed_at = now() - interval '400 days', received_at = now() - interval '400 days'
+      where provider = ${sender.name} and event_id = ${eventId}`;
+
+    const purged = await purgeByRetention(
+      db,
+      { PAYLOAD_RETENTION_DAYS: 7, EVENT_RETENTION_DAYS: 30 },
+      { nowMs: Date.now, budgetMs: 10_000 },
+    );
+    expect(purged.payloadsNulled).toBeGreaterThanOrEqual(1);
+    expect(await eventRow(sql, eventId, sender.name)).toMatchObject({ status: 'completed', payload: null });
+
+    const replayed = await deliver(test, body, crypto.randomUUID());
+    expect(await replayed.text()).toBe('{"received":true,"duplicate":true}');
+    expect(await counter.value()).toBe(1);
+  });
 
   it('answers a body resent under a new delivery id as a duplicate, and changes nothing', async () => {
     const counter = await newCounter(sql);

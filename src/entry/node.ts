@@ -46,6 +46,21 @@ function splitPool(max: number, mode: Config['PROCESSING_MODE']): { requests: nu
   return { requests: Math.max(1, max - background), background };
 }
 
+/**
+ * Explicit bounds on what a client may hold: headers must arrive within HTTP_HEADERS_TIMEOUT_MS and
+ * the whole request within HTTP_REQUEST_TIMEOUT_MS (Node's defaults would keep a silent socket for
+ * about a minute and an unfinished body for five), an idle keep-alive socket is closed after
+ * HTTP_KEEP_ALIVE_TIMEOUT_MS. Node checks the first two on an interval, kept well below them.
+ */
+function httpLimits(config: Config) {
+  return {
+    headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
+  };
+}
+
 function loadConfig(warnings: ConfigWarning[]): Config {
   try {
     return parseConfig(process.env, {
@@ -192,7 +207,7 @@ async function main(): Promise<void> {
       });
     },
   });
-  const server = serve({ fetch: app.fetch, port: config.PORT }, (info) => {
+  const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
     if (devSecret === undefined) return;
     void signedCurlExample({ port: info.port, secret: devSecret, nowMs: clock() }).then((curl) => {
@@ -202,6 +217,9 @@ async function main(): Promise<void> {
       );
     });
   });
+
+  // Connections beyond this are closed as they arrive: memory stays bounded whatever a client opens.
+  server.maxConnections = config.HTTP_MAX_CONNECTIONS;
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -12,7 +12,7 @@
 // | processing (expired lease)          | received                        | sweeper                  | sweepExpiredBatch    |
 // | processing, failed, parked, dead_letter | completed, ignored, parked  | worker, operator replay  | markApplied          |
 // | processing, failed, parked, dead_letter | failed, dead_letter         | worker, operator replay  | recordApplyFailure   |
-// | completed, ignored, dead_letter     | payload null, then deleted      | retention purge          | purgeStatements      |
+// | completed, ignored, dead_letter     | payload null, then deleted (kept if it has a digest) | retention purge | purgeStatements |
 //
 // Why concurrent writers never apply an event twice (the argument every statement here relies on):
 // nothing is read before it is written. An INSERT … ON CONFLICT arbitrates on the primary key
@@ -435,8 +435,10 @@ const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 
  * left for the next run instead of waited for.
  */
 export const purgeStatements = {
+  // A row with a content digest stays (its payload nulled): the scheme signs no time, so a captured
+  // body stays valid forever, and only the stored digest keeps it from being applied a second time.
   deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (
-      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)}
+      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)} and content_digest is null
       limit ${limit} for update skip locked
     ), gone as (
       delete from webhook_events e using doomed d

@@ -3,6 +3,7 @@
 import type { Context } from 'hono';
 import { elapsedMs } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
+import type { LogSampler } from '../lib/log-sampler.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { InboxEvent } from './event-rows.ts';
@@ -27,6 +28,26 @@ export function answer(c: Context, outcome: Answered): Response {
 export interface ReportDeps {
   logger: Logger;
   metrics: Metrics;
+  /** Bounds the lines a sender's mistakes (401, 400, dropped uploads) may write. */
+  rejections: LogSampler;
+}
+
+/** Lines per provider and reason per minute before a sender's mistakes are only counted. */
+export const REJECTION_LINES_PER_MINUTE = 10;
+
+/** Logs a sender's mistake through the sampler: its first lines, then one line saying how many were left out. */
+function logSampled(deps: ReportDeps, level: 'warn' | 'info', message: string, fields: LogFields): void {
+  const line = deps.rejections.sample(`${fields.provider}\u0000${fields.outcome ?? fields.reason}`);
+  if (line.suppressedBefore > 0) {
+    deps.logger.warn('rejections not logged', {
+      provider: fields.provider,
+      outcome: fields.outcome,
+      reason: fields.reason,
+      suppressed: line.suppressedBefore,
+      window_ms: deps.rejections.windowMs,
+    });
+  }
+  if (line.log) deps.logger[level](message, fields);
 }
 
 /**
@@ -34,7 +55,7 @@ export interface ReportDeps {
  * refused or the event it carried. Started when the body has been read, so its duration is ours.
  */
 export class DeliveryReport {
-  readonly #started = performance.now();
+  #started = performance.now();
   #fields: LogFields;
 
   constructor(
@@ -42,6 +63,11 @@ export class DeliveryReport {
     private readonly provider: string,
   ) {
     this.#fields = { provider };
+  }
+
+  /** The body is in: from here on the time is ours. */
+  bodyArrived(): void {
+    this.#started = performance.now();
   }
 
   refusedBecause(reason: string): void {
@@ -79,17 +105,25 @@ export class DeliveryReport {
     else logger.info(outcome === 'queued' ? 'event queued' : 'event processed', fields);
   }
 
-  /** Refused, failed or unavailable: what the thrown error answers. A sender's mistake is a warning. */
+  /** A sender that went away (or broke the stream) before its body arrived: not our error. */
+  uploadAbandoned(): void {
+    logSampled(this.deps, 'info', 'delivery abandoned before its body arrived', {
+      ...this.#fields,
+      reason: 'body_unreadable',
+    });
+  }
+
+  /**
+   * Refused, failed or unavailable: what the thrown error answers. A sender's mistake is a warning,
+   * sampled (metrics count every one); our own failures are errors, each logged.
+   */
   notAccepted(error: unknown): void {
     const outcome = error instanceof AppError ? error.code : 'unavailable';
     const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
     if (attempt !== undefined) this.deps.metrics.countEvent(this.provider, String(this.#fields.event_type), 'failed');
-    const level = outcome === 'unauthorized' || outcome === 'invalid_payload' ? 'warn' : 'error';
-    this.deps.logger[level]('event not accepted', {
-      ...this.#fields,
-      outcome,
-      attempt,
-      duration_ms: elapsedMs(this.#started),
-    });
+    const fields = { ...this.#fields, outcome, attempt, duration_ms: elapsedMs(this.#started) };
+    if (outcome === 'unauthorized' || outcome === 'invalid_payload')
+      logSampled(this.deps, 'warn', 'event not accepted', fields);
+    else this.deps.logger.error('event not accepted', fields);
   }
 }

@@ -9,6 +9,7 @@ import type { HandlerMap } from '../domain/handlers.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import { payloadText } from '../lib/json.ts';
+import { LogSampler } from '../lib/log-sampler.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
@@ -18,7 +19,7 @@ import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
 import type { Arrival, InboxEvent } from './event-rows.ts';
 import type { IntakeLoad } from './intake-load.ts';
-import { type Answered, answer, DeliveryReport } from './intake-report.ts';
+import { type Answered, answer, DeliveryReport, REJECTION_LINES_PER_MINUTE } from './intake-report.ts';
 import { finalStatus, type Plan, planFor, processEvent } from './process.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
@@ -88,6 +89,11 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   const routes = new Hono<IntakeEnv>();
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
   const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+  const reporting = {
+    logger: deps.logger,
+    metrics: deps.metrics,
+    rejections: new LogSampler(REJECTION_LINES_PER_MINUTE, 60_000, deps.clock),
+  };
   // One committer per database: on Node every request brings the process's pool.
   const committers = new WeakMap<Database, IntakeCommitter>();
   const committerFor = (db: Database, options: { maxBatch: number; lanes: number }) => {
@@ -116,10 +122,22 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     }
   };
 
+  /**
+   * The body, or undefined when the sender went away or broke the stream before it had arrived (its
+   * upload's time is bounded by the server's request timeout, not by the delivery's deadline).
+   */
+  async function readBody(c: Context<IntakeEnv>): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    try {
+      return new Uint8Array(await c.req.arrayBuffer());
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      return undefined;
+    }
+  }
+
   /** Signature (401) and payload (400): the authenticated event, or the protocol answer to give. */
-  async function authenticate(c: Context<IntakeEnv>, report: DeliveryReport) {
+  async function authenticate(c: Context<IntakeEnv>, body: Uint8Array<ArrayBuffer>, report: DeliveryReport) {
     const { provider, keys } = c.get('enabled');
-    const body = new Uint8Array(await c.req.arrayBuffer());
     const verification = await provider.verify({ body, headers: c.req.raw.headers }, keys, {
       nowSeconds: Math.floor(deps.clock() / 1000),
       toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
@@ -175,10 +193,18 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   });
 
   routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {
+    const report = new DeliveryReport(reporting, c.get('enabled').provider.name);
+    const body = await readBody(c);
+    if (body === undefined) {
+      report.uploadAbandoned();
+      // Nobody may be listening; a sender's broken upload is a 400 all the same, never a 5xx.
+      return new AppError('invalid_payload').getResponse();
+    }
+    // The deadline covers our work, not the sender's upload.
+    report.bodyArrived();
     const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
-    const report = new DeliveryReport(deps, c.get('enabled').provider.name);
     try {
-      const authenticated = await authenticate(c, report);
+      const authenticated = await authenticate(c, body, report);
       if (authenticated.outcome === 'respond') {
         report.answeredWithoutStoring(authenticated.reason);
         return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
