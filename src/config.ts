@@ -83,15 +83,19 @@ const envSchema = z.object({
   ADMIN_TOKEN: bearerToken,
   METRICS_TOKEN: bearerToken,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
-  ACME_WEBHOOK_SECRET: secretList,
-  STANDARD_WEBHOOK_SECRET: secretList,
-  STRIPE_WEBHOOK_SECRET: secretList,
-  GITHUB_WEBHOOK_SECRET: secretList,
-  SHOPIFY_WEBHOOK_SECRET: secretList,
-  SLACK_SIGNING_SECRET: secretList,
 });
 
-export type Config = z.infer<typeof envSchema>;
+/** One sender's configuration: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY` and `_URL`. */
+export interface ProviderSettings {
+  secrets: readonly string[];
+  publicKeys: readonly string[];
+  url?: string;
+}
+
+export type Config = z.infer<typeof envSchema> & {
+  /** By provider name, every sender with at least one variable set. */
+  providers: Readonly<Record<string, ProviderSettings>>;
+};
 
 /**
  * Rules across variables. The relay starts a publish only while its lease outlasts the call's
@@ -191,6 +195,60 @@ function shortSecretWarnings(resolved: Resolved): ConfigWarning[] {
   });
 }
 
+/** A signed public URL: what the sender is configured to post to, exactly. */
+const publicUrl = z.url({ protocol: /^https?$/ });
+
+/** What a sender variable holds: HMAC secrets or shared tokens, public keys, or the signed URL. */
+export type ProviderVariableKind = 'SECRET' | 'PUBLIC_KEY' | 'URL';
+
+/** Slack's secret keeps the name Slack's own documentation gives it. */
+const VARIABLE_EXCEPTIONS: Readonly<Record<string, string>> = { slack_SECRET: 'SLACK_SIGNING_SECRET' };
+
+/** The contract's naming rule: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY`, `_URL` (Slack's secret aside). */
+export function providerVariable(provider: string, kind: ProviderVariableKind): string {
+  return VARIABLE_EXCEPTIONS[`${provider}_${kind}`] ?? `${provider.toUpperCase()}_WEBHOOK_${kind}`;
+}
+
+const PROVIDER_VARIABLE = /^([A-Z0-9]+)_WEBHOOK_(SECRET|PUBLIC_KEY|URL)$/;
+
+/** The sender and kind a variable configures by the naming rule, if it is one. */
+function providerVariableOf(variable: string): { provider: string; kind: ProviderVariableKind } | undefined {
+  if (variable === 'SLACK_SIGNING_SECRET') return { provider: 'slack', kind: 'SECRET' };
+  const match = PROVIDER_VARIABLE.exec(variable);
+  const provider = match?.[1]?.toLowerCase();
+  const kind = match?.[2] as ProviderVariableKind | undefined;
+  // A name the rule gives to another variable (`SLACK_WEBHOOK_SECRET`) configures nothing.
+  if (provider === undefined || kind === undefined || providerVariable(provider, kind) !== variable) return undefined;
+  return { provider, kind };
+}
+
+/**
+ * Every sender variable set, by the naming rule: this module knows no sender's name, so that every
+ * layer may read it; the provider registry decides which names are senders. Problems join the
+ * others, named by variable.
+ */
+function parseProviderSettings(
+  env: Readonly<Record<string, string | readonly string[]>>,
+  problems: string[],
+): Record<string, ProviderSettings> {
+  const settings: Record<string, ProviderSettings> = {};
+  for (const [variable, value] of Object.entries(env)) {
+    const target = providerVariableOf(variable);
+    if (target === undefined) continue;
+    const current = settings[target.provider] ?? { secrets: [], publicKeys: [] };
+    const parsed = (target.kind === 'URL' ? publicUrl : secretList).safeParse(value);
+    if (!parsed.success) {
+      problems.push(...parsed.error.issues.map((issue) => `${variable}: ${issue.message}`));
+      continue;
+    }
+    const data = parsed.data;
+    if (typeof data === 'string') settings[target.provider] = { ...current, url: data };
+    else if (target.kind === 'SECRET') settings[target.provider] = { ...current, secrets: data };
+    else settings[target.provider] = { ...current, publicKeys: data };
+  }
+  return settings;
+}
+
 export function parseConfig(env: Readonly<Record<string, string | undefined>>, sources: ConfigSources = {}): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
   const present = Object.fromEntries(
@@ -200,21 +258,35 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, s
   const resolved = resolveFiles(present, sources, problems);
   const parsed = checkedEnvSchema.safeParse(resolved);
   // Name the variable, never echo its value: it may be a secret or a connection string.
-  if (!parsed.success)
+  if (!parsed.success) {
     problems.push(...parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  const settings = parseProviderSettings(resolved, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   for (const warning of shortSecretWarnings(resolved)) sources.warn?.(warning);
-  return parsed.data;
+  return { ...parsed.data, providers: settings };
 }
 
-/** The `provider` column's names, each with its secret variable (the contract's provider table). */
-export function providerSecrets(config: Config): ProviderSecrets {
+/** Each provider's secrets by its `provider` column name (the contract's provider table). */
+export function providerSecrets(config: Pick<Config, 'providers'>): ProviderSecrets {
+  return Object.fromEntries(Object.entries(config.providers).map(([name, settings]) => [name, settings.secrets]));
+}
+
+/** Public keys and signed URLs by provider name, as enableProviders takes them beside the secrets. */
+export function providerExtras(config: Pick<Config, 'providers'>): {
+  publicKeys: ProviderSecrets;
+  urls: Readonly<Record<string, string>>;
+} {
+  const entries = Object.entries(config.providers);
   return {
-    acme: config.ACME_WEBHOOK_SECRET,
-    standard: config.STANDARD_WEBHOOK_SECRET,
-    stripe: config.STRIPE_WEBHOOK_SECRET,
-    github: config.GITHUB_WEBHOOK_SECRET,
-    shopify: config.SHOPIFY_WEBHOOK_SECRET,
-    slack: config.SLACK_SIGNING_SECRET,
+    publicKeys: Object.fromEntries(entries.map(([name, settings]) => [name, settings.publicKeys])),
+    urls: Object.fromEntries(
+      entries.flatMap(([name, settings]) => (settings.url === undefined ? [] : [[name, settings.url]])),
+    ),
   };
+}
+
+/** Whether any sender is enabled: a secret or a public key set for at least one. */
+export function anyProviderConfigured(config: Pick<Config, 'providers'>): boolean {
+  return Object.values(config.providers).some((settings) => settings.secrets.length + settings.publicKeys.length > 0);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adminApiRoutes } from '../src/admin/api.ts';
-import { adminOpenApi } from '../src/admin/openapi.ts';
+import { TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -72,10 +72,80 @@ describe('events', () => {
     expect(await call('/admin/api/events/acme/evt_unknown')).toEqual({ status: 404, body: { error: 'not_found' } });
   });
 
-  it('refuses bad query values with a 400 in the one error shape', async () => {
-    for (const query of ['status=lost', 'limit=0', 'limit=ten', 'limit=100000']) {
-      expect(await call(`/admin/api/events?${query}`)).toEqual({ status: 400, body: { error: 'invalid_request' } });
+  it('refuses unknown parameters and bad values with a 400 naming the field, never the value', async () => {
+    const cases: Array<[string, string]> = [
+      ['status=lost', 'status'],
+      ['limit=0', 'limit'],
+      ['limit=ten', 'limit'],
+      ['limit=100000', 'limit'],
+      ['since=yesterday', 'since'],
+      ['until=1y', 'until'],
+      ['provider=nobody', 'provider'],
+      ['cursor=bm90LWEtY3Vyc29y', 'cursor'],
+      ['sinse=1h', 'sinse'],
+      ['status=failed&status=parked', 'status'],
+    ];
+    for (const [query, field] of cases) {
+      expect(await call(`/admin/api/events?${query}`)).toEqual({
+        status: 400,
+        body: { error: 'invalid_request', field },
+      });
     }
+    expect(await call('/admin/api/outbox?statut=dead')).toEqual({
+      status: 400,
+      body: { error: 'invalid_request', field: 'statut' },
+    });
+    expect(await call('/admin/api/events/acme/evt_x?payload=yes')).toMatchObject({
+      status: 400,
+      body: { field: 'payload' },
+    });
+  });
+
+  it('filters by type, id prefix and time range, and pages by cursor to the last row', async () => {
+    // Rows of their own type, received at known instants one second apart (same millisecond twice,
+    // differing in microseconds only, so a cursor rounded to milliseconds would lose one).
+    const type = `paging.${Date.now()}`;
+    const base = Date.parse('2026-03-01T10:00:00Z');
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const id = `evt_page_${type}_${i}`;
+      ids.push(id);
+      const micros = i === 6 ? 5 : 0;
+      await sql`insert into webhook_events (provider, event_id, event_type, status, payload, received_at)
+        values ('acme', ${id}, ${type}, 'completed', '{}'::jsonb,
+          to_timestamp(${Math.floor((base + Math.min(i, 5) * 1000) / 1000)}) + ${micros} * interval '1 microsecond')`;
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = `type=${type}&limit=3${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const page = await call(`/admin/api/events?${query}`);
+      expect(page.status).toBe(200);
+      seen.push(...(page.body.events as Array<{ event_id: string }>).map((event) => event.event_id));
+      cursor = page.body.next_cursor as string | null;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(3);
+    // Newest first, each row once: 6 (5 µs after 5) before 5, then 4 … 0.
+    expect(seen).toEqual([ids[6], ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]]);
+
+    const ranged = await call(`/admin/api/events?type=${type}&since=2026-03-01T10:00:01Z&until=2026-03-01T10:00:03Z`);
+    expect((ranged.body.events as Array<{ event_id: string }>).map((event) => event.event_id)).toEqual([
+      ids[2],
+      ids[1],
+    ]);
+    const byId = await call(`/admin/api/events?id=${encodeURIComponent(`evt_page_${type}_3`)}`);
+    expect((byId.body.events as Array<{ event_id: string }>).map((event) => event.event_id)).toEqual([ids[3]]);
+    // A LIKE wildcard in the search is taken literally.
+    expect((await call(`/admin/api/events?id=evt_page_%25`)).body.events).toEqual([]);
+    // A duration counts back from the app's clock.
+    test.setNow(Date.parse('2026-03-01T10:00:04Z'));
+    const recent = await call(`/admin/api/events?type=${type}&since=2s`);
+    test.setNow(TEST_NOW_MS);
+    expect((recent.body.events as Array<{ event_id: string }>).map((event) => event.event_id)).toEqual(
+      ids.slice(2).reverse(),
+    );
   });
 
   it('replays a failed event: applied, audited, 200 with the state after', async () => {
@@ -100,6 +170,7 @@ describe('events', () => {
 
     const again = await post(`/admin/api/events/acme/${eventId}/replay`, { operator: 'alice' });
     expect(again.body).toMatchObject({ before: 'completed', applied: false, event: { status: 'completed' } });
+    expect(again.body.reason).toMatch(/only failed, parked or dead-lettered events are applied again/);
   });
 
   it('a replay without an operator is 400, an unknown event 404, and neither changes anything', async () => {
@@ -107,7 +178,7 @@ describe('events', () => {
     for (const body of [{}, { operator: '   ' }, { operator: 7 }]) {
       expect(await post(`/admin/api/events/acme/${eventId}/replay`, body)).toEqual({
         status: 400,
-        body: { error: 'invalid_request' },
+        body: { error: 'invalid_request', field: 'operator' },
       });
     }
     const malformed = await call(`/admin/api/events/acme/${eventId}/replay`, {
@@ -147,12 +218,41 @@ describe('outbox', () => {
     );
 
     expect(await post(`/admin/api/outbox/${dead}/retry`, {})).toMatchObject({ status: 400 });
+    const shown = await call(`/admin/api/outbox/${dead}?payload=true`);
+    expect(shown.body.message).toMatchObject({ id: dead, status: 'pending', payload: { n: 0 } });
+    expect(await call('/admin/api/outbox/not-a-uuid')).toEqual({ status: 404, body: { error: 'not_found' } });
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       expect(await post(`/admin/api/outbox/${id}/retry`, { operator: 'carol' })).toEqual({
         status: 404,
         body: { error: 'not_found' },
       });
     }
+  });
+});
+
+describe('outbox listings', () => {
+  it('filter by topic and id prefix, and page by cursor to the last message', async () => {
+    const topic = `topic.${Date.now()}`;
+    // Five messages created in the same millisecond: only the id tells them apart in the order.
+    const ids = await insertMessages(sql, 5, { topic, createdAt: new Date('2026-02-01T00:00:00Z') });
+    await sql`update outbox_messages set created_at = '2026-02-01T00:00:00Z' where id in ${sql(ids)}`;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 5; page++) {
+      const query: string = `topic=${topic}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const listed = await call(`/admin/api/outbox?${query}`);
+      expect(listed.status).toBe(200);
+      seen.push(...(listed.body.messages as Array<{ id: string }>).map((message) => message.id));
+      cursor = listed.body.next_cursor as string | null;
+      if (cursor === null) break;
+    }
+    expect(cursor).toBeNull();
+    expect(seen).toEqual([...ids].sort().reverse());
+    const [first] = ids as [string];
+    const byPrefix = await call(`/admin/api/outbox?id=${first.slice(0, 13)}&topic=${topic}`);
+    expect((byPrefix.body.messages as Array<{ id: string }>).map((message) => message.id)).toEqual([first]);
+    const none = await call(`/admin/api/outbox?topic=${topic}&until=2026-01-31T00:00:00Z`);
+    expect(none.body).toEqual({ messages: [], next_cursor: null });
   });
 });
 
@@ -169,20 +269,27 @@ describe('stats and the OpenAPI document', () => {
     expect(stats.body).toHaveProperty('oldest_unprocessed_seconds');
   });
 
-  it('serves an OpenAPI 3.1 document naming exactly the routes that exist', async () => {
+  it('serves an OpenAPI 3.1 document, generated from the route schemas, naming exactly the routes that exist', async () => {
     const served = await call('/admin/api/openapi.json');
     expect(served.status).toBe(200);
-    expect(served.body).toEqual(JSON.parse(JSON.stringify(adminOpenApi())));
-    expect(served.body.openapi).toBe('3.1.0');
-    const documented = Object.entries(adminOpenApi().paths)
+    const document = served.body as {
+      openapi: string;
+      paths: Record<string, Record<string, { parameters?: Array<{ name: string }>; requestBody?: unknown }>>;
+    };
+    expect(document.openapi).toBe('3.1.0');
+    const documented = Object.entries(document.paths)
       .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
       .sort();
     const routed = adminApiRoutes({} as Parameters<typeof adminApiRoutes>[0])
       .routes.filter((route) => route.method !== 'ALL')
-      .map((route) => `${route.method} /admin/api${route.path.replace(/:(\w+)/g, '{$1}')}`)
+      .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`)
       .sort();
     expect(documented).toEqual([...new Set(routed)]);
-    const replay = adminOpenApi().paths['/admin/api/events/{provider}/{eventId}/replay']?.post;
-    expect(replay?.requestBody?.content['application/json'].schema).toMatchObject({ required: ['operator'] });
+    const listParameters = document.paths['/admin/api/events']?.get?.parameters?.map((parameter) => parameter.name);
+    expect(listParameters).toEqual(
+      expect.arrayContaining(['status', 'provider', 'type', 'id', 'since', 'until', 'cursor', 'limit']),
+    );
+    const components = served.body.components as { schemas: Record<string, { required?: string[] }> };
+    expect(components.schemas.OperatorRequest?.required).toEqual(['operator']);
   });
 });

@@ -130,10 +130,11 @@ describe('every verb', () => {
     }
   });
 
-  it('exits 1 with a clear line without DATABASE_URL, or when the database is unreachable', async () => {
-    const missing = await cli(['outbox', 'list'], {});
+  it('exits 1 with a clear line without a database to work on, or when it is unreachable', async () => {
+    // No DATABASE_URL and no embedded server running on DATA_DIR.
+    const missing = await cli(['outbox', 'list'], { DATA_DIR: 'test/no-such-data-dir' });
     expect(missing.code).toBe(1);
-    expect(missing.output).toContain('DATABASE_URL is required');
+    expect(missing.output).toContain('DATABASE_URL is not set');
     const unreachable = await cli(['drain'], { DATABASE_URL: 'postgres://nobody:hunter2@127.0.0.1:1/none' });
     expect(unreachable.code).toBe(1);
     expect(unreachable.output).toContain('connection refused');

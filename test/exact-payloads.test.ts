@@ -6,8 +6,7 @@ import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent } from '../src/inbox/stored.ts';
 import { LosslessNumber } from '../src/lib/json.ts';
-import { acme } from '../src/providers/acme.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableProviders, providers } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -15,6 +14,7 @@ import { countEvents, eventRow } from './helpers/facts.ts';
 import { allSchemeSecrets, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
+const acmeOnly = new Map(providers.filter((provider) => provider.name === 'acme').map((p) => [p.name, p]));
 
 /** An acme event whose `data` carries `numbers` written exactly as given (JSON.stringify cannot). */
 function bodyWith(type: string, numbers: Record<string, string>, id = uniqueId('evt')): string {
@@ -98,7 +98,7 @@ describe('payload numbers, exactly as signed', () => {
     expect(onArrival).toBeGreaterThan(0);
 
     const replayed = await applyStoredEvent(
-      { db, handlers: recordingHandlers(seen), providers: new Map([['acme', acme]]) },
+      { db, handlers: recordingHandlers(seen), providers: acmeOnly },
       { provider: 'acme', eventId: id },
       { from: ['failed'], onFailure: { retryAt: new Date() } },
     );

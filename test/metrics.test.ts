@@ -2,13 +2,17 @@
 // and the optional bearer token.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineHandler } from '../src/domain/handlers.ts';
+import { defaultHandlers, defineHandler } from '../src/domain/handlers.ts';
+import { processMetrics } from '../src/entry/process-metrics.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
-import { acmeEvent, signedHeaders } from './helpers/acme.ts';
+import { labelBounds, Metrics } from '../src/lib/metrics.ts';
+import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
+import { buildTestRelay, insertMessages } from './helpers/outbox.ts';
 
-const { db } = await useTestDatabase();
+const { db, sql } = await useTestDatabase();
 
 async function deliver(test: TestApp, event: object, headers?: Record<string, string>) {
   const body = JSON.stringify(event);
@@ -103,5 +107,111 @@ describe('GET /metrics', () => {
     }
     const allowed = await test.request('/metrics', { method: 'GET', headers: { authorization: `Bearer ${token}` } });
     expect(allowed.status).toBe(200);
+  });
+
+  it('counts outbox outcomes by topic, and operator replays and retries by outcome', async () => {
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
+    const token = 'admin-token-for-metrics-0123456789';
+    const test = await buildTestApp(db, { metrics, config: { ADMIN_TOKEN: token } });
+    const topic = uniqueId('topic');
+    await insertMessages(sql, 2, { topic: `${topic}.ok` });
+    await insertMessages(sql, 1, { topic: `${topic}.gone` });
+    await insertMessages(sql, 1, { topic: `${topic}.later` });
+    const relay = buildTestRelay(db, {
+      metrics,
+      publisher: {
+        kind: 'test',
+        publish: async (message) =>
+          message.topic.endsWith('.ok')
+            ? { outcome: 'published' }
+            : message.topic.endsWith('.gone')
+              ? { outcome: 'permanent', error: 'HTTP 410' }
+              : { outcome: 'retry', error: 'HTTP 503' },
+      },
+    });
+    await relay.relay.drain();
+
+    const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'ledger down' });
+    await test.request(`/admin/api/events/acme/${eventId}/replay`, {
+      method: 'POST',
+      headers: admin,
+      body: '{"operator":"ann"}',
+    });
+    const [dead] = (await insertMessages(sql, 1, { status: 'dead' })) as [string];
+    await test.request(`/admin/api/outbox/${dead}/retry`, {
+      method: 'POST',
+      headers: admin,
+      body: '{"operator":"ann"}',
+    });
+    await test.request(`/admin/api/outbox/${dead}/retry`, {
+      method: 'POST',
+      headers: admin,
+      body: '{"operator":"ann"}',
+    });
+
+    const text = await (await test.request('/metrics', { method: 'GET' })).text();
+    const deliveries = (suffix: string, outcome: string) =>
+      sample(text, `webhook_outbox_deliveries_total{topic="${topic}.${suffix}",outcome="${outcome}"}`);
+    expect(deliveries('ok', 'published')).toBe(2);
+    expect(deliveries('gone', 'dead')).toBe(1);
+    expect(deliveries('later', 'retried')).toBe(1);
+    expect(sample(text, 'webhook_operator_replays_total{outcome="completed"}')).toBe(1);
+    expect(sample(text, 'webhook_operator_retries_total{outcome="retried"}')).toBe(1);
+    expect(sample(text, 'webhook_operator_retries_total{outcome="skipped"}')).toBe(1);
+  });
+
+  it("on Node, adds the process's metrics under their conventional names", async () => {
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
+    metrics.attach(processMetrics());
+    const test = await buildTestApp(db, { metrics });
+    const text = await (await test.request('/metrics', { method: 'GET' })).text();
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_gc_duration_seconds',
+    ]) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+    expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    // Each family is described once: our own and prom-client's never share a name.
+    const types = text.split('\n').filter((line) => line.startsWith('# TYPE '));
+    expect(new Set(types).size).toBe(types.length);
+  });
+});
+
+describe('latency by minute, for the dashboard', () => {
+  it('keeps a day of per-minute histograms and estimates p50 and p99 per bucket', () => {
+    let now = Date.UTC(2026, 5, 1, 12, 0, 30);
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers), () => now);
+    // Minute 12:00: 98 fast requests and 2 slow ones; 12:01: nothing; 12:02: one.
+    for (let i = 0; i < 98; i++) metrics.observeProcessing('acme', 0.004);
+    metrics.observeProcessing('acme', 3);
+    metrics.observeProcessing('acme', 4);
+    now += 120_000;
+    metrics.observeProcessing('acme', 0.2);
+    const [first, empty, third] = metrics.latencyQuantiles({
+      fromMs: Date.UTC(2026, 5, 1, 12, 0),
+      bucketMs: 60_000,
+      buckets: 3,
+    });
+    expect(first?.count).toBe(100);
+    expect(first?.p50).toBeLessThanOrEqual(0.005);
+    expect(first?.p99).toBeGreaterThan(2.5);
+    expect(first?.p99).toBeLessThanOrEqual(5);
+    expect(empty).toBeNull();
+    expect(third).toMatchObject({ count: 1 });
+    // Buckets of several minutes merge them.
+    const [merged] = metrics.latencyQuantiles({ fromMs: Date.UTC(2026, 5, 1, 12, 0), bucketMs: 180_000, buckets: 1 });
+    expect(merged?.count).toBe(101);
+    // A day later the first minute is forgotten.
+    now += 24 * 3_600_000;
+    metrics.observeProcessing('acme', 0.01);
+    const [gone] = metrics.latencyQuantiles({ fromMs: Date.UTC(2026, 5, 1, 12, 0), bucketMs: 60_000, buckets: 1 });
+    expect(gone).toBeNull();
   });
 });

@@ -4,21 +4,38 @@
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { github } from '../src/providers/github.ts';
+import { secretBytes } from '../src/providers/described.ts';
 import {
+  type Bytes,
   decodeBase64,
-  decodeSha256Base64,
+  decodeBase64Url,
   encodeHex,
   importHmacKey,
   sha256Hex,
   signHmac,
   utf8,
 } from '../src/providers/hmac.ts';
-import { parseEntries, signaturesOf } from '../src/providers/scheme.ts';
-import { shopify } from '../src/providers/shopify.ts';
-import { slack, slackSignedContent } from '../src/providers/slack.ts';
-import { standard, standardKeyBytes, standardSignedContent } from '../src/providers/standard.ts';
+import { providers } from '../src/providers/registry.ts';
+import { parseEntries } from '../src/providers/scheme.ts';
 import type { Verification, WebhookProvider } from '../src/providers/types.ts';
+
+function provider(name: string): WebhookProvider {
+  const found = providers.find((candidate) => candidate.name === name);
+  if (found === undefined) throw new Error(`no provider ${name}`);
+  return found;
+}
+const [standard, github, shopify, slack] = ['standard', 'github', 'shopify', 'slack'].map(provider) as [
+  WebhookProvider,
+  WebhookProvider,
+  WebhookProvider,
+  WebhookProvider,
+];
+
+function standardKeyBytes(secret: string): Bytes {
+  const bytes = secretBytes(secret, 'whsec');
+  if (bytes === null) throw new Error('not a whsec_ secret');
+  return bytes;
+}
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const at = (nowSeconds: number) => ({ nowSeconds, toleranceSeconds: 300 });
@@ -47,7 +64,7 @@ describe('Standard Webhooks vector', () => {
 
   it('is reproduced by our key derivation and signed content', async () => {
     const key = await importHmacKey(standardKeyBytes(secret));
-    const signature = await signHmac(key, standardSignedContent(id, String(timestamp), utf8(body)));
+    const signature = await signHmac(key, utf8(`${id}.${timestamp}.${body}`));
     expect(`v1,${base64(signature)}`).toBe(expected);
     expect(new Webhook(secret).sign(id, new Date(timestamp * 1000), body)).toBe(expected);
   });
@@ -135,7 +152,7 @@ describe('Slack vector', () => {
   const headers = { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': expected };
 
   it('is reproduced over v0:timestamp:body', async () => {
-    const signature = await signHmac(await importHmacKey(secret), slackSignedContent(timestamp, utf8(body)));
+    const signature = await signHmac(await importHmacKey(secret), utf8(`v0:${timestamp}:${body}`));
     expect(`v0=${encodeHex(signature)}`).toBe(expected);
   });
 
@@ -160,16 +177,16 @@ describe('strict decoding', () => {
     for (const text of ['QR==', 'QQ', 'QQ=', 'Q Q==', 'QQ==\n', '-_8=', 'QQ==QQ==', null]) {
       expect(decodeBase64(text), String(text)).toBeNull();
     }
-    expect(decodeSha256Base64(base64(new Uint8Array(32)))).toHaveLength(32);
-    expect(decodeSha256Base64(base64(new Uint8Array(31)))).toBeNull();
-    expect(decodeSha256Base64(base64(new Uint8Array(33)))).toBeNull();
   });
 
-  it('splits signature lists strictly and skips only versions it does not speak', () => {
+  it('takes unpadded base64url only where a sender writes it', () => {
+    expect(decodeBase64Url('-_8')).toEqual(new Uint8Array([0xfb, 0xff]));
+    expect(decodeBase64Url('QQ')).toEqual(new Uint8Array([0x41]));
+    for (const text of ['QQ==', '+/8', 'QR', 'Q', 'Q Q', null]) expect(decodeBase64Url(text), String(text)).toBeNull();
+  });
+
+  it('splits signature lists strictly', () => {
     const one = base64(new Uint8Array(32).fill(1));
-    const entries = parseEntries(`v1a,${base64(new Uint8Array(64))} v1,${one} v2,anything`, ' ', ',');
-    expect(signaturesOf(entries, 'v1', decodeSha256Base64)).toEqual([new Uint8Array(32).fill(1)]);
-    expect(signaturesOf(parseEntries(`v1,${one} v1,nope`, ' ', ','), 'v1', decodeSha256Base64)).toBeNull();
     for (const header of ['', 'v1', ',x', 'v1,', `v1,${one}  v1,${one}`]) {
       expect(parseEntries(header, ' ', ','), header).toBeNull();
     }

@@ -76,6 +76,24 @@ describe('npm start', () => {
     expect(refused.output()).toContain('no provider secret');
   });
 
+  it('stops at start-up, naming the sender and never the value, when a sender cannot be enabled', async () => {
+    const refused = startService({
+      DATABASE_URL: productionDatabase.url,
+      PORT: '0',
+      ACME_WEBHOOK_SECRET: 's3cret',
+      DISCORD_WEBHOOK_PUBLIC_KEY: 'not-an-ed25519-key-VALUE',
+    });
+    expect((await refused.exited).code).toBe(1);
+    const lines = refused.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^start-up failed: discord: /);
+    expect(refused.output()).not.toContain('VALUE');
+
+    const unsigned = startService({ DATABASE_URL: productionDatabase.url, PORT: '0', SQUARE_WEBHOOK_SECRET: 'k' });
+    expect((await unsigned.exited).code).toBe(1);
+    expect(unsigned.output()).toContain('square: signs the URL it posts to: set SQUARE_WEBHOOK_URL');
+  });
+
   it('names every bad variable, without echoing its value', async () => {
     const refused = startService({ PORT: 'eighty', DB_POOL_MAX: '0', DATABASE_URL: 'mysql://secret-host/db' });
     expect((await refused.exited).code).toBe(1);

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
-import { acme } from '../src/providers/acme.ts';
+import { providers } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -20,7 +20,9 @@ const later = new Date(Date.UTC(2030, 0, 1));
 const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
-  providers: new Map([['acme', acme]]),
+  providers: new Map(
+    providers.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
+  ),
 });
 
 async function storeWith(handlers: HandlerMap, event: object): Promise<void> {

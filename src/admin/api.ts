@@ -1,86 +1,242 @@
-// The admin API under /admin/api (mounted behind the bearer gate by routes.ts): list and show
-// events and outbox messages, replay and retry (the same code as the CLI's), counts by status, and
-// the OpenAPI document. Inputs are zod-validated; every answer, errors included, is JSON.
-import { zValidator } from '@hono/zod-validator';
-import { Hono } from 'hono';
-import type { z } from 'zod';
+// The admin API under /admin/api (mounted behind the bearer gate by src/admin/routes.ts): list events
+// and outbox messages (filters, id search, cursor paging), show one, replay and retry (the same code
+// as the CLI's), counts by status, and the OpenAPI document. Routes are declared with
+// @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
+// answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
+import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
+import { HTTPException } from 'hono/http-exception';
 import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
-import { getOutboxMessage, outboxJson } from '../ops/outbox-view.ts';
+import { getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
-import { isMessageId, listOutbox } from '../outbox/operator.ts';
-import { adminOpenApi } from './openapi.ts';
-import { eventParams, eventQuery, eventsQuery, messageParams, operatorBody, outboxQuery } from './schemas.ts';
+import { timeRange } from '../ops/time-bound.ts';
+import { isMessageId } from '../outbox/operator.ts';
+import {
+  documentAnswer,
+  errorSchema,
+  eventAnswer,
+  eventParams,
+  eventQuery,
+  eventsPage,
+  eventsQuery,
+  messageAnswer,
+  messageParams,
+  messageQuery,
+  operatorBody,
+  outboxPage,
+  outboxQuery,
+  replayAnswer,
+  retryAnswer,
+  statsAnswer,
+} from './schemas.ts';
 
-/** zValidator with the failure mapped to the one error shape (no zod issue text: it can echo input). */
-function valid<Target extends 'json' | 'query' | 'param' | 'form', Schema extends z.ZodType>(
-  target: Target,
-  schema: Schema,
-) {
-  return zValidator(target, schema, (result) => {
-    if (!result.success) throw new AppError('invalid_request');
-  });
+export const ADMIN_API_BASE = '/admin/api';
+
+/** The one 400 of the operator surfaces: which field, never its value (it can be anything a client sent). */
+export function invalidRequest(field?: string): AppError {
+  return new AppError('invalid_request', field === undefined ? {} : { field });
 }
 
+/** The field a zod failure is about: the first unknown key of a strict object, else the first issue's path. */
+function refusedField(error: z.ZodError): string | undefined {
+  const issue = error.issues.find((candidate) => candidate.code === 'unrecognized_keys') ?? error.issues[0];
+  if (issue === undefined) return undefined;
+  if (issue.code === 'unrecognized_keys') return issue.keys[0];
+  const [first] = issue.path;
+  return first === undefined ? undefined : String(first);
+}
+
+const json = <Schema extends z.ZodType>(schema: Schema, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const unauthorized = json(errorSchema, 'missing or wrong bearer token');
+const refused = { 400: json(errorSchema, 'a parameter or field was refused (named in `field`)'), 401: unauthorized };
+const notFound = json(errorSchema, 'unknown id');
+const operatorRequest = { required: true, content: { 'application/json': { schema: operatorBody } } };
+
+const routes = {
+  listEvents: createRoute({
+    method: 'get',
+    path: '/events',
+    summary: 'List events, newest first (no payloads), filtered and paged',
+    request: { query: eventsQuery },
+    responses: { 200: json(eventsPage, 'a page of events'), ...refused },
+  }),
+  showEvent: createRoute({
+    method: 'get',
+    path: '/events/{provider}/{eventId}',
+    summary: 'One event: state, attempts, last error, timestamps, and the outbox messages it produced',
+    request: { params: eventParams, query: eventQuery },
+    responses: { 200: json(eventAnswer, 'the event'), 404: notFound, ...refused },
+  }),
+  replay: createRoute({
+    method: 'post',
+    path: '/events/{provider}/{eventId}/replay',
+    summary: 'Replay one event through the domain path (completed or ignored: recorded, nothing applied)',
+    request: { params: eventParams, body: operatorRequest },
+    responses: { 200: json(replayAnswer, 'the state after the replay'), 404: notFound, ...refused },
+  }),
+  listOutbox: createRoute({
+    method: 'get',
+    path: '/outbox',
+    summary: 'List outbox messages, newest first (no payloads), filtered and paged',
+    request: { query: outboxQuery },
+    responses: { 200: json(outboxPage, 'a page of messages'), ...refused },
+  }),
+  showMessage: createRoute({
+    method: 'get',
+    path: '/outbox/{id}',
+    summary: 'One outbox message',
+    request: { params: messageParams, query: messageQuery },
+    responses: { 200: json(messageAnswer, 'the message'), 404: notFound, ...refused },
+  }),
+  retry: createRoute({
+    method: 'post',
+    path: '/outbox/{id}/retry',
+    summary: 'Send a dead message back to pending (attempts 0, due now); any other status is left alone',
+    request: { params: messageParams, body: operatorRequest },
+    responses: { 200: json(retryAnswer, 'the state after'), 404: notFound, ...refused },
+  }),
+  stats: createRoute({
+    method: 'get',
+    path: '/stats',
+    summary: 'Counts by status for events and outbox, and the oldest backlog ages',
+    responses: { 200: json(statsAnswer, 'counts and ages'), 401: unauthorized },
+  }),
+  document: createRoute({
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document',
+    responses: { 200: json(documentAnswer, 'OpenAPI 3.1'), 401: unauthorized },
+  }),
+};
+
+const DOCUMENT_INFO = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Webhook Inbox admin API',
+    version: '1',
+    description: 'Operator access to the inbox and the outbox. Replays and retries are recorded in operator_actions.',
+  },
+  security: [{ bearer: [] }],
+};
+
+/** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
 export interface AdminDeps {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
+  /** Counts replays and retries; the dashboard reads its per-minute request times. */
+  metrics: Pick<Metrics, 'countReplay' | 'countRetry' | 'latencyQuantiles'>;
 }
 
 export function adminApiRoutes(deps: AdminDeps) {
-  const operatorContext = (db: Database) => ({ db, clock: deps.clock, logger: deps.logger });
-  return new Hono<DatabaseEnv>()
-    .get('/events', valid('query', eventsQuery), async (c) => {
-      const events = await listEvents(c.var.db, c.req.valid('query'));
-      return c.json({ events: events.map(eventJson) });
-    })
-    .get('/events/:provider/:eventId', valid('param', eventParams), valid('query', eventQuery), async (c) => {
-      const event = await getEvent(c.var.db, c.req.valid('param'), {
-        payload: c.req.valid('query').payload === 'true',
-      });
-      if (event === undefined) throw new AppError('not_found');
-      return c.json({ event: eventJson(event) });
-    })
-    .post('/events/:provider/:eventId/replay', valid('param', eventParams), valid('json', operatorBody), async (c) => {
-      const { provider, eventId } = c.req.valid('param');
-      const result = await replayEvents(
-        { ...operatorContext(c.var.db), handlers: deps.handlers },
-        { provider, eventIds: [eventId], operator: c.req.valid('json').operator },
-      );
-      const [replayed] = result.kind === 'replayed' ? result.events : [];
-      if (replayed === undefined) throw new AppError('not_found');
-      return c.json({ before: replayed.before, applied: replayed.applied, event: eventJson(replayed.after) });
-    })
-    .get('/outbox', valid('query', outboxQuery), async (c) => {
-      const messages = await listOutbox(c.var.db, c.req.valid('query'));
-      return c.json({ messages: messages.map(outboxJson) });
-    })
-    .post('/outbox/:id/retry', valid('param', messageParams), valid('json', operatorBody), async (c) => {
-      const { id } = c.req.valid('param');
-      // Not a uuid cannot name a message: the same 404 as an unknown one.
-      if (!isMessageId(id)) throw new AppError('not_found');
-      const result = await retryOutbox(operatorContext(c.var.db), {
-        ids: [id],
-        operator: c.req.valid('json').operator,
-      });
-      const message = result.kind === 'retried' ? await getOutboxMessage(c.var.db, id) : undefined;
-      if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
-      return c.json({ retried: result.ids.length === 1, message: outboxJson(message) });
-    })
-    .get('/stats', async (c) => {
-      const counts = await statusCounts(c.var.db);
-      return c.json({
+  const operatorContext = (db: Database) => ({ db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics });
+  const api = new OpenAPIHono<DatabaseEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidRequest(refusedField(result.error));
+    },
+  }).basePath(ADMIN_API_BASE);
+  api.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'ADMIN_TOKEN',
+  });
+
+  api.openapi(routes.listEvents, async (c) => {
+    const query = c.req.valid('query');
+    const page = await listEvents(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
+    return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
+  });
+
+  api.openapi(routes.showEvent, async (c) => {
+    const key = c.req.valid('param');
+    const [event, messages] = await Promise.all([
+      getEvent(c.var.db, key, { payload: c.req.valid('query').payload === 'true' }),
+      messagesOfEvent(c.var.db, key),
+    ]);
+    if (event === undefined) throw new AppError('not_found');
+    return c.json({ event: eventJson(event), messages: messages.map(outboxJson) }, 200);
+  });
+
+  api.openapi(routes.replay, async (c) => {
+    const { provider, eventId } = c.req.valid('param');
+    const result = await replayEvents(
+      { ...operatorContext(c.var.db), handlers: deps.handlers },
+      { provider, eventIds: [eventId], operator: c.req.valid('json').operator },
+    );
+    const [replayed] = result.kind === 'replayed' ? result.events : [];
+    if (replayed === undefined) throw new AppError('not_found');
+    return c.json(
+      {
+        before: replayed.before,
+        applied: replayed.applied,
+        reason: replayed.reason ?? null,
+        event: eventJson(replayed.after),
+      },
+      200,
+    );
+  });
+
+  api.openapi(routes.listOutbox, async (c) => {
+    const query = c.req.valid('query');
+    const page = await listOutbox(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
+    return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor }, 200);
+  });
+
+  api.openapi(routes.showMessage, async (c) => {
+    const { id } = c.req.valid('param');
+    // Not a uuid cannot name a message: the same 404 as an unknown one.
+    const message = isMessageId(id)
+      ? await getOutboxMessage(c.var.db, id, { payload: c.req.valid('query').payload === 'true' })
+      : undefined;
+    if (message === undefined) throw new AppError('not_found');
+    return c.json({ message: outboxJson(message) }, 200);
+  });
+
+  api.openapi(routes.retry, async (c) => {
+    const { id } = c.req.valid('param');
+    if (!isMessageId(id)) throw new AppError('not_found');
+    const result = await retryOutbox(operatorContext(c.var.db), { ids: [id], operator: c.req.valid('json').operator });
+    const message = result.kind === 'retried' ? await getOutboxMessage(c.var.db, id) : undefined;
+    if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
+    return c.json({ retried: result.ids.length === 1, message: outboxJson(message) }, 200);
+  });
+
+  api.openapi(routes.stats, async (c) => {
+    const counts = await statusCounts(c.var.db);
+    return c.json(
+      {
         events: counts.events,
         outbox: counts.outbox,
         oldest_unprocessed_seconds: counts.oldestUnprocessedSeconds,
         oldest_pending_outbox_seconds: counts.oldestPendingOutboxSeconds,
-      });
-    })
-    .get('/openapi.json', (c) => c.json(adminOpenApi()));
+      },
+      200,
+    );
+  });
+
+  let document: Record<string, unknown> | undefined;
+  api.openapi(routes.document, (c) => {
+    // Generated on first request, not at start-up: a Worker isolate that never serves it never builds it.
+    document ??= api.getOpenAPI31Document(DOCUMENT_INFO) as unknown as Record<string, unknown>;
+    return c.json(document, 200);
+  });
+
+  // The app's onError answers everything else; the body's media-type check (from @hono/zod-openapi)
+  // throws a bare 415 that would not be JSON, so it gets the service's shape here.
+  api.onError((error) => {
+    if (error instanceof HTTPException && !(error instanceof AppError) && error.status === 415) {
+      return new AppError('unsupported_media_type').getResponse();
+    }
+    throw error;
+  });
+  return api;
 }

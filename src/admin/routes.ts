@@ -17,11 +17,13 @@ export function adminRoutes(deps: AdminRoutesDeps): Hono<DatabaseEnv> {
   const token = deps.config.ADMIN_TOKEN;
   if (token === undefined) return routes;
   const gate = requireBearer(token);
-  // A browser's plain navigation to /admin gets the sign-in page (still a 401); see dashboard.tsx.
-  routes.use('/admin', dashboardSignIn());
+  // A browser's plain navigation to a dashboard page gets the sign-in page (still a 401); see dashboard.tsx.
+  const signIn = dashboardSignIn();
+  routes.use('/admin', signIn);
+  routes.use('/admin/*', signIn);
   routes.use('/admin', gate);
   routes.use('/admin/*', gate);
-  routes.route('/admin/api', adminApiRoutes(deps));
-  routes.route('/admin', dashboardRoutes());
+  routes.route('/', adminApiRoutes(deps));
+  routes.route('/admin', dashboardRoutes(deps));
   return routes;
 }

@@ -1,33 +1,191 @@
-// The admin API's inputs as zod schemas: validated by @hono/zod-validator in src/ops/admin-api.ts
-// and turned into JSON Schema for the OpenAPI document (src/ops/admin-openapi.ts), so the document
-// cannot drift from what the routes accept.
-import { z } from 'zod';
+// The admin API's inputs and answers as zod schemas. The routes validate with the input schemas
+// (src/admin/api.ts, through @hono/zod-openapi) and the OpenAPI document is generated from the same
+// objects, so the document cannot drift from what the routes accept. Queries are strict: a parameter
+// the route does not know is refused, not ignored (a misspelt filter would otherwise list everything).
+import { z } from '@hono/zod-openapi';
 import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
+import { decodeCursor } from '../ops/cursor.ts';
+import { parseTimeBound } from '../ops/time-bound.ts';
+import { providers } from '../providers/registry.ts';
 
-const limit = z.coerce.number().int().min(1).max(1000).default(50).describe('at most this many, newest first');
+const providerNames = providers.map((provider) => provider.name) as [string, ...string[]];
 
-export const eventsQuery = z.object({
-  status: z.enum(webhookEventStatuses).optional(),
-  provider: z.string().min(1).max(64).optional(),
-  limit,
-});
+/** Rows in a page unless `limit` says otherwise (the API's and the dashboard's lists). */
+export const DEFAULT_LIMIT = 50;
+
+const limit = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(1000)
+  .default(DEFAULT_LIMIT)
+  .openapi({ description: 'at most this many, newest first' });
+
+/** `since`/`until`: an ISO 8601 time with its offset, or a duration back from now (90s, 15m, 6h, 2d). */
+const timeBound = (description: string) =>
+  z
+    .string()
+    .max(64)
+    .refine((value) => parseTimeBound(value, 0) !== undefined, { message: 'not a time' })
+    .optional()
+    .openapi({ description: `${description}: an ISO 8601 time or a duration back from now (90s, 15m, 6h, 2d)` });
+
+const cursor = (keys: number) =>
+  z
+    .string()
+    .max(2048)
+    .refine((value) => decodeCursor(value, keys) !== undefined, { message: 'not a cursor' })
+    .optional()
+    .openapi({ description: "the previous page's next_cursor" });
+
+export const eventsQuery = z
+  .object({
+    status: z.enum(webhookEventStatuses).optional(),
+    provider: z.enum(providerNames).optional(),
+    type: z.string().min(1).max(255).optional().openapi({ description: 'event type, exactly' }),
+    id: z.string().min(1).max(255).optional().openapi({ description: 'event ids starting with this' }),
+    since: timeBound('received at or after'),
+    until: timeBound('received before'),
+    cursor: cursor(2),
+    limit,
+  })
+  .strict();
 
 export const eventParams = z.object({
-  provider: z.string().min(1).max(64),
-  eventId: z.string().min(1).max(255),
+  provider: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'provider', in: 'path' } }),
+  eventId: z
+    .string()
+    .min(1)
+    .max(255)
+    .openapi({ param: { name: 'eventId', in: 'path' } }),
 });
 
-export const eventQuery = z.object({
-  payload: z.enum(['true', 'false']).optional().describe('include the stored payload (null once purged)'),
+const payloadFlag = z
+  .enum(['true', 'false'])
+  .optional()
+  .openapi({ description: 'include the stored payload (null once purged)' });
+
+export const eventQuery = z.object({ payload: payloadFlag }).strict();
+
+export const outboxQuery = z
+  .object({
+    status: z.enum(outboxStatuses).optional(),
+    topic: z.string().min(1).max(255).optional().openapi({ description: 'topic, exactly' }),
+    id: z.string().min(1).max(36).optional().openapi({ description: 'message ids starting with this' }),
+    since: timeBound('created at or after'),
+    until: timeBound('created before'),
+    cursor: cursor(1),
+    limit,
+  })
+  .strict();
+
+export const messageParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'id', in: 'path' } }),
 });
 
-export const outboxQuery = z.object({
-  status: z.enum(outboxStatuses).optional(),
-  limit,
+export const messageQuery = z.object({ payload: payloadFlag }).strict();
+
+export const operatorBody = z
+  .object({
+    operator: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .openapi({ description: 'who is doing this; recorded in operator_actions' }),
+  })
+  .openapi('OperatorRequest');
+
+// Answers: documentation and the handlers' types; the handlers build them from src/ops's wire forms.
+const timestamp = z.string().openapi({ format: 'date-time' });
+const nullableTimestamp = timestamp.nullable();
+
+export const errorSchema = z
+  .object({
+    error: z.string(),
+    field: z.string().optional().openapi({ description: 'on a 400: the parameter or field that was refused' }),
+  })
+  .openapi('Error');
+
+export const eventSchema = z
+  .object({
+    provider: z.string(),
+    event_id: z.string(),
+    event_type: z.string(),
+    status: z.enum(webhookEventStatuses),
+    attempts: z.number().int(),
+    last_error: z.string().nullable(),
+    received_at: timestamp.nullable(),
+    completed_at: nullableTimestamp,
+    available_at: nullableTimestamp,
+    occurred_at: nullableTimestamp.optional(),
+    locked_until: nullableTimestamp.optional(),
+    payload: z.unknown().optional().openapi({ description: 'only with ?payload=true; null once purged' }),
+  })
+  .openapi('Event');
+
+export const outboxMessageSchema = z
+  .object({
+    id: z.string().openapi({ format: 'uuid' }),
+    topic: z.string(),
+    deduplication_key: z.string(),
+    status: z.enum(outboxStatuses),
+    attempts: z.number().int(),
+    last_error: z.string().nullable(),
+    created_at: nullableTimestamp,
+    available_at: nullableTimestamp,
+    published_at: nullableTimestamp,
+    locked_until: nullableTimestamp,
+    payload: z.unknown().optional().openapi({ description: 'only with ?payload=true' }),
+  })
+  .openapi('OutboxMessage');
+
+export const nextCursor = z
+  .string()
+  .nullable()
+  .openapi({ description: 'pass as ?cursor= for the next page; null on the last page' });
+
+export const eventsPage = z.object({ events: eventSchema.array(), next_cursor: nextCursor }).openapi('EventsPage');
+
+export const eventAnswer = z.object({
+  event: eventSchema,
+  messages: outboxMessageSchema.array().openapi({ description: 'the outbox messages this event produced' }),
 });
 
-export const messageParams = z.object({ id: z.string().min(1).max(64) });
-
-export const operatorBody = z.object({
-  operator: z.string().trim().min(1).max(200).describe('who is doing this; recorded in operator_actions'),
+export const replayAnswer = z.object({
+  before: z.enum(webhookEventStatuses),
+  applied: z.boolean().openapi({ description: 'whether the event went through the domain path again' }),
+  reason: z
+    .string()
+    .nullable()
+    .openapi({ description: 'why the event is not done after the replay (its error, parked again, ...)' }),
+  event: eventSchema,
 });
+
+export const outboxPage = z
+  .object({ messages: outboxMessageSchema.array(), next_cursor: nextCursor })
+  .openapi('OutboxPage');
+
+export const messageAnswer = z.object({ message: outboxMessageSchema });
+
+export const retryAnswer = z.object({
+  retried: z.boolean().openapi({ description: 'false when the message was not dead (left as it was)' }),
+  message: outboxMessageSchema,
+});
+
+export const statsAnswer = z.object({
+  events: z.record(z.string(), z.number().int()),
+  outbox: z.record(z.string(), z.number().int()),
+  oldest_unprocessed_seconds: z.number(),
+  oldest_pending_outbox_seconds: z.number(),
+});
+
+export const documentAnswer = z.record(z.string(), z.unknown()).openapi({ description: 'OpenAPI 3.1' });

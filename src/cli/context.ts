@@ -1,17 +1,20 @@
 // What every CLI command runs with: the server's configuration (parseConfig), a database that must be
-// reachable and migrated, the clock, ids, jitter and a logger on stderr (stdout is the command's
-// answer, kept clean for --json). Also the exit codes the contract fixes, and the one wrapper that
-// turns a command's outcome or failure into one of them.
+// reachable and migrated (DATABASE_URL, else the embedded server `npm start` runs on DATA_DIR), the
+// clock, ids, jitter and a logger on stderr that stays silent unless --verbose (stdout is the
+// command's answer, kept clean for --json). Also the exit codes the contract fixes, and the one
+// wrapper that turns a command's outcome or failure into one of them.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type Command, InvalidArgumentError } from 'commander';
+import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
 import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
+import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
+import { providers } from '../providers/registry.ts';
 
 export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -35,11 +38,13 @@ export interface CliIo {
   ask?: (question: string) => Promise<string>;
   /** Whether stderr is a terminal (progress output is drawn only then). */
   errIsTerminal?: boolean;
+  /** The terminal's width, for help text; 80 when stdout is not a terminal. */
+  columns?: number;
 }
 
 export interface CliContext {
   config: Config;
-  /** DATABASE_URL, known to be set (the CLI refuses to run without it). */
+  /** DATABASE_URL, or the URL of the embedded server running on DATA_DIR. */
   databaseUrl: string;
   db: Database;
   clock: Clock;
@@ -64,21 +69,29 @@ function parseCliConfig(env: CliIo['env']): Config {
   }
 }
 
-function loadConfig(env: CliIo['env']): Config & { DATABASE_URL: string } {
-  const config = parseCliConfig(env);
-  const url = config.DATABASE_URL;
-  if (url === undefined) {
-    throw new CliError(EXIT.couldNotRun, 'DATABASE_URL is required: the CLI works on the database the server uses');
-  }
-  return { ...config, DATABASE_URL: url };
+/** Which database the CLI works on, in words for its error messages (never the URL: it holds a password). */
+interface DatabaseTarget {
+  url: string;
+  described: string;
 }
 
-async function openDatabase(
-  config: Config & { DATABASE_URL: string },
-  requireMigrated: boolean,
-): Promise<DatabaseHandle> {
+/** DATABASE_URL when set; else the embedded server of DATA_DIR when it runs; else a refusal saying how to get one. */
+async function findDatabase(config: Config): Promise<DatabaseTarget> {
+  if (config.DATABASE_URL !== undefined) return { url: config.DATABASE_URL, described: 'check DATABASE_URL' };
+  const embedded = await runningEmbeddedServer(config.DATA_DIR);
+  if (!embedded.running) {
+    throw new CliError(
+      EXIT.couldNotRun,
+      `DATABASE_URL is not set and ${embedded.reason}: start it with \`npm start\` (or \`npm run db:start\`) ` +
+        'in this folder, set DATA_DIR to where its data is, or set DATABASE_URL',
+    );
+  }
+  return { url: embedded.url, described: `the embedded server of DATA_DIR=${config.DATA_DIR}` };
+}
+
+async function openDatabase(config: Config, target: DatabaseTarget, requireMigrated: boolean): Promise<DatabaseHandle> {
   const handle = connectDatabase({
-    url: config.DATABASE_URL,
+    url: target.url,
     maxConnections: Math.min(config.DB_POOL_MAX, 4),
     statementTimeoutMs: CLI_STATEMENT_TIMEOUT_MS,
   });
@@ -89,7 +102,12 @@ async function openDatabase(
     pending = await hasPendingMigrations(handle.db, expectedMigration);
   } catch (error) {
     await handle.close().catch(() => {});
-    throw new CliError(EXIT.couldNotRun, databaseStartupProblem(error));
+    // The causes are named after DATABASE_URL's parts; the embedded server is named as it is.
+    const problem =
+      config.DATABASE_URL === undefined
+        ? `the database is unreachable (${target.described})`
+        : databaseStartupProblem(error);
+    throw new CliError(EXIT.couldNotRun, problem);
   }
   if (pending) {
     await handle.close();
@@ -115,7 +133,7 @@ export type OfflineAction<Args extends unknown[]> = (
  * Wraps a command's action: builds its context (config, database), runs it, closes the database and
  * records the exit code. Failures never print more than a class or a code: an error message from
  * the driver can quote parameters or the connection string. `offline` does the same without a
- * database (nor DATABASE_URL).
+ * database.
  */
 export interface Runner {
   <Args extends unknown[]>(
@@ -125,14 +143,15 @@ export interface Runner {
   offline<Args extends unknown[]>(action: OfflineAction<Args>): (...args: Args) => Promise<void>;
 }
 
-function baseContext(io: CliIo, config: Config): OfflineContext {
+function baseContext(io: CliIo, config: Config, verbose: boolean): OfflineContext {
   const clock = () => Date.now();
   return {
     config,
     clock,
     newId: () => randomUUID(),
     random: Math.random,
-    logger: createLogger({ level: config.LOG_LEVEL, now: () => new Date(clock()), write: io.err }),
+    // A command's answer is its output; the log lines of the code it runs are for --verbose.
+    logger: createLogger({ level: verbose ? config.LOG_LEVEL : 'silent', now: () => new Date(clock()), write: io.err }),
     out: io.out,
     err: io.err,
     ask: io.ask,
@@ -140,7 +159,11 @@ function baseContext(io: CliIo, config: Config): OfflineContext {
   };
 }
 
-export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): Runner {
+export function createRunner(
+  io: CliIo,
+  setExitCode: (code: ExitCode) => void,
+  isVerbose: () => boolean = () => false,
+): Runner {
   const guarded = async (body: () => Promise<ExitCode | undefined>, cleanUp: () => Promise<void>) => {
     try {
       setExitCode((await body()) ?? EXIT.done);
@@ -164,9 +187,14 @@ export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): 
       let handle: DatabaseHandle | undefined;
       await guarded(
         async () => {
-          const config = loadConfig(io.env);
-          handle = await openDatabase(config, options.requireMigrated ?? true);
-          const context: CliContext = { ...baseContext(io, config), databaseUrl: config.DATABASE_URL, db: handle.db };
+          const config = parseCliConfig(io.env);
+          const target = await findDatabase(config);
+          handle = await openDatabase(config, target, options.requireMigrated ?? true);
+          const context: CliContext = {
+            ...baseContext(io, config, isVerbose()),
+            databaseUrl: target.url,
+            db: handle.db,
+          };
           return action(context, ...args);
         },
         async () => handle?.close(),
@@ -176,7 +204,7 @@ export function createRunner(io: CliIo, setExitCode: (code: ExitCode) => void): 
     (action) =>
     async (...args) => {
       await guarded(
-        async () => action(baseContext(io, parseCliConfig(io.env)), ...args),
+        async () => action(baseContext(io, parseCliConfig(io.env), isVerbose()), ...args),
         async () => {},
       );
     };
@@ -192,11 +220,29 @@ export interface CommandModule {
   define(command: Command, run: Runner): void;
 }
 
+/** The provider names the service knows: an argument or option naming another is a usage error (exit 2). */
+export const PROVIDER_NAMES: readonly string[] = providers.map((provider) => provider.name);
+
+export const providerArgument = (description = 'the route name') =>
+  new Argument('<provider>', description).choices(PROVIDER_NAMES);
+
+export const providerOption = (description: string) =>
+  new Option('--provider <name>', description).choices(PROVIDER_NAMES);
+
 /** The `--operator` parser: a name is required and blanks are not one (a usage error, exit 2). */
 export function operatorName(value: string): string {
   const name = value.trim();
   if (name.length === 0) throw new InvalidArgumentError('must name someone');
   return name;
+}
+
+/**
+ * `--operator` checked in the action rather than as a required option: commander checks required
+ * options before arguments, and the provider or ids should be judged first.
+ */
+export function requireOperator(operator: string | undefined, verb: string): string {
+  if (operator === undefined) throw new CliError(EXIT.usage, `${verb}: --operator NAME is required (it is recorded)`);
+  return operator;
 }
 
 /** An option parser for a whole number in [min, max]; anything else is a usage error (exit 2). */

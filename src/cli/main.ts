@@ -19,4 +19,5 @@ process.exitCode = await runCli(process.argv.slice(2), {
   err: (line) => process.stderr.write(`${line}\n`),
   ...(process.stdin.isTTY ? { ask } : {}),
   errIsTerminal: process.stderr.isTTY === true,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
 });

@@ -1,5 +1,6 @@
 // The operator CLI (`npx webhook-inbox <verb>`): commander, one module per verb under commands/, and
 // the list below that registers them. Adding a verb is one file plus one line in `commands`.
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
@@ -39,18 +40,41 @@ function parentFor(program: Command, module: CommandModule): Command {
   return program.command(group).description(module.groupDescription ?? '');
 }
 
+/** The package's own version, read once from package.json (no build step stamps it in). */
+function packageVersion(): string {
+  const manifest: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  const version = (manifest as { version?: unknown }).version;
+  return typeof version === 'string' ? version : 'unknown';
+}
+
+const WHERE_THE_DATABASE_IS = `
+Database: DATABASE_URL when set; otherwise the embedded PostgreSQL that
+\`npm start\` runs with its data in DATA_DIR (default .data), found while it
+runs. Every other setting comes from the server's environment variables
+(docs/configuration.md). \`webhook-inbox <command> --help\` describes a command.
+Exit codes: 0 done, 1 could not run, 2 usage, 3 not found.`;
+
 export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): Command {
+  const helpWidth = io.columns ?? 80;
   const program = new Command('webhook-inbox')
-    .description('Operator commands for Webhook Inbox; configured by the same environment as the server.')
+    .description('Operator commands for Webhook Inbox.')
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .option('--verbose', 'also print the log lines of the work done (on stderr)')
+    .addHelpText('after', WHERE_THE_DATABASE_IS)
     .configureOutput({
       writeOut: (text) => io.out(text.trimEnd()),
       writeErr: (text) => io.err(text.trimEnd()),
+      getOutHelpWidth: () => helpWidth,
+      getErrHelpWidth: () => helpWidth,
     })
+    // Names only in the list of commands: each command's own --help shows its arguments, and the
+    // descriptions keep room to wrap at the terminal's width.
+    .configureHelp({ subcommandTerm: (command) => command.name() })
     .showHelpAfterError('(add --help for usage)')
     // Settings above are copied to every command created below; exitOverride makes commander throw
     // instead of exiting, so usage errors get the contract's code 2.
     .exitOverride();
-  const run = createRunner(io, setExitCode);
+  const run = createRunner(io, setExitCode, () => program.opts<{ verbose?: boolean }>().verbose === true);
   for (const module of commands) {
     const verb = module.path[module.path.length - 1] as string;
     module.define(parentFor(program, module).command(verb), run);

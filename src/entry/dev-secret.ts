@@ -6,9 +6,19 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { simulatedSchemes } from '../ops/simulator.ts';
 
+/** The file under DATA_DIR that holds the development secret. */
+export const developmentSecretFile = (dataDir: string): string => join(dataDir, 'acme-development-secret');
+
+/** The development secret if `npm start` made one already (the CLI's `send` reads it, never makes it). */
+export async function existingDevelopmentSecret(dataDir: string): Promise<string | undefined> {
+  const file = developmentSecretFile(dataDir);
+  return existsSync(file) ? (await readFile(file, 'utf8')).trim() : undefined;
+}
+
 export async function developmentSecret(dataDir: string): Promise<string> {
-  const file = join(dataDir, 'acme-development-secret');
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const existing = await existingDevelopmentSecret(dataDir);
+  if (existing !== undefined) return existing;
+  const file = developmentSecretFile(dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o755 });
   const secret = randomBytes(32).toString('hex');
   await writeFile(file, `${secret}\n`, { mode: 0o600 });

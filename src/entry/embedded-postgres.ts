@@ -33,9 +33,16 @@ async function grantTraversal(target: string): Promise<string[]> {
   }
 }
 
+/** Where the cluster's password is kept, and its data, under DATA_DIR. */
+const passwordFile = (dataDir: string) => join(dataDir, 'postgres-password');
+const clusterFolder = (dataDir: string) => join(dataDir, 'postgres');
+
+const embeddedUrl = (password: string, port: number) =>
+  `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
 /** The cluster's password is chosen once, at initdb, and kept beside the data (mode 0600). */
 async function clusterPassword(dataDir: string): Promise<string> {
-  const file = join(dataDir, 'postgres-password');
+  const file = passwordFile(dataDir);
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
   const password = randomBytes(18).toString('base64url');
   await writeFile(file, `${password}\n`, { mode: 0o600 });
@@ -52,7 +59,7 @@ export async function startEmbeddedPostgres(
   // PostgreSQL runs as the `postgres` OS user when we are root: it must be able to reach its folder.
   await mkdir(root, { recursive: true, mode: 0o755 });
   await chmod(root, 0o755);
-  const databaseDir = join(root, 'postgres');
+  const databaseDir = clusterFolder(root);
 
   // The package stops its servers on SIGINT/SIGTERM and then exits the process by itself; our
   // entries shut down in their own order (HTTP first, database last), so its signal hooks come off.
@@ -88,8 +95,48 @@ export async function startEmbeddedPostgres(
     throw new Error(`embedded PostgreSQL did not start (data in ${databaseDir}); is another server using it?`);
   }
   return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    url: embeddedUrl(password, port),
     madeTraversable,
     stop: () => server.stop(),
   };
+}
+
+/** Whether a process with this id exists (EPERM: it does, under another user, as `postgres` under root). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export type RunningServer = { running: true; url: string } | { running: false; reason: string };
+
+/**
+ * The embedded server that `npm start` or `npm run db:start` runs on DATA_DIR, found the way
+ * PostgreSQL itself publishes it: `postmaster.pid` in the data folder holds the server's process id
+ * (line 1) and port (line 4) while it runs; the password is the one kept beside the data. The port
+ * changes at every start, so the CLI asks here instead of being told.
+ */
+export async function runningEmbeddedServer(dataDir: string): Promise<RunningServer> {
+  const root = resolve(dataDir);
+  let lines: string[];
+  try {
+    lines = (await readFile(join(clusterFolder(root), 'postmaster.pid'), 'utf8')).split('\n');
+  } catch {
+    return { running: false, reason: `no embedded PostgreSQL is running with its data in ${dataDir}` };
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port) || port <= 0 || !processExists(pid)) {
+    return { running: false, reason: `the embedded PostgreSQL of ${dataDir} is not running (a stale postmaster.pid)` };
+  }
+  let password: string;
+  try {
+    password = (await readFile(passwordFile(root), 'utf8')).trim();
+  } catch {
+    return { running: false, reason: `cannot read ${passwordFile(dataDir)}, the embedded server's password` };
+  }
+  return { running: true, url: embeddedUrl(password, port) };
 }

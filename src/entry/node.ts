@@ -7,7 +7,15 @@
 import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../config.ts';
+import {
+  anyProviderConfigured,
+  type Config,
+  ConfigError,
+  type ConfigWarning,
+  parseConfig,
+  providerExtras,
+  providerSecrets,
+} from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
@@ -27,6 +35,7 @@ import { undiciPost } from '../outbox/undici-post.ts';
 import { enableProviders } from '../providers/registry.ts';
 import { developmentSecret, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
+import { processMetrics } from './process-metrics.ts';
 
 class StartupError extends Error {}
 
@@ -86,11 +95,15 @@ async function main(): Promise<void> {
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
 
   const secrets = { ...providerSecrets(config) };
-  const anySecret = Object.values(secrets).some((list) => list.length > 0);
+  const anySecret = anyProviderConfigured(config);
   const production = config.NODE_ENV === 'production';
   if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
   const devSecret = anySecret ? undefined : await developmentSecret(config.DATA_DIR);
   if (devSecret !== undefined) secrets.acme = [devSecret];
+  // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
+  const providers = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
+    throw new StartupError(`start-up failed: ${(error as Error).message}`);
+  });
 
   let embedded: EmbeddedServer | undefined;
   let url = config.DATABASE_URL;
@@ -128,9 +141,9 @@ async function main(): Promise<void> {
     throw new StartupError(databaseStartupProblem(error));
   }
 
-  const providers = await enableProviders(secrets);
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
+  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
+  metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({
@@ -151,6 +164,7 @@ async function main(): Promise<void> {
     newId: () => `relay-${newId()}`,
     random: Math.random,
     logger,
+    metrics,
     settings: relaySettings(config),
   });
   const relaySchedule = startSchedule({

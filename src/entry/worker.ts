@@ -4,7 +4,15 @@
 
 import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
-import { type Config, ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../config.ts';
+import {
+  anyProviderConfigured,
+  type Config,
+  ConfigError,
+  type ConfigWarning,
+  parseConfig,
+  providerExtras,
+  providerSecrets,
+} from '../config.ts';
 import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
@@ -62,12 +70,11 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
     throw new ConfigError(['HYPERDRIVE: no Hyperdrive binding of that name (wrangler.toml [[hyperdrive]])']);
   }
-  const secrets = providerSecrets(config);
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
-  if (!Object.values(secrets).some((list) => list.length > 0)) {
+  if (!anyProviderConfigured(config)) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  const providers = await enableProviders(secrets);
+  const providers = await enableProviders(providerSecrets(config), providerExtras(config));
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));

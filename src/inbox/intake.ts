@@ -137,8 +137,11 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
 
   /** Signature (401) and payload (400): the authenticated event, or the protocol answer to give. */
   async function authenticate(c: Context<IntakeEnv>, body: Uint8Array<ArrayBuffer>, report: DeliveryReport) {
-    const { provider, keys } = c.get('enabled');
-    const verification = await provider.verify({ body, headers: c.req.raw.headers }, keys, {
+    const { provider, keys, url } = c.get('enabled');
+    // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
+    // URL this request arrived at is not the one the sender signed.
+    const delivery = { body, headers: c.req.raw.headers, method: c.req.method, ...(url === undefined ? {} : { url }) };
+    const verification = await provider.verify(delivery, keys, {
       nowSeconds: Math.floor(deps.clock() / 1000),
       toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
     });
@@ -207,6 +210,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const authenticated = await authenticate(c, body, report);
       if (authenticated.outcome === 'respond') {
         report.answeredWithoutStoring(authenticated.reason);
+        // Discord's ping wants an empty 204; the others a JSON answer.
+        if (authenticated.status === 204) return c.body(null, 204);
         return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
       }
       const { event } = authenticated;

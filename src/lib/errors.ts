@@ -24,18 +24,22 @@ export const RETRY_AFTER_SECONDS = 5;
 
 export class AppError extends HTTPException {
   readonly code: ErrorCode;
+  /** For `invalid_request`: the parameter or field refused, by name (never its value). */
+  readonly field: string | undefined;
 
-  constructor(code: ErrorCode, options: { cause?: unknown } = {}) {
+  constructor(code: ErrorCode, options: { cause?: unknown; field?: string } = {}) {
     const { status } = errorCodes[code];
     super(status, { message: code, cause: options.cause });
     this.name = 'AppError';
     this.code = code;
+    this.field = options.field;
   }
 
   override getResponse(): Response {
     const headers = new Headers({ 'content-type': 'application/json' });
     if (this.code === 'unavailable') headers.set('retry-after', String(RETRY_AFTER_SECONDS));
-    return new Response(JSON.stringify({ error: this.code }), { status: this.status, headers });
+    const body = this.field === undefined ? { error: this.code } : { error: this.code, field: this.field };
+    return new Response(JSON.stringify(body), { status: this.status, headers });
   }
 }
 

@@ -1,7 +1,10 @@
 // Prometheus metrics: counters and a latency histogram kept in this process (per isolate on
 // Workers), and gauges read from the database at scrape time. Labels are bounded by construction:
-// providers from the registry, event types from the handler map (else `other`), never an event id.
-// Written here rather than with prom-client, which needs Node's runtime and would not run in workerd.
+// providers from the registry, event types from the handler map (else `other`), outbox topics (named
+// by the code's handlers, capped), never an event id. Written here rather than with prom-client,
+// which needs Node's runtime and would not run in workerd; the Node entry attaches prom-client's
+// process metrics as an extra source (`attach`). The latency histogram is also kept per minute for a
+// day, so the dashboard can draw p50/p99 over time.
 import type { ErrorCode } from './errors.ts';
 
 export type EventOutcome =
@@ -24,7 +27,27 @@ export interface GaugeSample {
   value: number;
 }
 
+/** What the relay did with one message: the outbox counters' `outcome` label. */
+export type OutboxOutcome = 'published' | 'retried' | 'dead';
+
+/** An operator replay's result (the event's status after it, or `not_applied`), or a retry's. */
+export type ReplayOutcome = 'completed' | 'ignored' | 'failed' | 'parked' | 'dead_letter' | 'not_applied';
+export type RetryOutcome = 'retried' | 'skipped';
+
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** Distinct topics kept as label values; more than this many is a bug in a handler, counted as `other`. */
+const MAX_TOPICS = 50;
+const MINUTE_MS = 60_000;
+/** Minutes of per-minute latency kept for the dashboard's charts. */
+const LATENCY_HISTORY_MINUTES = 24 * 60;
+
+/** Quantiles of one time bucket, estimated from the histogram as Prometheus's histogram_quantile does. */
+export interface LatencyQuantiles {
+  count: number;
+  p50: number;
+  p99: number;
+}
 
 function labelText(labels: Readonly<Record<string, string>>): string {
   const parts = Object.entries(labels).map(
@@ -68,6 +91,25 @@ function histogramLines(
   ];
 }
 
+/** The q-quantile of a cumulative histogram, linear within the bucket that holds it (histogram_quantile). */
+function quantile(histogram: Histogram, bounds: readonly number[], q: number): number {
+  const rank = q * histogram.count;
+  let lower = 0;
+  let below = 0;
+  for (let i = 0; i < bounds.length; i++) {
+    const upper = bounds[i] ?? 0;
+    const cumulative = histogram.buckets[i] ?? 0;
+    if (cumulative >= rank) {
+      const inBucket = cumulative - below;
+      return inBucket === 0 ? upper : lower + ((upper - lower) * (rank - below)) / inBucket;
+    }
+    lower = upper;
+    below = cumulative;
+  }
+  // Above the largest bound: that bound is all a histogram can say.
+  return bounds[bounds.length - 1] ?? 0;
+}
+
 /** Label bounds: every provider name, each with the event types its handler map names. */
 export function labelBounds(
   providerNames: Iterable<string>,
@@ -80,12 +122,25 @@ export class Metrics {
   readonly #events = new Map<string, number>();
   readonly #rejections = new Map<string, number>();
   readonly #latency = new Map<string, Histogram>();
+  /** All providers' latencies by minute (ms since the epoch / 60000), for the last day. */
+  readonly #latencyByMinute = new Map<number, Histogram>();
+  readonly #outbox = new Map<string, number>();
+  readonly #topics = new Set<string>();
+  readonly #replays = new Map<string, number>();
+  readonly #retries = new Map<string, number>();
+  readonly #sources: Array<() => Promise<string>> = [];
   readonly #batchSizes = emptyHistogram(BATCH_SIZE_BUCKETS);
 
   constructor(
     /** Known provider names and, per provider, the event types that may appear as label values. */
     private readonly knownTypes: ReadonlyMap<string, ReadonlySet<string>>,
+    private readonly clock: () => number = Date.now,
   ) {}
+
+  /** Adds exposition text from elsewhere (the Node entry's process metrics) to every scrape. */
+  attach(source: () => Promise<string>): void {
+    this.#sources.push(source);
+  }
 
   #provider(provider: string): string {
     return this.knownTypes.has(provider) ? provider : 'other';
@@ -117,6 +172,68 @@ export class Metrics {
       this.#latency.set(key, histogram);
     }
     observeInto(histogram, LATENCY_BUCKETS_SECONDS, seconds);
+
+    const minute = Math.floor(this.clock() / MINUTE_MS);
+    let perMinute = this.#latencyByMinute.get(minute);
+    if (perMinute === undefined) {
+      perMinute = emptyHistogram(LATENCY_BUCKETS_SECONDS);
+      this.#latencyByMinute.set(minute, perMinute);
+      // A new minute began: forget the one that fell out of the day (at most one per minute).
+      for (const old of this.#latencyByMinute.keys()) {
+        if (old <= minute - LATENCY_HISTORY_MINUTES) this.#latencyByMinute.delete(old);
+      }
+    }
+    observeInto(perMinute, LATENCY_BUCKETS_SECONDS, seconds);
+  }
+
+  /**
+   * p50 and p99 of request times in each of `buckets` buckets of `bucketMs` (whole minutes) from
+   * `fromMs`; null where nothing was observed. This process's requests only.
+   */
+  latencyQuantiles(window: { fromMs: number; bucketMs: number; buckets: number }): Array<LatencyQuantiles | null> {
+    const minutesPerBucket = Math.max(1, Math.round(window.bucketMs / MINUTE_MS));
+    const firstMinute = Math.floor(window.fromMs / MINUTE_MS);
+    return Array.from({ length: window.buckets }, (_, index) => {
+      const merged = emptyHistogram(LATENCY_BUCKETS_SECONDS);
+      for (let m = 0; m < minutesPerBucket; m++) {
+        const minute = this.#latencyByMinute.get(firstMinute + index * minutesPerBucket + m);
+        if (minute === undefined) continue;
+        minute.buckets.forEach((count, i) => {
+          merged.buckets[i] = (merged.buckets[i] ?? 0) + count;
+        });
+        merged.count += minute.count;
+        merged.sum += minute.sum;
+      }
+      return merged.count === 0
+        ? null
+        : {
+            count: merged.count,
+            p50: quantile(merged, LATENCY_BUCKETS_SECONDS, 0.5),
+            p99: quantile(merged, LATENCY_BUCKETS_SECONDS, 0.99),
+          };
+    });
+  }
+
+  countOutbox(topic: string, outcome: OutboxOutcome): void {
+    if (!this.#topics.has(topic) && this.#topics.size < MAX_TOPICS) this.#topics.add(topic);
+    const key = labelText({ topic: this.#topics.has(topic) ? topic : 'other', outcome });
+    this.#outbox.set(key, (this.#outbox.get(key) ?? 0) + 1);
+  }
+
+  countReplay(outcome: ReplayOutcome): void {
+    const key = labelText({ outcome });
+    this.#replays.set(key, (this.#replays.get(key) ?? 0) + 1);
+  }
+
+  countRetry(outcome: RetryOutcome): void {
+    const key = labelText({ outcome });
+    this.#retries.set(key, (this.#retries.get(key) ?? 0) + 1);
+  }
+
+  /** render(), then whatever the attached sources add (process metrics on Node). */
+  async renderAll(gauges: readonly GaugeSample[]): Promise<string> {
+    const extra = await Promise.all(this.#sources.map((source) => source()));
+    return [this.render(gauges), ...extra.map((text) => (text.endsWith('\n') ? text : `${text}\n`))].join('');
   }
 
   /** One group-commit transaction of the intake and how many deliveries it carried. */
@@ -147,6 +264,15 @@ export class Metrics {
       family('webhook_intake_batch_size', 'Deliveries per intake transaction (group commit).', 'histogram');
       lines.push(...histogramLines('webhook_intake_batch_size', {}, BATCH_SIZE_BUCKETS, this.#batchSizes));
     }
+
+    family('webhook_outbox_deliveries_total', 'Outbox publish outcomes by topic: published, retried, dead.', 'counter');
+    for (const [labels, value] of this.#outbox) lines.push(`webhook_outbox_deliveries_total${labels} ${value}`);
+
+    family('webhook_operator_replays_total', 'Operator replays by the event status they left.', 'counter');
+    for (const [labels, value] of this.#replays) lines.push(`webhook_operator_replays_total${labels} ${value}`);
+
+    family('webhook_operator_retries_total', 'Operator retries of outbox messages by outcome.', 'counter');
+    for (const [labels, value] of this.#retries) lines.push(`webhook_operator_retries_total${labels} ${value}`);
 
     const described = new Set<string>();
     for (const gauge of gauges) {

@@ -1,12 +1,14 @@
 // What an operator reads about inbox events (CLI `events list|show`, the admin API and the
-// dashboard): listings without payloads, one event with its payload only when asked, and counts by
-// status. Reads only: every change goes through replay (src/ops/replay.ts).
-import { and, desc, eq, gte, sql } from 'drizzle-orm';
+// dashboard): filtered listings without payloads, newest first and paged by cursor, one event with
+// its payload only when asked, and counts by status. Reads only: every change goes through replay
+// (src/ops/replay.ts).
+import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { oldestPendingCreatedAt } from '../outbox/metrics.ts';
+import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface EventListing {
   provider: string;
@@ -30,7 +32,15 @@ export interface EventDetail extends EventListing {
 export interface EventFilter {
   status?: WebhookEventStatus | undefined;
   provider?: string | undefined;
+  type?: string | undefined;
+  /** Event ids starting with this (an exact id finds that event). */
+  id?: string | undefined;
+  /** Received at or after. */
   since?: Date | undefined;
+  /** Received before. */
+  until?: Date | undefined;
+  /** Where the previous page ended (its `nextCursor`). */
+  cursor?: string | undefined;
   limit: number;
 }
 
@@ -47,20 +57,26 @@ const listingColumns = {
   availableAt: t.availableAt,
 };
 
-/** Newest first; payloads are left out (a listing is for finding events, not reading data). */
-export async function listEvents(db: Executor, filter: EventFilter): Promise<EventListing[]> {
-  return db
-    .select(listingColumns)
+/** Newest first, `limit` at a time; payloads are left out (a listing is for finding events, not reading data). */
+export async function listEvents(db: Executor, filter: EventFilter): Promise<Page<EventListing>> {
+  const position = resumeFrom(filter.cursor, 2);
+  const rows = await db
+    .select({ ...listingColumns, atMicros: micros(t.receivedAt) })
     .from(t)
     .where(
       and(
         filter.status === undefined ? undefined : eq(t.status, filter.status),
         filter.provider === undefined ? undefined : eq(t.provider, filter.provider),
+        filter.type === undefined ? undefined : eq(t.eventType, filter.type),
+        filter.id === undefined ? undefined : like(t.eventId, startsWith(filter.id)),
         filter.since === undefined ? undefined : gte(t.receivedAt, filter.since),
+        filter.until === undefined ? undefined : lt(t.receivedAt, filter.until),
+        position === undefined ? undefined : after(t.receivedAt, [t.provider, t.eventId], position),
       ),
     )
-    .orderBy(desc(t.receivedAt), t.provider, t.eventId)
-    .limit(filter.limit);
+    .orderBy(desc(t.receivedAt), desc(t.provider), desc(t.eventId))
+    .limit(filter.limit + 1);
+  return pageOf(rows, filter.limit, (row) => [row.provider, row.eventId]);
 }
 
 export async function getEvent(

@@ -31,7 +31,9 @@ export function metricsRoutes(deps: MetricsDeps): Hono<DatabaseEnv> {
       databaseUp = 0;
     }
     gauges.push({ name: 'webhook_database_up', help: 'Whether the database answered this scrape.', value: databaseUp });
-    return c.text(deps.metrics.render(gauges), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return c.text(await deps.metrics.renderAll(gauges), 200, {
+      'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+    });
   });
   return routes;
 }

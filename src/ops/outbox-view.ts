@@ -1,12 +1,59 @@
-// What an operator reads about one outbox message, and the wire form (snake_case, like the table)
-// that `outbox list --json`, the admin API and the dashboard share. Payloads are never shown.
-import { eq } from 'drizzle-orm';
+// What an operator reads about outbox messages (CLI `outbox list`, the admin API and the dashboard):
+// filtered listings newest first and paged by cursor, one message, the messages an event produced,
+// and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
+// message's own page and API answer, when asked.
+import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { outboxMessages } from '../db/schema.ts';
+import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
-import type { OutboxListing } from '../outbox/operator.ts';
+import type { JsonValue } from '../lib/json.ts';
+import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
-export function outboxJson(message: OutboxListing) {
+export interface OutboxListing {
+  id: string;
+  topic: string;
+  deduplicationKey: string;
+  status: OutboxStatus;
+  attempts: number;
+  lastError: string | null;
+  createdAt: Date;
+  availableAt: Date;
+  publishedAt: Date | null;
+  lockedUntil: Date | null;
+}
+
+export interface OutboxDetail extends OutboxListing {
+  payload?: JsonValue;
+}
+
+export interface OutboxFilter {
+  status?: OutboxStatus | undefined;
+  topic?: string | undefined;
+  /** Message ids starting with this (an exact id finds that message). */
+  id?: string | undefined;
+  /** Created at or after. */
+  since?: Date | undefined;
+  /** Created before. */
+  until?: Date | undefined;
+  cursor?: string | undefined;
+  limit: number;
+}
+
+const t = outboxMessages;
+const listingColumns = {
+  id: t.id,
+  topic: t.topic,
+  deduplicationKey: t.deduplicationKey,
+  status: t.status,
+  attempts: t.attempts,
+  lastError: t.lastError,
+  createdAt: t.createdAt,
+  availableAt: t.availableAt,
+  publishedAt: t.publishedAt,
+  lockedUntil: t.lockedUntil,
+};
+
+export function outboxJson(message: OutboxDetail) {
   return {
     id: message.id,
     topic: message.topic,
@@ -18,25 +65,58 @@ export function outboxJson(message: OutboxListing) {
     available_at: isoOrNull(message.availableAt),
     published_at: isoOrNull(message.publishedAt),
     locked_until: isoOrNull(message.lockedUntil),
+    ...('payload' in message ? { payload: message.payload ?? null } : {}),
   };
 }
 
-export async function getOutboxMessage(db: Executor, id: string): Promise<OutboxListing | undefined> {
-  const t = outboxMessages;
+/** Newest first, `limit` at a time; payloads are left out. */
+export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Page<OutboxListing>> {
+  const position = resumeFrom(filter.cursor, 1);
+  const rows = await db
+    .select({ ...listingColumns, atMicros: micros(t.createdAt) })
+    .from(t)
+    .where(
+      and(
+        filter.status === undefined ? undefined : eq(t.status, filter.status),
+        filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
+        filter.id === undefined ? undefined : like(sql`${t.id}::text`, startsWith(filter.id.toLowerCase())),
+        filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
+        filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
+        // The id column is a uuid: the cursor's text key is cast back to one.
+        position === undefined ? undefined : after(t.createdAt, [t.id], position),
+      ),
+    )
+    .orderBy(desc(t.createdAt), desc(t.id))
+    .limit(filter.limit + 1);
+  return pageOf(rows, filter.limit, (row) => [row.id]);
+}
+
+export async function getOutboxMessage(
+  db: Executor,
+  id: string,
+  options: { payload?: boolean } = {},
+): Promise<OutboxDetail | undefined> {
   const [row] = await db
-    .select({
-      id: t.id,
-      topic: t.topic,
-      deduplicationKey: t.deduplicationKey,
-      status: t.status,
-      attempts: t.attempts,
-      lastError: t.lastError,
-      createdAt: t.createdAt,
-      availableAt: t.availableAt,
-      publishedAt: t.publishedAt,
-      lockedUntil: t.lockedUntil,
-    })
+    .select({ ...listingColumns, payload: t.payload })
     .from(t)
     .where(eq(t.id, id));
-  return row;
+  if (row === undefined) return undefined;
+  const { payload, ...rest } = row;
+  return options.payload ? { ...rest, payload: payload as JsonValue } : rest;
+}
+
+/**
+ * The messages one event produced: their deduplication key is `provider:event_id:topic`. The prefix
+ * finds candidates; the exact key rules out another event whose id merely starts the same way.
+ */
+export async function messagesOfEvent(
+  db: Executor,
+  key: { provider: string; eventId: string },
+): Promise<OutboxListing[]> {
+  const prefix = `${key.provider}:${key.eventId}:`;
+  return db
+    .select(listingColumns)
+    .from(t)
+    .where(and(like(t.deduplicationKey, startsWith(prefix)), sql`${t.deduplicationKey} = ${prefix} || ${t.topic}`))
+    .orderBy(t.createdAt, t.id);
 }

@@ -8,6 +8,7 @@ import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { providers as schemes } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
 
@@ -21,6 +22,8 @@ export interface ReplayContext {
   logger: Logger;
   /** Providers asked whether they know a parked payload's schema now; every scheme by default. */
   providers?: StoredContext['providers'];
+  /** Counts each replay by the status it left (the CLI, a short process, has none). */
+  metrics?: Pick<Metrics, 'countReplay'>;
 }
 
 export interface ReplayRequest {
@@ -36,9 +39,27 @@ export interface ReplayedEvent {
   applied: boolean;
   /** The event as it stands after the replay. */
   after: EventDetail;
+  /** Why the replay did not leave the event done (completed or ignored); absent when it did. */
+  reason?: string;
 }
 
 export type ReplayResult = { kind: 'replayed'; events: ReplayedEvent[] } | { kind: 'not_found'; eventIds: string[] };
+
+/**
+ * In words, why a replay left an event where it is: not in a replayable state, taken by someone
+ * else, parked again (only an unknown schema version parks), or failed with its recorded error.
+ */
+export function replayReason(before: WebhookEventStatus, applied: boolean, after: EventDetail): string | undefined {
+  if (!REPLAYABLE.includes(before)) {
+    return `it was ${before}: only failed, parked or dead-lettered events are applied again (nothing applied, recorded)`;
+  }
+  if (!applied) return 'another worker or replay took the event first; this one applied nothing';
+  if (after.status === 'completed' || after.status === 'ignored') return undefined;
+  if (after.status === 'parked') {
+    return "parked again: this service still does not know the payload's schema version";
+  }
+  return after.lastError ?? `it is ${after.status}`;
+}
 
 /** Every scheme, secret or not: a provider switched off since can still have its events replayed. */
 const allSchemes: StoredContext['providers'] = new Map(schemes.map((scheme) => [scheme.name, scheme]));
@@ -106,7 +127,12 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
       applied,
       attempt: after?.attempts,
     });
-    if (after !== undefined) events.push({ eventId, before, applied, after });
+    if (after === undefined) continue;
+    context.metrics?.countReplay(
+      applied && after.status !== 'received' && after.status !== 'processing' ? after.status : 'not_applied',
+    );
+    const reason = replayReason(before, applied, after);
+    events.push({ eventId, before, applied, after, ...(reason === undefined ? {} : { reason }) });
   }
   return { kind: 'replayed', events };
 }

@@ -4,15 +4,18 @@
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
 
 export async function retryOutbox(
-  context: { db: Database; clock: Clock; logger: Logger },
+  context: { db: Database; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },
   request: { ids: readonly string[]; operator: string },
 ): Promise<RetryResult> {
   const result = await retryDeadMessages(context.db, { ...request, now: new Date(context.clock()) });
   if (result.kind === 'retried') {
+    for (const _ of result.skipped) context.metrics?.countRetry('skipped');
     for (const id of result.ids) {
+      context.metrics?.countRetry('retried');
       context.logger.info('operator retry', {
         operator: request.operator,
         message_id: id,

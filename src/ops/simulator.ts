@@ -2,8 +2,9 @@
 // provider does (the schemes of src/providers, from the sender's side), using the same HMAC
 // primitives the service verifies with. The tests sign with the providers' own libraries instead,
 // so a shared mistake here would show up there.
+
+import { secretBytes } from '../providers/described.ts';
 import { encodeHex, importHmacKey, prefixed, signHmac, utf8 } from '../providers/hmac.ts';
-import { standardKeyBytes } from '../providers/standard.ts';
 
 /** One delivery: the exact body and the id it is stored under. */
 export interface Outgoing {
@@ -80,7 +81,9 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
     async sign(outgoing, secret, nowSeconds) {
       const timestamp = String(nowSeconds);
       const content = utf8(`${outgoing.eventId}.${timestamp}.${outgoing.body}`);
-      const signature = await mac(standardKeyBytes(secret), content);
+      const key = secretBytes(secret, 'whsec');
+      if (key === null) throw new Error('standard: the secret must be "whsec_" followed by base64');
+      const signature = await mac(key, content);
       return {
         ...JSON_TYPE,
         'webhook-id': outgoing.eventId,

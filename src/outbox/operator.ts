@@ -1,48 +1,10 @@
-// What an operator does with the outbox by hand (the CLI, the admin API, the dashboard): list messages,
-// and send dead ones back to `pending`, each retry audited in `operator_actions` in the same
-// transaction as the change it records.
-import { desc, eq, inArray } from 'drizzle-orm';
+// What an operator does with the outbox by hand (CLI, admin API, dashboard): send dead messages back
+// to `pending`, each retry audited in `operator_actions` in the same transaction as the change it
+// records. Reading messages is src/ops/outbox-view.ts.
+import { inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
 import { resurrectDead } from './message-rows.ts';
-
-export interface OutboxListing {
-  id: string;
-  topic: string;
-  deduplicationKey: string;
-  status: OutboxStatus;
-  attempts: number;
-  lastError: string | null;
-  createdAt: Date;
-  availableAt: Date;
-  publishedAt: Date | null;
-  lockedUntil: Date | null;
-}
-
-/** Newest first; payloads are left out (a listing is for finding messages, not reading data). */
-export async function listOutbox(
-  db: Database,
-  filter: { status?: OutboxStatus | undefined; limit: number },
-): Promise<OutboxListing[]> {
-  const table = outboxMessages;
-  return db
-    .select({
-      id: table.id,
-      topic: table.topic,
-      deduplicationKey: table.deduplicationKey,
-      status: table.status,
-      attempts: table.attempts,
-      lastError: table.lastError,
-      createdAt: table.createdAt,
-      availableAt: table.availableAt,
-      publishedAt: table.publishedAt,
-      lockedUntil: table.lockedUntil,
-    })
-    .from(table)
-    .where(filter.status === undefined ? undefined : eq(table.status, filter.status))
-    .orderBy(desc(table.createdAt), table.id)
-    .limit(filter.limit);
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -11,6 +11,7 @@ import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainBatches, forEachBounded, type QueueSettings } from '../lib/loops.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
 
@@ -54,6 +55,8 @@ export interface RelayDeps {
   random: RandomSource;
   logger: Logger;
   settings: RelaySettings;
+  /** Counts each publish outcome by topic (webhook_outbox_deliveries_total). */
+  metrics?: Pick<Metrics, 'countOutbox'>;
 }
 
 export interface DrainSummary {
@@ -145,7 +148,9 @@ export function createRelay(deps: RelayDeps): Relay {
           }
           const outcome = outcomeOf(message, await publishOne(message), dueBy);
           outcomes.push(outcome);
-          summary[outcome.status === 'pending' ? 'retried' : outcome.status] += 1;
+          const counted = outcome.status === 'pending' ? 'retried' : outcome.status;
+          summary[counted] += 1;
+          deps.metrics?.countOutbox(message.topic, counted);
         });
         // The outcomes are written while the next batch is claimed and published: the rows stay
         // leased to us until then, so nobody else can take them. One write in flight at a time, and

@@ -1,9 +1,25 @@
-// HMAC-SHA256 over exact bytes with Web Crypto: key import (once per secret), strict decoding of the
-// signatures providers send (hex, base64), verification against every configured key, and the
-// SHA-256 digest that keys schemes whose delivery id is not signed.
+// Web Crypto over exact bytes: HMAC key import (once per secret), strict decoding of the signatures
+// senders send (hex, base64), verification against every configured key whatever its algorithm
+// (HMAC, Ed25519, ECDSA P-256: asymmetric.ts imports those), and the SHA-256 digest that keys
+// schemes whose delivery id is not signed.
 export type Bytes = Uint8Array<ArrayBuffer>;
-/** Web Crypto's key type, named through the API so Node's and workerd's typings both fit. */
-export type HmacKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+/**
+ * Web Crypto's key type, named through the API so Node's and workerd's typings both fit: an HMAC
+ * key, or the public key of a sender signing with a private key.
+ */
+export type VerifyKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
+/** The digests HMAC schemes use; SHA-1 only where a sender still signs with it (Twilio, Intercom). */
+export type HmacHash = 'SHA-1' | 'SHA-256' | 'SHA-512';
+
+/** Bytes of each HMAC digest: a signature of another length is malformed, not merely wrong. */
+export const HMAC_BYTES: Readonly<Record<HmacHash, number>> = { 'SHA-1': 20, 'SHA-256': 32, 'SHA-512': 64 };
+
+/** A decoded signature and the key algorithm it is meant for (`HMAC`, `Ed25519`, `ECDSA`). */
+export interface Signature {
+  algorithm: string;
+  bytes: Bytes;
+}
 
 const encoder = new TextEncoder();
 
@@ -12,34 +28,40 @@ export function utf8(text: string): Bytes {
   return encoder.encode(text) as Bytes;
 }
 
-export function importHmacKey(secret: string | Bytes): Promise<HmacKey> {
+export function importHmacKey(secret: string | Bytes, hash: HmacHash = 'SHA-256'): Promise<VerifyKey> {
   const raw = typeof secret === 'string' ? utf8(secret) : secret;
-  return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash }, false, ['sign', 'verify']);
 }
 
-/** One key per secret, each secret's UTF-8 bytes as the key (every scheme here but Standard Webhooks). */
-export function importHmacKeys(secrets: readonly string[]): Promise<HmacKey[]> {
-  return Promise.all(secrets.map((secret) => importHmacKey(secret)));
-}
-
-export async function signHmac(key: HmacKey, data: Bytes): Promise<Bytes> {
+export async function signHmac(key: VerifyKey, data: Bytes): Promise<Bytes> {
   return new Uint8Array(await crypto.subtle.sign('HMAC', key, data));
 }
 
+/** Web Crypto's verify parameters for a key, by the algorithm it was imported for. */
+function verifyParams(key: VerifyKey): Parameters<typeof crypto.subtle.verify>[0] {
+  return key.algorithm.name === 'ECDSA' ? { name: 'ECDSA', hash: 'SHA-256' } : key.algorithm.name;
+}
+
 /**
- * True when any of `signatures` is the HMAC of `data` under any of `keys` (rotation on our side,
- * several signatures on the sender's). Every pair is tried, whatever the earlier ones answered, and
- * crypto.subtle.verify compares in constant time.
+ * True when any of `signatures` verifies `data` under any of `keys` of its algorithm (rotation on
+ * our side, several signatures on the sender's). Every pair is tried, whatever the earlier ones
+ * answered, and crypto.subtle.verify compares in constant time. A verify that throws (a key the
+ * runtime cannot use that way) counts as a mismatch, never as a valid signature.
  */
 export async function verifyWithAnyKey(
-  keys: readonly HmacKey[],
-  signatures: readonly Bytes[],
+  keys: readonly VerifyKey[],
+  signatures: readonly Signature[],
   data: Bytes,
 ): Promise<boolean> {
   let valid = false;
   for (const key of keys) {
     for (const signature of signatures) {
-      if (await crypto.subtle.verify('HMAC', key, signature, data)) valid = true;
+      if (signature.algorithm !== key.algorithm.name) continue;
+      try {
+        if (await crypto.subtle.verify(verifyParams(key), key, signature.bytes, data)) valid = true;
+      } catch {
+        // Not valid: see above.
+      }
     }
   }
   return valid;
@@ -59,13 +81,14 @@ export function prefixed(prefix: string, body: Bytes): Bytes {
   return joined;
 }
 
-const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+const HEX = /^[0-9a-fA-F]+$/;
 
-/** Exactly 64 hex digits, else null: nothing lenient for an attacker to probe. */
-export function decodeSha256Hex(text: string | null | undefined): Bytes | null {
-  if (text == null || !SHA256_HEX.test(text)) return null;
-  const bytes = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) bytes[i] = Number.parseInt(text.slice(i * 2, i * 2 + 2), 16);
+/** Hex digits of exactly `length` bytes (any length when omitted), else null: nothing lenient to probe. */
+export function decodeHex(text: string | null | undefined, length?: number): Bytes | null {
+  if (text == null || text.length % 2 !== 0 || (length !== undefined && text.length !== length * 2)) return null;
+  if (!HEX.test(text)) return null;
+  const bytes = new Uint8Array(text.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(text.slice(i * 2, i * 2 + 2), 16);
   return bytes;
 }
 
@@ -84,10 +107,16 @@ export function decodeBase64(text: string | null | undefined): Bytes | null {
   return bytes;
 }
 
-/** A base64 SHA-256 MAC (exactly 32 bytes), else null. */
-export function decodeSha256Base64(text: string | null | undefined): Bytes | null {
-  const bytes = decodeBase64(text);
-  return bytes?.byteLength === 32 ? bytes : null;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * Unpadded base64url (RFC 4648 §5, as Sanity writes it) only, else null: the same canonical form
+ * checked through the standard alphabet, so no padding, no other alphabet, no stray trailing bits.
+ */
+export function decodeBase64Url(text: string | null | undefined): Bytes | null {
+  if (text == null || !BASE64URL.test(text) || text.length % 4 === 1) return null;
+  const standard = text.replaceAll('-', '+').replaceAll('_', '/');
+  return decodeBase64(standard.padEnd(standard.length + ((4 - (standard.length % 4)) % 4), '='));
 }
 
 /** The rest of `text` after `prefix`, or null when it does not start with it. */
@@ -99,19 +128,4 @@ export function encodeHex(bytes: Uint8Array): string {
   let hex = '';
   for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
   return hex;
-}
-
-const UNIX_SECONDS = /^[0-9]{1,12}$/;
-
-/**
- * Whether a signed unix-seconds timestamp is within `toleranceSeconds` of now, past or future.
- * Exactly at the tolerance is accepted.
- */
-export function isFreshTimestamp(
-  text: string | null | undefined,
-  nowSeconds: number,
-  toleranceSeconds: number,
-): boolean {
-  if (text == null || !UNIX_SECONDS.test(text)) return false;
-  return Math.abs(nowSeconds - Number(text)) <= toleranceSeconds;
 }

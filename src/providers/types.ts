@@ -1,12 +1,19 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
 // and where its event id lives; nothing outside src/providers knows any of that.
 import type { ExactJson } from '../lib/json.ts';
-import type { Bytes, HmacKey } from './hmac.ts';
+import type { Bytes, VerifyKey } from './hmac.ts';
 
 export interface Delivery {
   /** The request body exactly as received. */
   body: Bytes;
   headers: Headers;
+  /** The request method (`POST` when absent), for senders that sign it (HubSpot). */
+  method?: string;
+  /**
+   * The public URL the sender posts to, from configuration (`<NAME>_WEBHOOK_URL`), for senders that
+   * sign it (HubSpot, Square): behind a proxy the URL the service sees is not the one signed.
+   */
+  url?: string;
 }
 
 export interface VerificationTime {
@@ -45,17 +52,33 @@ export type Verification =
   | { outcome: 'invalid_payload' }
   | { outcome: 'verified'; event: AuthenticatedEvent }
   /**
-   * Authentic, but a protocol message rather than an event (Slack's `url_verification`): answered
-   * 200 with `body` (JSON text) and nothing is stored. `reason` names it in the log.
+   * Authentic, but a protocol message rather than an event (Slack's `url_verification`, Zoom's
+   * `endpoint.url_validation`, Discord's ping): answered with `status` (200 when absent) and `body`
+   * (JSON text; none with 204), and nothing is stored. `reason` names it in the log.
    */
-  | { outcome: 'respond'; body: string; reason: string };
+  | { outcome: 'respond'; body: string; reason: string; status?: 200 | 204 };
+
+/** What a provider reads from configuration besides its name; the variables are named in registry.ts. */
+export interface Credentials {
+  /** HMAC secrets or shared tokens: `<NAME>_WEBHOOK_SECRET`. */
+  secret: boolean;
+  /** Public keys of a sender signing with a private key: `<NAME>_WEBHOOK_PUBLIC_KEY`. */
+  publicKey: boolean;
+  /** The signed public URL: `<NAME>_WEBHOOK_URL`, required when the provider is enabled. */
+  url: boolean;
+}
 
 export interface WebhookProvider {
   /** The route segment and the `provider` column. */
   readonly name: string;
-  /** Turns configured secrets into keys; called once per configuration, never per request. */
-  importKeys(secrets: readonly string[]): Promise<readonly HmacKey[]>;
-  verify(delivery: Delivery, keys: readonly HmacKey[], time: VerificationTime): Promise<Verification>;
+  /** Which variables enable and configure it (absent: a secret only). */
+  readonly credentials?: Credentials;
+  /**
+   * Turns configured secrets and public keys into keys; called once per configuration, never per
+   * request. Rejects, naming the provider and never a value, when they cannot be used.
+   */
+  importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly VerifyKey[]>;
+  verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification>;
   /**
    * Whether this code knows the schema version of a stored payload: asked again when a parked event
    * is replayed, after a deploy may have taught it the version. Absent: every version is known.

@@ -10,6 +10,14 @@ export const PREVIOUS_SECRET = 'test-acme-secret-previous';
 export const TEST_NOW_MS = Date.UTC(2026, 0, 1);
 export const TEST_NOW_SECONDS = TEST_NOW_MS / 1000;
 
+/** Signed-time offsets (s) around a 300 s tolerance and the status each must get: the bounds are in. */
+export const TOLERANCE_EDGES: ReadonlyArray<readonly [number, 200 | 401]> = [
+  [-300, 200],
+  [300, 200],
+  [-301, 401],
+  [301, 401],
+];
+
 export function uniqueId(prefix: string): string {
   return `${prefix}_${randomBytes(8).toString('hex')}`;
 }

@@ -5,7 +5,7 @@ import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
-import { createRelay, type Relay, type RelaySettings } from '../../src/outbox/relay.ts';
+import { createRelay, type Relay, type RelayDeps, type RelaySettings } from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';
 
 export interface OutboxRow {
@@ -115,6 +115,7 @@ export function buildTestRelay(
     publisher?: Publisher;
     settings?: Partial<RelaySettings>;
     id?: string;
+    metrics?: RelayDeps['metrics'];
   } = {},
 ): TestRelay {
   let now = Date.now();
@@ -134,6 +135,7 @@ export function buildTestRelay(
     newId: () => options.id ?? uniqueId('relay'),
     random: () => random,
     logger,
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
     settings: { ...TEST_RELAY_SETTINGS, ...options.settings },
   });
   return {

@@ -27,9 +27,15 @@ describe('admin on Workers', () => {
     expect(await refused.json()).toEqual({ error: 'unauthorized' });
   });
 
-  it('renders the dashboard', async () => {
+  it('renders the dashboard: the overview with its charts, and the events list', async () => {
     const page = await fetchAdmin('/admin');
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('Events by status');
+    const html = await page.text();
+    expect(html).toContain('<h1 tabindex="-1">Overview</h1>');
+    expect(html.match(/<svg [^>]*class="chart"/g)?.length).toBe(4);
+    const events = await fetchAdmin('/admin/events?status=failed');
+    expect(events.status).toBe(200);
+    expect(await events.text()).toContain('aria-label="filters"');
+    expect((await fetchAdmin('/admin/events?sinse=1h')).status).toBe(400);
   });
 });

@@ -1,22 +1,19 @@
-// `webhook-inbox events list`: the newest inbox events, filtered by status, provider and age, as a
-// table or one JSON document. Payloads are never listed (`events show --payload` reads one).
+// `webhook-inbox events list`: the newest inbox events, filtered by status, provider, type, id and
+// time, as a table or one JSON document. Payloads are never listed (`events show --payload` reads one).
 import { InvalidArgumentError, Option } from 'commander';
 import { type WebhookEventStatus, webhookEventStatuses } from '../../db/schema.ts';
 import { eventJson, listEvents } from '../../ops/events.ts';
-import { type CommandModule, integerIn } from '../context.ts';
+import { parseTimeBound } from '../../ops/time-bound.ts';
+import { type CommandModule, integerIn, providerOption } from '../context.ts';
 import { formatTable } from '../table.ts';
 
-/** An ISO 8601 time, or a duration back from now: `90s`, `15m`, `6h`, `2d`. */
-export function sinceOption(now: () => number): (value: string) => Date {
-  const units: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** An option parser for --since/--until; anything else is a usage error (exit 2). */
+export function timeOption(now: () => number): (value: string) => Date {
   return (value) => {
-    const relative = /^(\d+)([smhd])$/.exec(value.trim());
-    if (relative !== null) return new Date(now() - Number(relative[1]) * (units[relative[2] as string] ?? 0));
-    const absolute = new Date(value);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(absolute.getTime())) {
+    const bound = parseTimeBound(value, now());
+    if (bound === undefined)
       throw new InvalidArgumentError('expected an ISO 8601 time or a duration such as 15m, 6h, 2d');
-    }
-    return absolute;
+    return bound;
   };
 }
 
@@ -25,23 +22,32 @@ export const eventsListCommand: CommandModule = {
   groupDescription: 'inbox events: list, show',
   define: (command, run) =>
     command
+      .summary('list events, newest first')
       .description('list inbox events, newest first (no payloads)')
       .addOption(new Option('--status <status>', 'only events in this status').choices(webhookEventStatuses))
-      .option('--provider <name>', 'only events of this provider')
-      .option(
-        '--since <when>',
-        'received at or after: ISO 8601 time or a duration (15m, 6h, 2d)',
-        sinceOption(Date.now),
-      )
+      .addOption(providerOption('only events of this provider'))
+      .option('--type <type>', 'only events of this type')
+      .option('--id <prefix>', 'only events whose id starts with this')
+      .option('--since <when>', 'received at or after: ISO 8601 time or a duration (15m, 6h, 2d)', timeOption(Date.now))
+      .option('--until <when>', 'received before: ISO 8601 time or a duration', timeOption(Date.now))
       .option('--limit <n>', 'at most this many', integerIn(1, 10_000), 50)
       .option('--json', 'print one JSON document (an array)')
       .action(
         run(
           async (
             context,
-            options: { status?: WebhookEventStatus; provider?: string; since?: Date; limit: number; json?: boolean },
+            options: {
+              status?: WebhookEventStatus;
+              provider?: string;
+              type?: string;
+              id?: string;
+              since?: Date;
+              until?: Date;
+              limit: number;
+              json?: boolean;
+            },
           ) => {
-            const events = await listEvents(context.db, options);
+            const { rows: events } = await listEvents(context.db, options);
             if (options.json) {
               context.out(JSON.stringify(events.map(eventJson)));
             } else if (events.length === 0) {

@@ -1,14 +1,15 @@
 // `webhook-inbox events show <provider> <event-id>`: one event's state, attempts, last error and
 // timestamps; its payload only with --payload (it may hold personal data). Unknown: exit 3.
 import { eventJson, getEvent } from '../../ops/events.ts';
-import { type CommandModule, EXIT } from '../context.ts';
+import { type CommandModule, EXIT, providerArgument } from '../context.ts';
 
 export const eventsShowCommand: CommandModule = {
   path: ['events', 'show'],
   define: (command, run) =>
     command
+      .summary('show one event')
       .description("show one event's state, attempts, last error and timestamps")
-      .argument('<provider>', 'the route name (acme, stripe, ...)')
+      .addArgument(providerArgument())
       .argument('<event-id>', 'the event id')
       .option('--payload', 'include the stored payload (null once retention purged it)')
       .option('--json', 'print one JSON document')

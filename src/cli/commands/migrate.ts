@@ -6,22 +6,26 @@ import { CliError, type CommandModule, EXIT } from '../context.ts';
 export const migrateCommand: CommandModule = {
   path: ['migrate'],
   define: (command, run) =>
-    command.description('apply pending database migrations (same as npm run db:migrate)').action(
-      run(
-        async (context) => {
-          try {
-            await migrateDatabase(context.databaseUrl);
-          } catch (error) {
-            // The migrator's message names the statement, never the connection string.
-            throw new CliError(
-              EXIT.couldNotRun,
-              `migration failed: ${error instanceof Error ? error.message : String(error)}`,
-            );
-          }
-          context.out('migrations applied');
-          return EXIT.done;
-        },
-        { requireMigrated: false },
+    command
+      .summary('apply pending database migrations')
+      .description('apply pending database migrations (same as npm run db:migrate)')
+      .option('--json', 'print the result as one JSON document')
+      .action(
+        run(
+          async (context, options: { json?: boolean }) => {
+            try {
+              await migrateDatabase(context.databaseUrl);
+            } catch (error) {
+              // The migrator's message names the statement, never the connection string.
+              throw new CliError(
+                EXIT.couldNotRun,
+                `migration failed: ${error instanceof Error ? error.message : String(error)}`,
+              );
+            }
+            context.out(options.json ? JSON.stringify({ migrated: true }) : 'migrations applied');
+            return EXIT.done;
+          },
+          { requireMigrated: false },
+        ),
       ),
-    ),
 };

@@ -1,9 +1,8 @@
-// `webhook-inbox outbox list`: the newest outbox messages, optionally of one status, as a table or
-// one JSON document. Payloads are not shown.
+// `webhook-inbox outbox list`: the newest outbox messages, optionally of one status or topic, as a
+// table or one JSON document. Payloads are not shown.
 import { Option } from 'commander';
 import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
-import { outboxJson } from '../../ops/outbox-view.ts';
-import { listOutbox } from '../../outbox/operator.ts';
+import { listOutbox, outboxJson } from '../../ops/outbox-view.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';
 
@@ -14,13 +13,15 @@ export const outboxListCommand: CommandModule = {
   groupDescription: 'outbox messages: list, retry dead ones',
   define: (command, run) =>
     command
-      .description('list outbox messages, newest first')
+      .summary('list outbox messages, newest first')
+      .description('list outbox messages, newest first (no payloads)')
       .addOption(new Option('--status <status>', 'only messages in this status').choices(outboxStatuses))
+      .option('--topic <topic>', 'only messages of this topic')
       .option('--limit <n>', 'at most this many', integerIn(1, 10_000), 50)
       .option('--json', 'print one JSON document (an array)')
       .action(
-        run(async (context, options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
-          const messages = await listOutbox(context.db, { status: options.status, limit: options.limit });
+        run(async (context, options: { status?: OutboxStatus; topic?: string; limit: number; json?: boolean }) => {
+          const { rows: messages } = await listOutbox(context.db, options);
           if (options.json) {
             context.out(JSON.stringify(messages.map(outboxJson)));
           } else if (messages.length === 0) {

@@ -4,7 +4,7 @@
 import { InvalidArgumentError } from 'commander';
 import { retryOutbox } from '../../ops/retry.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { type CommandModule, EXIT, operatorName } from '../context.ts';
+import { type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
 
 // Checked while parsing, before any database work: a bad argument is a usage error (exit 2).
 function messageIds(value: string, previous: string[] = []): string[] {
@@ -16,15 +16,22 @@ export const outboxRetryCommand: CommandModule = {
   path: ['outbox', 'retry'],
   define: (command, run) =>
     command
+      .summary('send dead messages back to pending')
       .description('send dead outbox messages back to pending (attempts 0, due now); recorded in operator_actions')
       .argument('<id...>', 'message ids (uuid)', messageIds)
-      .requiredOption('--operator <name>', 'who is doing this (recorded with each retry)', operatorName)
+      .option('--operator <name>', 'who is doing this (required; recorded with each retry)', operatorName)
+      .option('--json', 'print the result as one JSON document')
       .action(
-        run(async (context, ids: string[], options: { operator: string }) => {
-          const result = await retryOutbox(context, { ids, operator: options.operator });
+        run(async (context, ids: string[], options: { operator?: string; json?: boolean }) => {
+          const operator = requireOperator(options.operator, 'outbox retry');
+          const result = await retryOutbox(context, { ids, operator });
           if (result.kind === 'not_found') {
             context.err(`not found: ${result.ids.join(', ')} (nothing was changed)`);
             return EXIT.notFound;
+          }
+          if (options.json) {
+            context.out(JSON.stringify({ retried: result.ids, skipped: result.skipped }));
+            return EXIT.done;
           }
           for (const id of result.ids) context.out(`retried ${id}`);
           for (const { id, status } of result.skipped) {

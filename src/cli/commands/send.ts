@@ -1,16 +1,19 @@
-// `webhook-inbox send <provider> --url URL`: a local provider simulator for demos, load and chaos.
+// `webhook-inbox send <provider> [--url URL]`: a local provider simulator for demos, load and chaos.
 // Builds events (or takes a file), signs each delivery with the provider's secret from the
-// environment in that provider's scheme, sends them with bounded concurrency, draws progress on a
-// terminal and always prints a summary of answers by status. Needs no database; exit 0 once sent.
+// environment (for acme with none set, the development secret `npm start` keeps in DATA_DIR) in that
+// provider's scheme, sends them with bounded concurrency to the URL (default: this machine's PORT and
+// the provider's route), draws progress on a terminal and always prints a summary of answers by
+// status. Needs no database; exit 0 once sent.
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
-import { providerSecrets } from '../../config.ts';
+import { type Config, providerSecrets, providerVariable } from '../../config.ts';
+import { developmentSecretFile, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 interface SendOptions {
-  url: string;
+  url?: string;
   file?: string;
   type?: string;
   count: number;
@@ -38,13 +41,38 @@ async function deliver(url: string, outgoing: Outgoing, headers: Record<string, 
   }
 }
 
+/**
+ * The secret to sign with: the provider's variable, else (acme, nothing configured, not production)
+ * the development secret `npm start` made, exactly when `npm start` would have enabled it.
+ */
+async function signingSecret(config: Config, provider: string): Promise<string> {
+  const secrets = providerSecrets(config);
+  const configured = secrets[provider]?.[0];
+  if (configured !== undefined) return configured;
+  const variable = providerVariable(provider, 'SECRET');
+  const noneSet = Object.values(secrets).every((list) => list.length === 0);
+  if (provider === 'acme' && noneSet && config.NODE_ENV !== 'production') {
+    const development = await existingDevelopmentSecret(config.DATA_DIR);
+    if (development !== undefined) return development;
+    throw new CliError(
+      EXIT.couldNotRun,
+      `acme: no secret: set ${variable}, or run \`npm start\` once so it writes ${developmentSecretFile(config.DATA_DIR)}`,
+    );
+  }
+  throw new CliError(EXIT.couldNotRun, `${provider}: no secret: set ${variable} to the secret the server uses`);
+}
+
 export const sendCommand: CommandModule = {
   path: ['send'],
   define: (command, run) =>
     command
-      .description("sign events with the provider's secret (from the environment) and deliver them to a URL")
+      .summary('sign test events and deliver them')
+      .description(
+        "sign events with the provider's secret (its variable, or the development secret `npm start` made) " +
+          'and deliver them',
+      )
       .addArgument(new Argument('<provider>', 'the scheme to sign with').choices(Object.keys(simulatedSchemes)))
-      .requiredOption('--url <url>', 'where to deliver, e.g. http://127.0.0.1:3000/webhooks/acme', httpUrl)
+      .option('--url <url>', 'where to deliver (default: http://127.0.0.1:$PORT/webhooks/<provider>)', httpUrl)
       .option('--file <path>', 'send this JSON body as it is (instead of generated events)')
       .option('--type <type>', 'event type of the generated events (acme: subscription.updated)')
       .option('--count <n>', 'distinct events (with --file: deliveries of the one file)', integerIn(1, 1_000_000), 1)
@@ -57,9 +85,9 @@ export const sendCommand: CommandModule = {
             throw new CliError(EXIT.usage, '--file and --type exclude each other');
           }
           const scheme = simulatedSchemes[provider];
-          const secret = providerSecrets(context.config)[provider]?.[0];
           if (scheme === undefined) throw new CliError(EXIT.usage, `unknown provider: ${provider}`);
-          if (secret === undefined) throw new CliError(EXIT.couldNotRun, `${provider}: its secret is not set`);
+          const secret = await signingSecret(context.config, provider);
+          const url = options.url ?? `http://127.0.0.1:${context.config.PORT}/webhooks/${provider}`;
           let fileBody: string | undefined;
           try {
             fileBody = options.file === undefined ? undefined : readFileSync(options.file, 'utf8');
@@ -84,7 +112,7 @@ export const sendCommand: CommandModule = {
           };
           const started = context.clock();
           await forEachBounded(queue, options.concurrency, async (outgoing) => {
-            const answer = await deliver(options.url, outgoing, await scheme.sign(outgoing, secret, nowSeconds()));
+            const answer = await deliver(url, outgoing, await scheme.sign(outgoing, secret, nowSeconds()));
             answers.set(answer, (answers.get(answer) ?? 0) + 1);
             done += 1;
             draw();

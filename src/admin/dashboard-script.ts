@@ -1,0 +1,162 @@
+// The dashboard's one script, served inline with a per-response CSP nonce (no build step, no file to
+// fetch). It carries the admin token, which a plain navigation cannot: the token lives in
+// sessionStorage (this tab only), every page is fetched with `Authorization: Bearer`, and links,
+// filter forms, paging, refresh and the back button all go through `load`, which swaps the page in
+// and keeps the address bar (filters included) in step. Replay and retry post to the JSON API and
+// report the outcome as it is: a failure in red with its reason. The operator's name is asked once
+// and kept for the session, as is the choice to refresh every 30 seconds.
+export const DASHBOARD_SCRIPT = `
+const TOKEN = 'webhook-inbox-admin-token';
+const OPERATOR = 'webhook-inbox-operator';
+const AUTO = 'webhook-inbox-auto-refresh';
+const auth = () => { const t = sessionStorage.getItem(TOKEN); return t ? { authorization: 'Bearer ' + t } : {}; };
+
+function say(text, kind) {
+  const notice = document.getElementById('notice');
+  notice.textContent = text || '';
+  notice.className = kind || '';
+  notice.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+}
+
+function swap(html) {
+  const page = new DOMParser().parseFromString(html, 'text/html');
+  const next = page.getElementById('app');
+  if (!next) return false;
+  document.getElementById('app').replaceWith(next);
+  document.title = page.title;
+  const operator = document.getElementById('operator');
+  if (operator) operator.value = sessionStorage.getItem(OPERATOR) || '';
+  const auto = document.getElementById('auto-refresh');
+  if (auto) auto.checked = sessionStorage.getItem(AUTO) === 'on';
+  return true;
+}
+
+// Without a token, or with one the server refused: the sign-in page, which a request without the
+// header always gets.
+async function showSignIn(message) {
+  const res = await fetch(location.pathname, { cache: 'no-store' });
+  swap(await res.text());
+  say(message, message ? 'error' : '');
+  const field = document.querySelector('#sign-in input[name="token"]');
+  if (field) field.focus();
+}
+
+async function load(url, options) {
+  const opts = options || {};
+  let res;
+  try {
+    res = await fetch(url, { headers: auth(), cache: 'no-store' });
+  } catch {
+    say('The service did not answer; try Refresh.', 'error');
+    return;
+  }
+  if (res.status === 401) {
+    const had = sessionStorage.getItem(TOKEN) !== null;
+    sessionStorage.removeItem(TOKEN);
+    await showSignIn(had ? 'That token was not accepted: check ADMIN_TOKEN and sign in again.' : '');
+    return;
+  }
+  if (!swap(await res.text())) {
+    say('The page could not be loaded (' + res.status + ').', 'error');
+    return;
+  }
+  if (opts.push) history.pushState(null, '', url);
+  say(opts.message || '', opts.kind || '');
+  if (opts.push) { const main = document.getElementById('main'); if (main) main.focus(); }
+}
+
+const here = () => location.pathname + location.search;
+
+function operatorName() {
+  const field = document.getElementById('operator');
+  const name = (field ? field.value : '').trim();
+  if (name) sessionStorage.setItem(OPERATOR, name);
+  return name;
+}
+
+function outcome(kind, target, res, body) {
+  if (!res.ok) return [target + ': refused (' + (body.error || res.status) + (body.field ? ', ' + body.field : '') + ')', 'error'];
+  if (kind === 'retry') {
+    return body.retried
+      ? ['Message ' + target + ': retried, pending again', 'ok']
+      : ['Message ' + target + ': not retried, it is ' + body.message.status + ' (only dead messages are retried)', 'warn'];
+  }
+  const status = body.event.status;
+  if (!body.applied) return [target + ': nothing replayed: ' + body.reason, 'warn'];
+  if (status === 'completed' || status === 'ignored') return [target + ': replayed, now ' + status, 'ok'];
+  return [target + ': replay failed, now ' + status + ': ' + (body.reason || body.event.last_error || 'no reason recorded'), 'error'];
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  if (sessionStorage.getItem(TOKEN) && document.getElementById('sign-in')) load(here());
+});
+
+window.addEventListener('popstate', () => load(here()));
+
+document.addEventListener('click', (event) => {
+  const target = event.target;
+  if (!(target instanceof Element)) return;
+  if (target.closest('#refresh')) { load(here(), { message: 'Refreshed.', kind: 'ok' }); return; }
+  if (target.closest('#sign-out')) { sessionStorage.removeItem(TOKEN); showSignIn(''); return; }
+  const link = target.closest('a[href^="/admin"]');
+  if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+  event.preventDefault();
+  load(link.getAttribute('href'), { push: true });
+});
+
+document.addEventListener('input', (event) => {
+  if (event.target instanceof Element && event.target.id === 'operator') operatorName();
+  if (event.target instanceof Element && event.target.id === 'auto-refresh') {
+    sessionStorage.setItem(AUTO, event.target.checked ? 'on' : 'off');
+  }
+});
+
+// Auto-refresh, when asked for: the same page again every 30 s, keeping the notice, and never while
+// the operator is typing in a field or the tab is hidden.
+setInterval(() => {
+  if (sessionStorage.getItem(AUTO) !== 'on' || !sessionStorage.getItem(TOKEN)) return;
+  if (document.visibilityState !== 'visible') return;
+  const active = document.activeElement;
+  const typing = active && (active.tagName === 'SELECT' || (active.tagName === 'INPUT' && active.type !== 'checkbox'));
+  if (typing) return;
+  const notice = document.getElementById('notice');
+  load(here(), { message: notice.textContent, kind: notice.className });
+}, 30000);
+
+document.addEventListener('submit', async (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement)) return;
+  event.preventDefault();
+  if (form.id === 'sign-in') {
+    sessionStorage.setItem(TOKEN, form.elements.token.value);
+    await load(here());
+    return;
+  }
+  if (form.method === 'get') {
+    // Filters: empty fields are left out, so the address shows only what filters.
+    const query = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (String(value).trim() !== '') query.set(name, String(value).trim());
+    const text = query.toString();
+    await load(form.getAttribute('action') + (text ? '?' + text : ''), { push: true });
+    return;
+  }
+  const action = form.getAttribute('data-action');
+  if (!action) return;
+  const operator = operatorName();
+  if (!operator) {
+    say('Type your name in the Operator field first: every replay and retry is recorded with it.', 'error');
+    document.getElementById('operator').focus();
+    return;
+  }
+  const button = form.querySelector('button');
+  if (button) button.disabled = true;
+  const res = await fetch(action, {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json' },
+    body: JSON.stringify({ operator }),
+  });
+  const body = await res.json().catch(() => ({}));
+  const [message, kind] = outcome(form.getAttribute('data-kind'), form.getAttribute('data-target'), res, body);
+  await load(here(), { message, kind });
+});
+`;

@@ -1,0 +1,358 @@
+// What some senders do beyond the shared suite (test/senders.test.ts): protocol messages answered
+// without storing (Zoom's URL validation, Discord's ping), Standard Webhooks' Ed25519 `v1a`
+// entries, Box's two signature headers, strict DER for ECDSA, and how a sender that cannot be
+// enabled as configured stops start-up, naming it and never a value.
+import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { verifyKey as discordVerifyKey } from 'discord-interactions';
+import { Webhook } from 'standardwebhooks';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig, providerExtras } from '../src/config.ts';
+import { describedProvider } from '../src/providers/described.ts';
+import { descriptionProblems, type SenderDescription } from '../src/providers/description.ts';
+import { enableProviders } from '../src/providers/registry.ts';
+import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
+import { uniqueId } from './helpers/acme.ts';
+import { buildTestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
+import { discordKeys, enableNamedSenders, namedSenders, zoomOracle, zoomSecrets } from './helpers/named-senders.ts';
+
+const { sql, db } = await useTestDatabase();
+const app = await buildTestApp(db, { providers: await enableNamedSenders() });
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+function post(name: string, body: string, headers: Record<string, string>, to = app) {
+  to.setNow(Date.now());
+  return to.request(`/webhooks/${name}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+}
+
+function sender(name: string) {
+  const found = namedSenders.find((candidate) => candidate.name === name);
+  if (found === undefined) throw new Error(`no sender ${name}`);
+  return found;
+}
+
+describe("Zoom's endpoint.url_validation", () => {
+  const zoom = sender('zoom');
+  const validation = (plainToken: string) =>
+    JSON.stringify({ payload: { plainToken }, event_ts: Date.now(), event: 'endpoint.url_validation' });
+
+  it("is answered as Zoom's own receiver answers it, and nothing is stored", async () => {
+    const body = validation('qgg8vlvZRS6UYooatFL8Aw');
+    const headers = zoom.headers(
+      { body, eventType: 'endpoint.url_validation' },
+      zoomSecrets.credentials[0],
+      nowSeconds(),
+    );
+    const before = (await providerRows(sql, 'zoom')).length;
+
+    const response = await post('zoom', body, headers);
+    expect(response.status).toBe(200);
+    const answer = await response.json();
+    const oracle = await zoomOracle(body, headers, zoomSecrets.credentials[0]);
+    expect(oracle.statusCode).toBe(200);
+    expect(answer).toEqual(JSON.parse(oracle.body));
+    expect(answer).toEqual({
+      plainToken: 'qgg8vlvZRS6UYooatFL8Aw',
+      encryptedToken: createHmac('sha256', zoomSecrets.credentials[0].configured)
+        .update('qgg8vlvZRS6UYooatFL8Aw')
+        .digest('hex'),
+    });
+    expect((await providerRows(sql, 'zoom')).length).toBe(before);
+  });
+
+  it('is refused like any delivery when its signature is not ours', async () => {
+    const body = validation('probe');
+    const headers = zoom.headers({ body, eventType: 'endpoint.url_validation' }, zoomSecrets.stranger, nowSeconds());
+    const response = await post('zoom', body, headers);
+    expect(response.status).toBe(401);
+    expect(await response.text()).toBe('{"error":"unauthorized"}');
+  });
+});
+
+describe("Discord's ping", () => {
+  const ping = '{"version":1,"application_id":"1","type":0}';
+
+  it('is answered 204 with no body when signed, and nothing is stored', async () => {
+    const timestamp = String(nowSeconds());
+    const signature = discordKeys[0].sign(`${timestamp}${ping}`);
+    expect(await discordVerifyKey(ping, signature, timestamp, discordKeys[0].configured)).toBe(true);
+    const before = (await providerRows(sql, 'discord')).length;
+
+    const response = await post('discord', ping, {
+      'x-signature-timestamp': timestamp,
+      'x-signature-ed25519': signature,
+    });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe('');
+    expect((await providerRows(sql, 'discord')).length).toBe(before);
+  });
+
+  it('is the one 401 unsigned, or signed with 63 bytes', async () => {
+    const timestamp = String(nowSeconds());
+    const signature = discordKeys[0].sign(`${timestamp}${ping}`);
+    for (const value of ['', signature.slice(0, -2), `${signature}00`]) {
+      const response = await post('discord', ping, {
+        'x-signature-timestamp': timestamp,
+        'x-signature-ed25519': value,
+      });
+      expect(await response.text()).toBe('{"error":"unauthorized"}');
+    }
+  });
+});
+
+describe("Standard Webhooks' v1a (Ed25519) signatures", () => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x ?? '', 'base64url');
+  const stranger = generateKeyPairSync('ed25519').privateKey;
+  const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
+
+  async function standardApp(secrets: string[], publicKeys: string[]) {
+    const providers = await enableProviders({ standard: secrets }, { publicKeys: { standard: publicKeys } });
+    return buildTestApp(db, { providers });
+  }
+  const delivery = () => {
+    const id = uniqueId('msg');
+    const timestamp = nowSeconds();
+    const body = JSON.stringify({ type: 'invoice.paid', timestamp: new Date().toISOString(), data: {} });
+    const content = `${id}.${timestamp}.${body}`;
+    const v1a = (key = privateKey) => `v1a,${sign(null, Buffer.from(content), key).toString('base64')}`;
+    return { id, timestamp, body, content, v1a };
+  };
+  const headers = (d: ReturnType<typeof delivery>, signature: string) => ({
+    'webhook-id': d.id,
+    'webhook-timestamp': String(d.timestamp),
+    'webhook-signature': signature,
+  });
+
+  it('verifies against STANDARD_WEBHOOK_PUBLIC_KEY (whpk_ + base64), with or without a secret', async () => {
+    const publicOnly = await standardApp([], [`whpk_${raw.toString('base64')}`]);
+    const d = delivery();
+    // An independent Ed25519 verifier agrees on the signature over `id.timestamp.body`.
+    const signatureHex = Buffer.from(d.v1a().slice(4), 'base64').toString('hex');
+    expect(await discordVerifyKey(d.content, signatureHex, '', raw.toString('hex'))).toBe(true);
+
+    expect((await post('standard', d.body, headers(d, d.v1a()), publicOnly)).status).toBe(200);
+    expect((await eventRow(sql, d.id, 'standard'))?.status).toBe('ignored');
+
+    // A v1 HMAC means nothing without a secret; a v1a by another key nothing at all.
+    const other = delivery();
+    const v1 = new Webhook(secret).sign(other.id, new Date(other.timestamp * 1000), other.body);
+    expect((await post('standard', other.body, headers(other, v1), publicOnly)).status).toBe(401);
+    expect((await post('standard', other.body, headers(other, other.v1a(stranger)), publicOnly)).status).toBe(401);
+    expect(await countEvents(sql, other.id)).toBe(0);
+  });
+
+  it('accepts either entry when both a secret and a public key are configured', async () => {
+    const both = await standardApp([secret], [raw.toString('base64')]);
+    const d = delivery();
+    const v1 = new Webhook(secret).sign(d.id, new Date(d.timestamp * 1000), d.body);
+    expect((await post('standard', d.body, headers(d, `${d.v1a(stranger)} ${v1}`), both)).status).toBe(200);
+    const e = delivery();
+    const wrongV1 = new Webhook(`whsec_${Buffer.alloc(24, 9).toString('base64')}`).sign(
+      e.id,
+      new Date(e.timestamp * 1000),
+      e.body,
+    );
+    expect((await post('standard', e.body, headers(e, `${wrongV1} ${e.v1a()}`), both)).status).toBe(200);
+    expect(await countEvents(sql, d.id)).toBe(1);
+    expect(await countEvents(sql, e.id)).toBe(1);
+  });
+
+  it('refuses a v1a entry that is not 64 bytes of canonical base64', async () => {
+    const both = await standardApp([secret], [raw.toString('base64')]);
+    const d = delivery();
+    const good = d.v1a();
+    for (const signature of [
+      good.replace(/=+$/, ''),
+      `v1a,${Buffer.alloc(63).toString('base64')}`,
+      `v1a,${good.slice(4, -8)}`,
+    ]) {
+      expect((await post('standard', d.body, headers(d, signature), both)).status).toBe(401);
+    }
+    expect(await countEvents(sql, d.id)).toBe(0);
+  });
+});
+
+describe("Box's two signature headers", () => {
+  const box = sender('box');
+
+  it('accepts a delivery whose secondary signature is ours while the primary is not', async () => {
+    const outgoing = box.newEvent(nowSeconds());
+    const now = nowSeconds();
+    const ours = box.headers(outgoing, box.credentials[1], now);
+    const theirs = box.headers(outgoing, box.stranger, now);
+    const headers = {
+      ...ours,
+      'box-signature-primary': theirs['box-signature-primary'] ?? '',
+      'box-signature-secondary': ours['box-signature-primary'] ?? '',
+    };
+    expect((await post('box', outgoing.body, headers)).status).toBe(200);
+    expect((await eventRow(sql, outgoing.eventId ?? '', 'box'))?.event_type).toBe('FILE.UPLOADED');
+  });
+});
+
+describe("GitLab's two tokens, configured side by side", () => {
+  const [signing, secretToken] = namedSenders.filter((candidate) => candidate.name === 'gitlab');
+
+  it('judges a delivery that carries a signature by its signature alone, however right its token', async () => {
+    if (signing === undefined || secretToken === undefined) throw new Error('both GitLab senders expected');
+    const outgoing = signing.newEvent(nowSeconds());
+    const forged = {
+      ...signing.headers(outgoing, signing.stranger, nowSeconds()),
+      'x-gitlab-token': secretToken.credentials[0].configured,
+    };
+    expect((await post('gitlab', outgoing.body, forged)).status).toBe(401);
+    // Nor is a signing token a secret token: sent in X-Gitlab-Token it is refused.
+    const asToken = secretToken.headers(
+      outgoing,
+      { ...secretToken.credentials[0], configured: signing.credentials[0].configured },
+      0,
+    );
+    expect((await post('gitlab', outgoing.body, asToken)).status).toBe(401);
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+  });
+
+  it('keys a signed delivery on its signed webhook-id, whatever Idempotency-Key says', async () => {
+    if (signing === undefined) throw new Error('GitLab signing sender expected');
+    const outgoing = signing.newEvent(nowSeconds());
+    const headers = { ...signing.headers(outgoing, signing.credentials[0], nowSeconds()), 'idempotency-key': 'other' };
+    expect((await post('gitlab', outgoing.body, headers)).status).toBe(200);
+    expect(await eventRow(sql, outgoing.eventId ?? '', 'gitlab')).toMatchObject({
+      event_type: 'push',
+      content_digest: null,
+    });
+    expect(await countEvents(sql, 'other')).toBe(0);
+  });
+});
+
+describe('the signature cap holds for every description', () => {
+  it(`refuses PagerDuty's list of more than ${MAX_SIGNATURES} entries, even with a valid one among them`, async () => {
+    const pagerduty = sender('pagerduty');
+    const outgoing = pagerduty.newEvent(nowSeconds());
+    const good = pagerduty.headers(outgoing, pagerduty.credentials[0], 0)['x-pagerduty-signature'] ?? '';
+    const filler = pagerduty.headers(outgoing, pagerduty.stranger, 0)['x-pagerduty-signature'] ?? '';
+    const listed = (fillers: number) => [...Array.from({ length: fillers }, () => filler), good].join(',');
+    expect((await post('pagerduty', outgoing.body, { 'x-pagerduty-signature': listed(MAX_SIGNATURES) })).status).toBe(
+      401,
+    );
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+    // One fewer, and the valid one is found among the rest.
+    const within = await post('pagerduty', outgoing.body, { 'x-pagerduty-signature': listed(MAX_SIGNATURES - 1) });
+    expect(within.status).toBe(200);
+  });
+});
+
+describe('SendGrid signatures are strict DER', () => {
+  it('refuses an ECDSA signature with a needless leading zero in r', async () => {
+    const sendgrid = sender('sendgrid');
+    const outgoing = sendgrid.newEvent(nowSeconds());
+    const headers = sendgrid.headers(outgoing, sendgrid.credentials[0], nowSeconds());
+    const der = Buffer.from(headers['x-twilio-email-event-webhook-signature'] ?? '', 'base64');
+    const rLength = der[3] ?? 0;
+    const padded = Buffer.concat([Buffer.from([0x30, (der[1] ?? 0) + 1, 0x02, rLength + 1, 0x00]), der.subarray(4)]);
+    const response = await post('sendgrid', outgoing.body, {
+      ...headers,
+      'x-twilio-email-event-webhook-signature': padded.toString('base64'),
+    });
+    expect(response.status).toBe(401);
+    expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
+  });
+});
+
+describe('senders that cannot be enabled as configured', () => {
+  const good: SenderDescription = {
+    name: 'example',
+    signature: {
+      headers: ['x-signature'],
+      encoding: 'hex',
+      methods: [{ algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' }],
+    },
+    signed: '{timestamp}.{body}',
+    timestamp: { from: { header: 'x-timestamp' }, format: 'unix' },
+    id: { path: ['id'] },
+    type: { path: ['type'] },
+  };
+
+  it('names every problem of an invalid description, and its import fails naming the sender', async () => {
+    expect(descriptionProblems(good)).toEqual([]);
+    const broken: SenderDescription = {
+      ...good,
+      name: 'Broken Sender',
+      signed: '{timestamp}.{bdy}',
+      id: { header: 'x-id' },
+      timestamp: undefined,
+    };
+    expect(descriptionProblems(broken)).toEqual([
+      'name must be lower-case letters and digits',
+      'signed content names an unknown part {bdy}',
+      'signed content must contain {body} (or {bodySha256}) exactly once',
+      '{timestamp} is signed but no timestamp header or entry is described',
+    ]);
+    const unsignedTime = { ...good, signed: '{id}.{body}' };
+    await expect(describedProvider(unsignedTime).importKeys(['s'])).rejects.toThrow(
+      'example: invalid description: a timestamp from a header or entry must be in the signed content; ' +
+        '{id} is signed but the id is no header',
+    );
+    expect(descriptionProblems({ ...good, signature: undefined })).toEqual([
+      'needs a signature or a token',
+      'a token sender signs nothing: no signed content or timestamp',
+    ]);
+    expect(descriptionProblems({ ...good, token: { header: 'x-token' } })).toEqual([
+      'a token beside a signature needs whsec_ secrets, the form that tells them apart',
+    ]);
+  });
+
+  it('stops with the sender named, never the value: a malformed public key, a missing signed URL', async () => {
+    await expect(enableProviders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.toThrow(/^discord: /);
+    await expect(enableProviders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.not.toThrow(/VALUE/);
+    await expect(enableProviders({}, { publicKeys: { sendgrid: ['bm90IGEga2V5'] } })).rejects.toThrow(/^sendgrid: /);
+    await expect(enableProviders({ hubspot: ['s3cret'] })).rejects.toThrow(/^hubspot: .*HUBSPOT_WEBHOOK_URL/);
+    // A key of a kind the sender does not use would enable it with nothing to verify by.
+    await expect(enableProviders({ discord: ['s3cret'] })).rejects.toThrow(
+      'discord: takes DISCORD_WEBHOOK_PUBLIC_KEY, not DISCORD_WEBHOOK_SECRET',
+    );
+    await expect(enableProviders({}, { publicKeys: { paddle: ['ab'.repeat(32)] } })).rejects.toThrow(
+      'paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_PUBLIC_KEY',
+    );
+    await expect(
+      enableProviders({ paddle: ['s3cret'] }, { urls: { paddle: 'https://hooks.example.com/webhooks/paddle' } }),
+    ).rejects.toThrow('paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_URL');
+  });
+
+  it('reads every sender variable from the environment, naming a bad one', () => {
+    const config = parseConfig({
+      PADDLE_WEBHOOK_SECRET: 'pdl_a pdl_b',
+      DISCORD_WEBHOOK_PUBLIC_KEY: 'ab'.repeat(32),
+      SQUARE_WEBHOOK_SECRET: 'sq',
+      SQUARE_WEBHOOK_URL: 'https://hooks.example.com/webhooks/square',
+    });
+    expect(config.providers.paddle?.secrets).toEqual(['pdl_a', 'pdl_b']);
+    // Slack's secret has its own name; the rule's name for it configures nothing.
+    expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).providers.slack?.secrets).toEqual([
+      'a',
+    ]);
+    expect(providerExtras(config)).toMatchObject({
+      publicKeys: { discord: ['ab'.repeat(32)] },
+      urls: { square: 'https://hooks.example.com/webhooks/square' },
+    });
+    expect(() => parseConfig({ HUBSPOT_WEBHOOK_URL: 'hooks.example.com/x', PORT: 'x' })).toThrow(ConfigError);
+    try {
+      parseConfig({ HUBSPOT_WEBHOOK_URL: 'hooks.example.com/x', PORT: 'x' });
+    } catch (error) {
+      const names = (error as ConfigError).problems.map((problem) => problem.split(':')[0]);
+      expect(names.sort()).toEqual(['HUBSPOT_WEBHOOK_URL', 'PORT']);
+      expect((error as ConfigError).message).not.toContain('hooks.example.com');
+    }
+  });
+
+  it('answers 404 for a sender nobody listed', async () => {
+    const response = await post('unlisted', '{}', {});
+    expect(response.status).toBe(404);
+    expect(await response.text()).toBe('{"error":"not_found"}');
+  });
+});
