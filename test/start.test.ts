@@ -80,7 +80,7 @@ describe('npm start', () => {
     const refused = startService({
       DATABASE_URL: productionDatabase.url,
       PORT: '0',
-      ACME_WEBHOOK_SECRET: 's3cret',
+      ACME_WEBHOOK_SECRET: 's3cret-long-enough-16',
       DISCORD_WEBHOOK_PUBLIC_KEY: 'not-an-ed25519-key-VALUE',
     });
     expect((await refused.exited).code).toBe(1);
