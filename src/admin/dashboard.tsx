@@ -24,6 +24,7 @@ import { providers } from '../providers/registry.ts';
 import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
+import { EVENT_BY_QUERY } from './event-urls.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from './schemas.ts';
 
 const ATTENTION_ROWS = 10;
@@ -316,15 +317,21 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     return page(c, 'Events', '/admin/events', view);
   });
 
-  routes.get('/events/:provider/:eventId', async (c) => {
-    const key = { provider: c.req.param('provider'), eventId: c.req.param('eventId') };
+  const eventPage = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }) => {
     const [event, messages] = await Promise.all([
       getEvent(c.var.db, key, { payload: true }),
       messagesOfEvent(c.var.db, key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
     return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
-  });
+  };
+  routes.get('/events/:provider/:eventId', (c) =>
+    eventPage(c, { provider: c.req.param('provider'), eventId: c.req.param('eventId') }),
+  );
+  // The query form (src/admin/event-urls.ts): ids such as `.` and `..` that no path can carry.
+  routes.get(EVENT_BY_QUERY.dashboard.slice('/admin'.length), (c) =>
+    eventPage(c, { provider: c.req.query('provider') ?? '', eventId: c.req.query('event_id') ?? '' }),
+  );
 
   routes.get('/outbox', async (c) => {
     const parsed = parseQuery(c, outboxQuery);
