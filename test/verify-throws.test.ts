@@ -3,7 +3,7 @@
 // really throws for that key, then that the signature, genuine for the key's material, is refused:
 // by verifyWithAnyKey for HMAC, Ed25519 and ECDSA keys, and over HTTP, where nothing may be stored.
 import { describe, expect, it } from 'vitest';
-import { importHmacKey, signHmac, type VerifyKey, verifyWithAnyKey } from '../src/providers/hmac.ts';
+import { type Bytes, importHmacKey, signHmac, utf8, type VerifyKey, verifyWithAnyKey } from '../src/providers/hmac.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -11,7 +11,7 @@ import { useTestDatabase } from './helpers/database.ts';
 import { countEvents } from './helpers/facts.ts';
 
 const { sql, db } = await useTestDatabase();
-const data = new TextEncoder().encode('1767225590.{"id":"evt_1"}');
+const data = utf8('1767225590.{"id":"evt_1"}');
 
 /** The same HMAC secret imported for signing only: verify with it throws InvalidAccessError. */
 const signOnlyHmac = () =>
@@ -19,29 +19,31 @@ const signOnlyHmac = () =>
     'sign',
   ]);
 
-async function throwingCases(): Promise<
-  Array<{ name: string; key: VerifyKey; algorithm: string; bytes: Uint8Array<ArrayBuffer> }>
-> {
+/** A fresh key pair's private half: it signs, and verify with it throws (wrong usage, wrong key type). */
+async function privateKey(algorithm: { name: 'Ed25519' } | { name: 'ECDSA'; namedCurve: 'P-256' }): Promise<VerifyKey> {
+  const pair = await crypto.subtle.generateKey(algorithm, false, ['sign', 'verify']);
+  if (!('privateKey' in pair)) throw new Error('not a key pair');
+  return pair.privateKey;
+}
+
+async function throwingCases(): Promise<Array<{ name: string; key: VerifyKey; algorithm: string; bytes: Bytes }>> {
   const hmac = await signOnlyHmac();
-  const ed = (await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify'])) as CryptoKeyPair;
-  const ec = (await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, [
-    'sign',
-    'verify',
-  ])) as CryptoKeyPair;
+  const ed = await privateKey({ name: 'Ed25519' });
+  const ec = await privateKey({ name: 'ECDSA', namedCurve: 'P-256' });
   return [
     { name: 'HMAC key without the verify usage', key: hmac, algorithm: 'HMAC', bytes: await signHmac(hmac, data) },
     {
       // A private key: signs, cannot verify.
       name: 'Ed25519 private key',
-      key: ed.privateKey,
+      key: ed,
       algorithm: 'Ed25519',
-      bytes: new Uint8Array(await crypto.subtle.sign('Ed25519', ed.privateKey, data)),
+      bytes: new Uint8Array(await crypto.subtle.sign('Ed25519', ed, data)),
     },
     {
       name: 'ECDSA private key',
-      key: ec.privateKey,
+      key: ec,
       algorithm: 'ECDSA',
-      bytes: new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, ec.privateKey, data)),
+      bytes: new Uint8Array(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, ec, data)),
     },
   ];
 }
