@@ -61,13 +61,16 @@ async function withAuditRefused(body: () => Promise<void>): Promise<void> {
   }
 }
 
+/** The facts of a stored `failed` event (attempts 1) that nothing has touched. */
+const UNTOUCHED = { status: 'failed', attempts: 1, outbox: 0, audit: 0, subscription: false };
+
 const UNSTORABLE_NAMES = ['rt\u0000x', 'a'.repeat(201), 'eve\nmallory', 'x\u001b[2Jy', 'lone\ud800'];
 
 describe('a replay is audited in its own transaction, or nothing happens', () => {
   it('refuses operator names the audit cannot hold with a 400, before anything changes', async () => {
     const { eventId, subscription } = await insertEvent(sql, { status: 'failed', attempts: 1 });
     const before = await eventFacts(eventId, subscription);
-    expect(before).toEqual({ status: 'failed', attempts: 1, outbox: 0, audit: 0, subscription: false });
+    expect(before).toEqual(UNTOUCHED);
     for (const operator of UNSTORABLE_NAMES) {
       expect(await postJson(`/admin/api/events/acme/${eventId}/replay`, { operator })).toEqual({
         status: 400,
@@ -146,13 +149,7 @@ describe('a replay is audited in its own transaction, or nothing happens', () =>
       const retry = await runCli(['outbox', 'retry', id, '--operator', operator], env);
       expect(retry.code).toBe(2);
     }
-    expect(await eventFacts(eventId, subscription)).toEqual({
-      status: 'failed',
-      attempts: 1,
-      outbox: 0,
-      audit: 0,
-      subscription: false,
-    });
+    expect(await eventFacts(eventId, subscription)).toEqual(UNTOUCHED);
     expect(await outboxRow(sql, id)).toMatchObject({ status: 'dead', attempts: 10 });
     expect(await operatorActionRows(sql, id)).toEqual([]);
   });
@@ -227,30 +224,20 @@ describe('every stored event is reachable over HTTP', () => {
       status: 413,
       body: { error: 'payload_too_large' },
     });
-    const chunk = new TextEncoder().encode(' '.repeat(4096));
+    // No Content-Length: 4 MB of spaces offered in 4 KiB chunks, counted as they are pulled.
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
       pull(controller) {
         sent += 1;
         if (sent > 1000) controller.close();
-        else controller.enqueue(chunk);
+        else controller.enqueue(new TextEncoder().encode(' '.repeat(4096)));
       },
     });
-    const streamed = await send(`/admin/api/events/acme/${eventId}/replay`, {
-      method: 'POST',
-      body: stream,
-      headers: { 'content-type': 'application/json' },
-      duplex: 'half',
-    } as RequestInit);
+    const replayPath = `/admin/api/events/acme/${eventId}/replay`;
+    const streamed = await send(replayPath, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
     expect(streamed.status).toBe(413);
     expect(sent).toBeLessThan(1000);
-    expect(await eventFacts(eventId, subscription)).toEqual({
-      status: 'failed',
-      attempts: 1,
-      outbox: 0,
-      audit: 0,
-      subscription: false,
-    });
+    expect(await eventFacts(eventId, subscription)).toEqual(UNTOUCHED);
     // A body under the cap is served as before.
     const small = await postJson(`/admin/api/events/acme/${eventId}/replay`, { operator: 'alice' });
     expect(small.status).toBe(200);
