@@ -197,6 +197,37 @@ describe('every stored event is reachable over HTTP', () => {
     expect(await dashboardPage.text()).toContain('<title>acme/.. · Webhook Inbox</title>');
   });
 
+  it('ids with slashes, percent signs, query and fragment marks, backslashes and dots are reached by their links', async () => {
+    const ids = [
+      'a/b',
+      'a%2Fb',
+      '%',
+      '%25',
+      '%2e',
+      '%2e%2e',
+      '.%2e',
+      'a?b=1',
+      'a#b',
+      'a\\b',
+      ' lead',
+      'ü',
+      '...',
+      '.a',
+    ];
+    const run = `r${Date.now().toString(36)}`;
+    for (const suffix of ids) await insertEvent(sql, { status: 'parked', eventId: `${run}${suffix}` });
+    for (const suffix of ids) await insertEvent(sql, { status: 'parked', eventId: suffix });
+    const listed = await (await send(`/admin/events?status=parked&limit=1000`)).text();
+    for (const eventId of [...ids, ...ids.map((suffix) => `${run}${suffix}`)]) {
+      const escaped = eventId.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+      const page = await send(linkTo(listed, escaped));
+      expect(page.status, eventId).toBe(200);
+      expect(await page.text(), eventId).toContain(`<title>acme/${escaped} · Webhook Inbox</title>`);
+      const api = await send(`/admin/api/events/acme/${encodeURIComponent(eventId)}`);
+      expect(((await api.json()) as { event?: { event_id: string } }).event?.event_id, eventId).toBe(eventId);
+    }
+  });
+
   it('an id the database cannot hold is a 404 (API and dashboard), a text filter holding one a 400', async () => {
     const logged = test.logs.length;
     for (const path of ['/admin/api/events/acme/%00', '/admin/api/event?provider=acme&event_id=%00']) {

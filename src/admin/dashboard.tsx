@@ -16,6 +16,7 @@ import type { Child, FC } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../db/client.ts';
 import { getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { OPERATOR_NAME_MAX } from '../ops/operator-name.ts';
 import { getOutboxMessage, listOutbox, messagesOfEvent } from '../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../ops/overview.ts';
 import { timeRange } from '../ops/time-bound.ts';
@@ -134,7 +135,8 @@ const Layout: FC<{ nonce: string; title: string; asOfMs?: number; current?: stri
                   <input type="checkbox" id="auto-refresh" /> every 30 s
                 </label>
                 <label>
-                  Operator <input id="operator" autocomplete="name" placeholder="your name" />
+                  Operator{' '}
+                  <input id="operator" autocomplete="name" placeholder="your name" maxlength={OPERATOR_NAME_MAX} />
                 </label>
                 <button type="button" id="sign-out">
                   Sign out
