@@ -111,11 +111,15 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     reportApplication({ worker: id, logger, metrics: deps.metrics }, event, outcome, summary, line);
 
   /** The one-event path: records this event's own failure, or releases it after a database error. */
-  async function applyOne(event: ClaimedEvent, summary: Tally) {
+  async function applyOne(event: ClaimedEvent, summary: Tally, dueBy: Date) {
     const started = performance.now();
     const attempt = event.attemptCount + 1;
-    // The retry time is computed before the apply from the attempt it would be, and only used on failure.
-    const retryAt = new Date(clock() + backoffDelayMs(settings.backoff, attempt, deps.random));
+    // The retry time is computed before the apply from the attempt it would be, and only used on
+    // failure. Past this pass's cut-off even when the delay is 0 (jitter can draw it): another lane
+    // of this pass must not take the row again at once.
+    const retryAt = new Date(
+      Math.max(clock() + backoffDelayMs(settings.backoff, attempt, deps.random), dueBy.getTime() + 1),
+    );
     let outcome: StoredOutcome;
     try {
       const result = await applyStoredEvent(
@@ -147,9 +151,9 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
    * Applies a claimed batch in one transaction; when that rolls back (one of them failed, or the
    * database did), applies each on its own, so only the failing one is counted as failed.
    */
-  async function applyBatch(events: readonly ClaimedEvent[], summary: Tally) {
+  async function applyBatch(events: readonly ClaimedEvent[], summary: Tally, dueBy: Date) {
     const [only] = events;
-    if (events.length === 1 && only !== undefined) return applyOne(only, summary);
+    if (events.length === 1 && only !== undefined) return applyOne(only, summary, dueBy);
     const started = performance.now();
     const result = await applyStoredBatch(context, events, id);
     if (!result.applied) {
@@ -158,7 +162,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
         batch_size: events.length,
         error: describeError(result.error),
       });
-      for (const event of events) await applyOne(event, summary);
+      for (const event of events) await applyOne(event, summary, dueBy);
       return;
     }
     const line = { duration_ms: elapsedMs(started), batch_size: events.length };
@@ -215,7 +219,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
             summary.released += events.length;
             await Promise.all(events.map((event) => releaseClaim(db, id, event).catch(() => {})));
           } else {
-            await applyBatch(events, summary);
+            await applyBatch(events, summary, dueBy);
           }
           return { claimed: events.length, limit: settings.batchSize };
         },
