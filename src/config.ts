@@ -1,20 +1,57 @@
 // Configuration: the environment parsed once by zod at an entry point. Every bad variable is named
-// in one error; nothing else in the service reads the environment.
+// in one error; nothing else in the service reads the environment. Secrets and tokens may also come
+// from files (`<VARIABLE>_FILE`, as container platforms mount secrets), read through the entry's
+// reader so that the Worker, which has no files, imports nothing of the file system.
 import { z } from 'zod';
 
 const integer = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 
-/** Space-separated secrets: several are accepted at once while a secret is rotated. */
+/**
+ * Secrets, several at once while a secret is rotated: space-separated in a variable, or one per line
+ * in its `_FILE` (each line whole, spaces kept), which arrives here as the list of lines.
+ */
 const secretList = z
-  .string()
+  .union([z.string(), z.array(z.string())])
   .optional()
-  .transform((value) => (value ?? '').split(/\s+/).filter((secret) => secret.length > 0));
+  .transform((value) =>
+    Array.isArray(value) ? value : (value ?? '').split(/\s+/).filter((secret) => secret.length > 0),
+  );
+
+/**
+ * RFC 6750's bearer token syntax (b64token), the only tokens an `Authorization: Bearer` header can
+ * carry: any other character would lock every request out.
+ */
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+const bearerToken = z
+  .string()
+  .min(16, { message: 'must be at least 16 characters' })
+  .regex(BEARER_TOKEN, { message: 'must use only letters, digits and -._~+/ (then any trailing =), as RFC 6750 says' })
+  .optional();
+
+/**
+ * Whether postgres.js can read `url`: it parses the URL with the first host of a multi-host list
+ * (`host1:5432,host2:5432`), and a port beyond 65535 or not a number would otherwise surface at
+ * connection time as a bare `TypeError: Invalid URL`.
+ */
+function isConnectionUrl(url: string): boolean {
+  const rest = url.slice(url.indexOf('://') + 3);
+  const authority = rest.split(/[?/]/)[0] ?? '';
+  const hosts = authority.slice(authority.lastIndexOf('@') + 1);
+  try {
+    new URL(url.replace(hosts, hosts.split(',')[0] ?? ''));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// or postgresql:// URL' })
+    .refine(isConnectionUrl, { message: 'is not a valid URL (check its host and its port: 1 to 65535)' })
     .optional(),
   PORT: integer(3000, 0).pipe(z.number().max(65535)),
   DATA_DIR: z.string().min(1).default('.data'),
@@ -43,8 +80,8 @@ const envSchema = z.object({
   RELAY_INTERVAL_MS: integer(1000, 0),
   PAYLOAD_RETENTION_DAYS: integer(7, 0),
   EVENT_RETENTION_DAYS: integer(30, 0),
-  ADMIN_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
-  METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  ADMIN_TOKEN: bearerToken,
+  METRICS_TOKEN: bearerToken,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -85,6 +122,79 @@ export class ConfigError extends Error {
   }
 }
 
+/** Something worth an operator's attention that does not stop start-up; names a variable, never a value. */
+export interface ConfigWarning {
+  variable: string;
+  message: string;
+}
+
+export interface ConfigSources {
+  /** Reads a `_FILE` variable's file as UTF-8; absent where there are no files (the Worker). */
+  readFile?: (path: string) => string;
+  /** Told of every warning; the entry logs them once its logger exists. */
+  warn?: (warning: ConfigWarning) => void;
+}
+
+/** Variables that hold secret lists (every provider secret) or one token: those a `_FILE` may replace. */
+const SECRET_LIST_VARIABLE = /^(?:[A-Z0-9]+_WEBHOOK_SECRET|SLACK_SIGNING_SECRET)$/;
+const TOKEN_VARIABLES: ReadonlySet<string> = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN']);
+
+/** Shorter secrets are guessable offline from one captured signature; warned about, not refused. */
+export const SHORT_SECRET_BYTES = 16;
+
+type Resolved = Record<string, string | readonly string[]>;
+
+/**
+ * The environment with every `<VARIABLE>_FILE` replaced by its file's content: for a secret list, its
+ * non-empty lines, each taken whole (a trailing CR dropped); for a token, its one line.
+ */
+function resolveFiles(present: Readonly<Record<string, string>>, sources: ConfigSources, problems: string[]): Resolved {
+  const resolved: Resolved = { ...present };
+  for (const [fileVariable, path] of Object.entries(present)) {
+    const variable = fileVariable.slice(0, -'_FILE'.length);
+    const list = SECRET_LIST_VARIABLE.test(variable);
+    if (!fileVariable.endsWith('_FILE') || (!list && !TOKEN_VARIABLES.has(variable))) continue;
+    delete resolved[fileVariable];
+    if (present[variable] !== undefined) {
+      problems.push(`${fileVariable}: ${variable} is set too; keep one of them`);
+      continue;
+    }
+    if (sources.readFile === undefined) {
+      problems.push(`${fileVariable}: files cannot be read here; set ${variable} itself`);
+      continue;
+    }
+    let content: string;
+    try {
+      content = sources.readFile(path);
+    } catch (error) {
+      // The path is the operator's own and no secret; the error's code says why (ENOENT, EACCES).
+      const code = (error as { code?: unknown }).code;
+      problems.push(`${fileVariable}: cannot read ${path}${typeof code === 'string' ? ` (${code})` : ''}`);
+      continue;
+    }
+    const lines = content
+      .split('\n')
+      .map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line))
+      .filter((line) => line.length > 0);
+    if (lines.length === 0) problems.push(`${fileVariable}: the file holds no secret`);
+    else if (!list && lines.length > 1) problems.push(`${fileVariable}: holds ${lines.length} lines, not one token`);
+    else resolved[variable] = list ? lines : (lines[0] as string);
+  }
+  return resolved;
+}
+
+/** A warning for each secret-list variable holding a secret shorter than SHORT_SECRET_BYTES. */
+function shortSecretWarnings(resolved: Resolved): ConfigWarning[] {
+  const encoder = new TextEncoder();
+  return Object.entries(resolved).flatMap(([variable, value]) => {
+    if (!SECRET_LIST_VARIABLE.test(variable)) return [];
+    const secrets = secretList.parse(value);
+    return secrets.some((secret) => encoder.encode(secret).byteLength < SHORT_SECRET_BYTES)
+      ? [{ variable, message: `a secret shorter than ${SHORT_SECRET_BYTES} bytes is easy to guess` }]
+      : [];
+  });
+}
+
 /** A signed public URL: what the sender is configured to post to, exactly. */
 const publicUrl = z.url({ protocol: /^https?$/ });
 
@@ -118,7 +228,7 @@ function providerVariableOf(variable: string): { provider: string; kind: Provide
  * others, named by variable.
  */
 function parseProviderSettings(
-  env: Readonly<Record<string, string | undefined>>,
+  env: Readonly<Record<string, string | readonly string[]>>,
   problems: string[],
 ): Record<string, ProviderSettings> {
   const settings: Record<string, ProviderSettings> = {};
@@ -139,16 +249,21 @@ function parseProviderSettings(
   return settings;
 }
 
-export function parseConfig(env: Readonly<Record<string, string | undefined>>): Config {
+export function parseConfig(env: Readonly<Record<string, string | undefined>>, sources: ConfigSources = {}): Config {
   // An empty variable means "not set", as in most shells' `VAR= command`.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = checkedEnvSchema.safeParse(present);
+  const present = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
+  );
+  const problems: string[] = [];
+  const resolved = resolveFiles(present, sources, problems);
+  const parsed = checkedEnvSchema.safeParse(resolved);
   // Name the variable, never echo its value: it may be a secret or a connection string.
-  const problems = parsed.success
-    ? []
-    : parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-  const settings = parseProviderSettings(present, problems);
+  if (!parsed.success) {
+    problems.push(...parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  const settings = parseProviderSettings(resolved, problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
+  for (const warning of shortSecretWarnings(resolved)) sources.warn?.(warning);
   return { ...parsed.data, providers: settings };
 }
 

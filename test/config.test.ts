@@ -1,6 +1,6 @@
 // Configuration parsing: the contract's defaults, rotation lists, and errors that name variables.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, providerSecrets } from '../src/config.ts';
+import { ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../src/config.ts';
 
 describe('parseConfig', () => {
   it('applies the contract defaults', () => {
@@ -62,5 +62,149 @@ describe('the rest of the contract', () => {
     expect(parseConfig({ OUTBOX_TARGET_URL: 'http://127.0.0.1:9999/hook' }).OUTBOX_TARGET_URL).toBe(
       'http://127.0.0.1:9999/hook',
     );
+  });
+});
+
+describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
+  const files: Record<string, string> = {
+    '/run/secrets/github': 'correct horse battery staple\n',
+    '/run/secrets/rotation': 'new secret with spaces\r\n\nold secret with spaces\n',
+    '/run/secrets/admin': 'admin-token-0123456789abcdef\n',
+    '/run/secrets/two-tokens': 'admin-token-0123456789abcdef\nmetrics-token-0123456789abc\n',
+    '/run/secrets/empty': '\n\n',
+  };
+  const readFile = (path: string) => {
+    const content = files[path];
+    if (content === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
+    return content;
+  };
+  const problemsOf = (env: Record<string, string>, sources: Parameters<typeof parseConfig>[1] = { readFile }) => {
+    try {
+      parseConfig(env, sources);
+    } catch (error) {
+      return (error as ConfigError).problems;
+    }
+    return [];
+  };
+
+  it('takes each line whole, spaces kept: a secret with spaces stays one secret', () => {
+    const config = parseConfig({ GITHUB_WEBHOOK_SECRET_FILE: '/run/secrets/github' }, { readFile });
+    expect(providerSecrets(config).github).toEqual(['correct horse battery staple']);
+  });
+
+  it('one secret per line for rotation, blank lines and CRs dropped', () => {
+    const config = parseConfig({ STANDARD_WEBHOOK_SECRET_FILE: '/run/secrets/rotation' }, { readFile });
+    expect(providerSecrets(config).standard).toEqual(['new secret with spaces', 'old secret with spaces']);
+  });
+
+  it('works for every provider secret and both tokens', () => {
+    const config = parseConfig(
+      {
+        ACME_WEBHOOK_SECRET_FILE: '/run/secrets/github',
+        STRIPE_WEBHOOK_SECRET_FILE: '/run/secrets/github',
+        SHOPIFY_WEBHOOK_SECRET_FILE: '/run/secrets/github',
+        SLACK_SIGNING_SECRET_FILE: '/run/secrets/github',
+        ADMIN_TOKEN_FILE: '/run/secrets/admin',
+        METRICS_TOKEN_FILE: '/run/secrets/admin',
+      },
+      { readFile },
+    );
+    const secrets = providerSecrets(config);
+    for (const name of ['acme', 'stripe', 'shopify', 'slack']) {
+      expect(secrets[name]).toEqual(['correct horse battery staple']);
+    }
+    expect(config.ADMIN_TOKEN).toBe('admin-token-0123456789abcdef');
+    expect(config.METRICS_TOKEN).toBe('admin-token-0123456789abcdef');
+  });
+
+  it('keeps the space-separated form of the variable itself', () => {
+    const config = parseConfig({ GITHUB_WEBHOOK_SECRET: 'correct horse' }, { readFile });
+    expect(providerSecrets(config).github).toEqual(['correct', 'horse']);
+  });
+
+  it('names the variable when its file cannot be used, or both forms are set', () => {
+    expect(problemsOf({ GITHUB_WEBHOOK_SECRET_FILE: '/run/secrets/missing' })).toEqual([
+      'GITHUB_WEBHOOK_SECRET_FILE: cannot read /run/secrets/missing (ENOENT)',
+    ]);
+    expect(problemsOf({ ACME_WEBHOOK_SECRET_FILE: '/run/secrets/empty' })).toEqual([
+      'ACME_WEBHOOK_SECRET_FILE: the file holds no secret',
+    ]);
+    expect(problemsOf({ ADMIN_TOKEN_FILE: '/run/secrets/two-tokens' })).toEqual([
+      'ADMIN_TOKEN_FILE: holds 2 lines, not one token',
+    ]);
+    const both = problemsOf({ ACME_WEBHOOK_SECRET: 'x'.repeat(20), ACME_WEBHOOK_SECRET_FILE: '/run/secrets/github' });
+    expect(both).toEqual(['ACME_WEBHOOK_SECRET_FILE: ACME_WEBHOOK_SECRET is set too; keep one of them']);
+    // Where there are no files (the Worker), the variable is refused by name.
+    expect(problemsOf({ ACME_WEBHOOK_SECRET_FILE: '/run/secrets/github' }, {})).toEqual([
+      'ACME_WEBHOOK_SECRET_FILE: files cannot be read here; set ACME_WEBHOOK_SECRET itself',
+    ]);
+  });
+
+  it('warns, naming the variable and never the value, for a secret under 16 bytes', () => {
+    const warnings: ConfigWarning[] = [];
+    parseConfig(
+      {
+        GITHUB_WEBHOOK_SECRET: 'long-enough-secret-1 horse',
+        ACME_WEBHOOK_SECRET: 'sixteen-bytes-ok',
+        SLACK_SIGNING_SECRET_FILE: '/run/secrets/rotation',
+        // 15 characters but 16 bytes in UTF-8: bytes are what an HMAC key is made of.
+        STRIPE_WEBHOOK_SECRET: 'é'.padEnd(15, 'x'),
+      },
+      { readFile, warn: (warning) => warnings.push(warning) },
+    );
+    expect(warnings.map((warning) => warning.variable)).toEqual(['GITHUB_WEBHOOK_SECRET']);
+    expect(JSON.stringify(warnings)).not.toContain('horse');
+  });
+});
+
+describe('bearer tokens (RFC 6750 syntax)', () => {
+  it.each([
+    ['an exclamation mark', 'admin-token-0123456789!'],
+    ['a space', 'admin token 0123456789abc'],
+    ['a colon', 'admin:token:0123456789abc'],
+    ['= before the end', 'admin=token-0123456789abc'],
+  ])('refuses a token with %s, naming the variable and not the value', (_name, token) => {
+    for (const variable of ['ADMIN_TOKEN', 'METRICS_TOKEN']) {
+      try {
+        parseConfig({ [variable]: token });
+        expect.unreachable();
+      } catch (error) {
+        expect((error as ConfigError).problems).toEqual([expect.stringMatching(new RegExp(`^${variable}: `))]);
+        expect((error as ConfigError).message).not.toContain(token);
+      }
+    }
+  });
+
+  it('accepts every character the syntax allows, with trailing =', () => {
+    const token = 'Az09-._~+/token-0123456789==';
+    expect(parseConfig({ ADMIN_TOKEN: token, METRICS_TOKEN: token })).toMatchObject({
+      ADMIN_TOKEN: token,
+      METRICS_TOKEN: token,
+    });
+  });
+});
+
+describe('DATABASE_URL', () => {
+  it.each([
+    ['a port beyond 65535', 'postgres://app:pw-secret@db.internal:99999/app'],
+    ['a port that is no number', 'postgres://app:pw-secret@db.internal:port/app'],
+  ])('names the variable for %s, without echoing it', (_name, url) => {
+    try {
+      parseConfig({ DATABASE_URL: url });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([expect.stringMatching(/^DATABASE_URL: .*port/)]);
+      expect((error as ConfigError).message).not.toContain('pw-secret');
+    }
+  });
+
+  it('accepts what postgres.js reads: several hosts, sockets, parameters', () => {
+    for (const url of [
+      'postgres://app:pw@h1:5432,h2:5433/app',
+      'postgresql:///app?host=/var/run/postgresql',
+      'postgres://app:p%40ss@db:6543/app?sslmode=require',
+    ]) {
+      expect(parseConfig({ DATABASE_URL: url }).DATABASE_URL).toBe(url);
+    }
   });
 });

@@ -39,7 +39,7 @@ describe('npm start', () => {
 
   it('with DATABASE_URL and pending migrations: exit 1 naming npm run db:migrate; serves after it', async () => {
     const { url } = unmigrated;
-    const refused = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret' });
+    const refused = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret-long-enough-16' });
     const { code } = await refused.exited;
     expect(code).toBe(1);
     const lines = refused.output().trim().split('\n');
@@ -51,12 +51,12 @@ describe('npm start', () => {
     const rerun = migrate({ DATABASE_URL: url });
     expect((await rerun.exited).code).toBe(0);
 
-    const service = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret' });
+    const service = startService({ DATABASE_URL: url, PORT: '0', ACME_WEBHOOK_SECRET: 's3cret-long-enough-16' });
     try {
       const listening = JSON.parse(await service.waitForLine(/"msg":"listening"/));
       const ready = await fetch(`http://127.0.0.1:${listening.port}/readyz`);
       expect(ready.status).toBe(200);
-      expect(service.output()).not.toContain('s3cret');
+      expect(service.output()).not.toContain('s3cret-long-enough-16');
       expect(service.output()).not.toContain(url);
     } finally {
       service.child.kill('SIGTERM');
@@ -80,7 +80,7 @@ describe('npm start', () => {
     const refused = startService({
       DATABASE_URL: productionDatabase.url,
       PORT: '0',
-      ACME_WEBHOOK_SECRET: 's3cret',
+      ACME_WEBHOOK_SECRET: 's3cret-long-enough-16',
       DISCORD_WEBHOOK_PUBLIC_KEY: 'not-an-ed25519-key-VALUE',
     });
     expect((await refused.exited).code).toBe(1);

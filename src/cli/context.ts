@@ -4,10 +4,11 @@
 // command's answer, kept clean for --json). Also the exit codes the contract fixes, and the one
 // wrapper that turns a command's outcome or failure into one of them.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { type Config, ConfigError, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
-import { describeError, isTransientDatabaseError } from '../db/errors.ts';
+import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
@@ -62,7 +63,7 @@ const CLI_STATEMENT_TIMEOUT_MS = 30_000;
 
 function parseCliConfig(env: CliIo['env']): Config {
   try {
-    return parseConfig(env);
+    return parseConfig(env, { readFile: (path) => readFileSync(path, 'utf8') });
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
@@ -100,9 +101,14 @@ async function openDatabase(config: Config, target: DatabaseTarget, requireMigra
   let pending: boolean;
   try {
     pending = await hasPendingMigrations(handle.db, expectedMigration);
-  } catch {
+  } catch (error) {
     await handle.close().catch(() => {});
-    throw new CliError(EXIT.couldNotRun, `the database is unreachable (${target.described})`);
+    // The causes are named after DATABASE_URL's parts; the embedded server is named as it is.
+    const problem =
+      config.DATABASE_URL === undefined
+        ? `the database is unreachable (${target.described})`
+        : databaseStartupProblem(error);
+    throw new CliError(EXIT.couldNotRun, problem);
   }
   if (pending) {
     await handle.close();

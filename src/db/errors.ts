@@ -65,3 +65,36 @@ export function describeError(error: unknown): string {
   }
   return parts.join(': ').slice(0, LAST_ERROR_MAX);
 }
+
+/** A server's FATAL message, read only to tell two causes of one SQLSTATE apart; never printed. */
+function serverMessage(error: unknown): string {
+  return error instanceof Error && error.name === 'PostgresError' ? error.message : '';
+}
+
+/**
+ * Why the database could not be used at start-up, by cause class, for the one line an operator
+ * reads: which part of DATABASE_URL to look at, never the URL itself (it may hold a password).
+ */
+export function databaseStartupProblem(error: unknown): string {
+  for (const link of errorChain(error)) {
+    const sqlState = sqlStateOf(link);
+    const code = errorCode(link);
+    const message = serverMessage(link);
+    if (sqlState === '3D000') return 'the database named in DATABASE_URL does not exist';
+    if (sqlState === '28000' && /no encryption/.test(message)) {
+      return 'the server requires TLS: add sslmode=require to DATABASE_URL';
+    }
+    if (sqlState === '28000' && /role .* does not exist/.test(message)) {
+      return 'the role (user) named in DATABASE_URL does not exist';
+    }
+    if (sqlState === '28P01') return 'authentication failed: check the user and password in DATABASE_URL';
+    if (sqlState === '28000') return 'the server refuses this user, database or host (pg_hba.conf)';
+    if (code === 'ECONNREFUSED') return 'connection refused: nothing listens at the host and port in DATABASE_URL';
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host: the host in DATABASE_URL does not resolve';
+    if (code === 'CONNECT_TIMEOUT' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH') {
+      return 'no answer from the host in DATABASE_URL (timed out)';
+    }
+    if (code === 'ERR_INVALID_URL') return 'DATABASE_URL is not a valid URL (check its host and port)';
+  }
+  return `the database is unreachable (check DATABASE_URL): ${describeError(error)}`;
+}

@@ -2,6 +2,7 @@
 // how Stripe's eight statuses fold into our five, where the rows live and how events are ordered.
 import { z } from 'zod';
 import type { SubscriptionStatus } from '../db/schema.ts';
+import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import type { SubscriptionChange } from './subscriptions.ts';
 
 const stripeStatuses = [
@@ -34,7 +35,8 @@ const domainStatus: Readonly<Record<StripeStatus, SubscriptionStatus>> = {
 
 /** What the mapping reads of a `customer.subscription.*` event; everything else is kept, unread. */
 export const stripeSubscriptionEvent = z.looseObject({
-  created: z.int().nonnegative(),
+  // The version and the row's time come from it: required here, so out of range is a 400.
+  created: z.int().nonnegative().max(MAX_UNIX_SECONDS),
   data: z.looseObject({
     object: z.looseObject({
       id: z.string().min(1).max(255),

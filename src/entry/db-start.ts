@@ -1,13 +1,14 @@
 // `npm run db:start`: the embedded PostgreSQL that `npm start` runs, on its own and in the foreground,
 // with its data in DATA_DIR, migrated. It prints its DATABASE_URL and the line that points
 // `npm run dev:worker` (Hyperdrive's local connection string) at it, and stops on Ctrl-C.
+import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig, providerSecrets } from '../config.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { developmentSecret } from './dev-secret.ts';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 async function main(): Promise<void> {
-  const config = parseConfig(process.env);
+  const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8') });
   if (config.DATABASE_URL !== undefined) {
     throw new ConfigError(['DATABASE_URL: set, so that server is the database; db:start runs the embedded one']);
   }

@@ -1,9 +1,10 @@
 // `npm run db:migrate`: applies pending migrations to DATABASE_URL; exits non-zero on failure.
+import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from '../config.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 
 try {
-  const config = parseConfig(process.env);
+  const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8') });
   if (config.DATABASE_URL === undefined) throw new ConfigError(['DATABASE_URL: required to migrate']);
   await migrateDatabase(config.DATABASE_URL);
   console.log('migrations applied');

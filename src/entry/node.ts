@@ -4,17 +4,20 @@
 // lease sweeper every minute, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
+import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
 import {
   anyProviderConfigured,
   type Config,
   ConfigError,
+  type ConfigWarning,
   parseConfig,
   providerExtras,
   providerSecrets,
 } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
+import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
@@ -67,9 +70,12 @@ function httpLimits(config: Config) {
   };
 }
 
-function loadConfig(): Config {
+function loadConfig(warnings: ConfigWarning[]): Config {
   try {
-    return parseConfig(process.env);
+    return parseConfig(process.env, {
+      readFile: (path) => readFileSync(path, 'utf8'),
+      warn: (warning) => warnings.push(warning),
+    });
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -77,7 +83,8 @@ function loadConfig(): Config {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const warnings: ConfigWarning[] = [];
+  const config = loadConfig(warnings);
   const clock = () => Date.now();
   // Straight to stdout: console.log's formatting machinery showed up in the intake profile.
   const logger = createLogger({
@@ -85,6 +92,7 @@ async function main(): Promise<void> {
     now: () => new Date(clock()),
     write: (line) => process.stdout.write(`${line}\n`),
   });
+  for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
 
   const secrets = { ...providerSecrets(config) };
   const anySecret = anyProviderConfigured(config);
@@ -130,7 +138,7 @@ async function main(): Promise<void> {
   } catch (error) {
     await stopDatabase();
     if (error instanceof StartupError) throw error;
-    throw new StartupError('the database is unreachable (check DATABASE_URL)');
+    throw new StartupError(databaseStartupProblem(error));
   }
 
   const newId = newHexId;

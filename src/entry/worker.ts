@@ -8,6 +8,7 @@ import {
   anyProviderConfigured,
   type Config,
   ConfigError,
+  type ConfigWarning,
   parseConfig,
   providerExtras,
   providerSecrets,
@@ -61,7 +62,9 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const variables = Object.fromEntries(
     Object.entries(bindings).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
   );
-  const config = parseConfig(variables);
+  // No files here: a `_FILE` variable is refused, naming it; secrets come as `wrangler secret put`.
+  const warnings: ConfigWarning[] = [];
+  const config = parseConfig(variables, { warn: (warning) => warnings.push(warning) });
   // The binding is typed as present, but wrangler.toml is edited by hand: say so instead of a TypeError.
   const hyperdrive: unknown = bindings.HYPERDRIVE;
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
@@ -73,6 +76,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   }
   const providers = await enableProviders(providerSecrets(config), providerExtras(config));
   const logger = newLogger(config.LOG_LEVEL);
+  for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
   const app = createProductionApp({ config, providers, metrics, clock: () => Date.now(), logger });
   return { config, logger, app };

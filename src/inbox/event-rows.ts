@@ -33,12 +33,16 @@ import { describeError } from '../db/errors.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
-import type { JsonValue } from '../lib/json.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 
 /** An authenticated event and the provider it came from: what a row is made of. */
 export interface InboxEvent extends AuthenticatedEvent {
   provider: string;
+  /**
+   * The payload as the JSON text the sender signed, stored as it is: jsonb keeps every number of it
+   * exact (numeric), where a serialized JavaScript value would round those beyond 2^53.
+   */
+  payloadText: string;
 }
 
 export interface StoredEventKey {
@@ -102,7 +106,7 @@ const takeBackSet = (v: SQL) => sql`status = ${v}.status,
 function rowValues({ event, arrival }: Arriving): SQL {
   const availableAt = arrival.status === 'received' ? arrival.availableAt.toISOString() : sql`now()`;
   return sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${arrival.status}::webhook_event_status,
-    ${JSON.stringify(event.payload)}::jsonb, ${event.contentDigest ?? null}::text, ${event.occurredAt?.toISOString() ?? null}::timestamptz,
+    ${event.payloadText}::jsonb, ${event.contentDigest ?? null}::text, ${event.occurredAt?.toISOString() ?? null}::timestamptz,
     ${finishedNow(arrival.status)}::timestamptz, ${availableAt}::timestamptz)`;
 }
 
@@ -211,7 +215,7 @@ export async function recordDeliveryFailure(db: Database, event: InboxEvent, err
       provider: event.provider,
       eventId: event.eventId,
       eventType: event.eventType,
-      payload: event.payload,
+      payload: sql`${event.payloadText}::jsonb`,
       contentDigest: event.contentDigest ?? null,
       occurredAt: event.occurredAt,
       status: 'failed',
@@ -321,7 +325,8 @@ export type LockedRow = {
   provider: string;
   event_id: string;
   event_type: string;
-  payload: JsonValue | null;
+  /** The stored payload as jsonb prints it, parsed exactly by the caller. */
+  payload: string | null;
   occurred_at: string | null;
   content_digest: string | null;
 };
@@ -345,7 +350,7 @@ export async function lockForApply(
     sql`, `,
   );
   return tx.execute<LockedRow>(sql`
-    select provider, event_id, event_type, payload, occurred_at::text as occurred_at, content_digest
+    select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at, content_digest
     from webhook_events
     where (provider, event_id) in (${rowKeys}) and status::text in (${statuses})
       ${filter.leaseOwner === undefined ? sql`` : sql`and locked_by = ${filter.leaseOwner}`}

@@ -8,9 +8,11 @@ import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
+import { payloadText } from '../lib/json.ts';
 import { LogSampler } from '../lib/log-sampler.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { storableTime } from '../lib/occurrence.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { acceptEvent, backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
@@ -146,7 +148,16 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     if (verification.outcome === 'respond') return verification;
     if (verification.outcome === 'unauthorized') report.refusedBecause(verification.reason);
     if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
-    const event: InboxEvent = { provider: provider.name, ...verification.event };
+    // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
+    const text = payloadText(body);
+    if (text === undefined) throw new AppError('invalid_payload');
+    const event: InboxEvent = {
+      provider: provider.name,
+      ...verification.event,
+      payloadText: text,
+      // Whatever a scheme read, a time the database cannot hold is no time rather than a failed write.
+      occurredAt: storableTime(verification.event.occurredAt),
+    };
     report.carries(event, traceIdOf(c.req.header('traceparent'), deps.newId));
     return { outcome: 'verified' as const, event };
   }

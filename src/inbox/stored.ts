@@ -6,6 +6,7 @@ import type { Database, Executor, Transaction } from '../db/client.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
+import { parseJsonText } from '../lib/json.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { WebhookProvider } from '../providers/types.ts';
 import {
@@ -68,14 +69,18 @@ export interface StoredResult {
 /** Plans and applies one locked row in `tx`; throws when it cannot be applied (the caller rolls back). */
 async function applyRow(context: StoredContext, tx: Transaction, row: LockedRow): Promise<AppliedStatus> {
   if (row.payload === null) throw new DomainRejection('payload purged: nothing to apply');
+  // Read exactly as stored: an id beyond 2^53 reaches the handler as the same bigint it did on arrival.
+  const payload = parseJsonText(row.payload);
+  if (payload === undefined) throw new DomainRejection('stored payload is not JSON this service reads');
   const event: InboxEvent = {
     provider: row.provider,
     eventId: row.event_id,
     eventType: row.event_type,
     occurredAt: row.occurred_at === null ? null : new Date(row.occurred_at),
-    payload: row.payload,
+    payload,
+    payloadText: row.payload,
     ...(row.content_digest === null ? {} : { contentDigest: row.content_digest }),
-    unknownSchemaVersion: context.providers.get(row.provider)?.knowsSchemaOf?.(row.payload) === false,
+    unknownSchemaVersion: context.providers.get(row.provider)?.knowsSchemaOf?.(payload) === false,
   };
   let plan: ReturnType<typeof planFor>;
   try {

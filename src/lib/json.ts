@@ -1,23 +1,98 @@
 // Turning signed bytes into a JSON value we are willing to store: strict UTF-8, JSON, bounded
-// nesting, and no strings PostgreSQL's jsonb would refuse (a NUL, a lone surrogate), so a sender's
-// mistake is a 400 and never a database error.
+// nesting, no strings PostgreSQL's jsonb would refuse (a NUL, a lone surrogate) and no numbers its
+// numeric type would refuse, so a sender's mistake is a 400 and never a database error. Numbers stay
+// exact: the received text is what is stored (jsonb keeps numbers as numeric), and the value handed
+// to validation and handlers holds every number a JavaScript number cannot as a bigint (integers) or
+// a LosslessNumber (the rest), read by lossless-json.
+import { isSafeNumber, LosslessNumber, parse as parseLossless, splitNumber } from 'lossless-json';
+
+export { LosslessNumber };
+
 export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Digits a number may have before and after its decimal point once its exponent is applied. jsonb
+ * stores numbers as numeric, which refuses more than 131072 and 16383 and prints every digit: `1e400`
+ * is 401 characters when read back, so the bound also bounds what one short token can grow into.
+ */
+export const MAX_NUMBER_DIGITS = 1000;
 
 // ignoreBOM: false is the default (a leading BOM is dropped), spelled out because workerd's typings
 // require the field.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
+/** Plain JSON, as this service writes it itself (outbox messages). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/** The parsed document, or undefined when the bytes are not JSON we accept. */
-export function parseJsonPayload(body: Uint8Array): JsonValue | undefined {
-  let value: JsonValue;
+/** JSON as a sender wrote it, every number exact: what payloads are parsed into. */
+export type ExactJson =
+  | null
+  | boolean
+  | number
+  | bigint
+  | LosslessNumber
+  | string
+  | ExactJson[]
+  | { [key: string]: ExactJson };
+
+/** The received text, strictly decoded (a leading BOM dropped): what is stored as the payload. */
+export function payloadText(body: Uint8Array): string | undefined {
   try {
-    value = JSON.parse(strictUtf8.decode(body)) as JsonValue;
+    return strictUtf8.decode(body);
   } catch {
     return undefined;
   }
-  return isStorable(value) ? value : undefined;
+}
+
+/** The parsed document, or undefined when the bytes are not JSON we accept. */
+export function parseJsonPayload(body: Uint8Array): ExactJson | undefined {
+  const text = payloadText(body);
+  return text === undefined ? undefined : parseJsonText(text);
+}
+
+/**
+ * A number token JSON.parse may round: one with an exponent, or of 16 digits or more (a double holds
+ * every decimal of 15 significant digits). Strings that merely look like one only cost the exact
+ * parse below; a number that matches neither alternative is exact as a JavaScript number.
+ */
+const INEXACT_NUMBER = /(?:^|[:,[])\s*-?(?:[0-9.]{16}|[0-9.]+[eE])/;
+
+/**
+ * `text` (received, or jsonb read back as text) as a document, or undefined when it is not one we
+ * accept. JSON.parse first: it is fast and iterative, so syntax and nesting are checked before the
+ * recursive exact parse runs, which runs only when some number may need it.
+ */
+export function parseJsonText(text: string): ExactJson | undefined {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return undefined;
+  }
+  if (!isStorable(value)) return undefined;
+  if (!INEXACT_NUMBER.test(text)) return value;
+  try {
+    // A repeated key keeps its last value, as JSON.parse and jsonb both do.
+    return parseLossless(text, null, {
+      parseNumber: exactNumber,
+      onDuplicateKey: (info) => info.newValue,
+    }) as ExactJson;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A number token as the value handlers see; throws (refused) beyond MAX_NUMBER_DIGITS. */
+function exactNumber(token: string): number | bigint | LosslessNumber {
+  const { sign, digits, exponent } = splitNumber(token);
+  const integerDigits = exponent + 1;
+  const fractionDigits = digits.length - 1 - exponent;
+  if (integerDigits > MAX_NUMBER_DIGITS || fractionDigits > MAX_NUMBER_DIGITS) throw new RangeError('number bound');
+  if (isSafeNumber(token)) return Number(token);
+  // Integer-valued: a bigint, whichever way it was written (`1e400` is read back from jsonb as
+  // 401 digits, and must be the same value on a replay as on arrival).
+  if (fractionDigits <= 0) return BigInt(`${sign}${digits}${'0'.repeat(-fractionDigits)}`);
+  return new LosslessNumber(token);
 }
 
 function isStorableString(text: string): boolean {

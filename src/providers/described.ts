@@ -4,7 +4,8 @@
 // MAX_SIGNATURES signatures, a signed time within the tolerance past and future, every configured
 // key tried (rotation), one reason-free 401, and a digest of the signed body backing any id the
 // signature does not cover.
-import { type JsonValue, parseJsonPayload } from '../lib/json.ts';
+import { type ExactJson, LosslessNumber, parseJsonPayload } from '../lib/json.ts';
+import { occurrenceTime } from '../lib/occurrence.ts';
 import { derToP1363, importPublicKey } from './asymmetric.ts';
 import {
   compileTemplate,
@@ -66,7 +67,7 @@ function isFresh(text: string | null, format: TimeFormat, time: VerificationTime
 }
 
 /** The value at `path`, own members only (a payload's `constructor` is not Object's). */
-export function valueAt(value: JsonValue | undefined, path: Path): JsonValue | undefined {
+export function valueAt(value: ExactJson | undefined, path: Path): ExactJson | undefined {
   let current = value;
   for (const key of path) {
     if (typeof key === 'number') current = Array.isArray(current) ? current[key] : undefined;
@@ -74,6 +75,7 @@ export function valueAt(value: JsonValue | undefined, path: Path): JsonValue | u
       current !== null &&
       typeof current === 'object' &&
       !Array.isArray(current) &&
+      !(current instanceof LosslessNumber) &&
       Object.hasOwn(current, key)
     ) {
       current = current[key];
@@ -82,9 +84,13 @@ export function valueAt(value: JsonValue | undefined, path: Path): JsonValue | u
   return current;
 }
 
-/** An id, type or time as text: a 1..255-character string or a non-negative safe integer. */
-function textOf(value: JsonValue | undefined): string | null {
+/**
+ * An id, type or time as text: a 1..255-character string or a non-negative integer (a bigint beyond
+ * 2^53, written exactly).
+ */
+function textOf(value: ExactJson | undefined): string | null {
   if (typeof value === 'string') return value.length >= 1 && value.length <= 255 ? value : null;
+  if (typeof value === 'bigint') return value >= 0n && String(value).length <= 255 ? String(value) : null;
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : null;
 }
 
@@ -318,20 +324,21 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     return valid ? { timestamp: signedTime, idSigned } : { failure: 'signature_mismatch' };
   }
 
-  function readSource(source: Source, header: (name: string) => string | null, payload: JsonValue) {
+  function readSource(source: Source, header: (name: string) => string | null, payload: ExactJson) {
     return 'header' in source ? tokenHeader(header, source.header) : textOf(valueAt(payload, source.path));
   }
 
   function occurredAt(
     header: (name: string) => string | null,
-    payload: JsonValue,
+    payload: ExactJson,
     signedTime: string | null,
   ): Date | null {
     const occurred = description.occurredAt;
     if (occurred === undefined) return null;
     const text = occurred.from === 'timestamp' ? signedTime : readSource(occurred.from, header, payload);
-    const milliseconds = text === null ? null : parseTime(text, occurred.format);
-    return milliseconds === null || Number.isNaN(new Date(milliseconds).getTime()) ? null : new Date(milliseconds);
+    // Informational: read every way senders write it (Clerk's milliseconds where the specification
+    // says RFC 3339), and no time at all when it states none the database can hold.
+    return occurrenceTime(text, occurred.format === 'unix' ? 'seconds' : 'seconds-or-milliseconds');
   }
 
   async function verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification> {
@@ -389,7 +396,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     };
   }
 
-  const knowsSchemaOf = (payload: JsonValue) => {
+  const knowsSchemaOf = (payload: ExactJson) => {
     const version = description.schemaVersion;
     if (version === undefined) return true;
     const text = textOf(valueAt(payload, version.path));

@@ -3,7 +3,7 @@
 // type are), the signed-content template, and the check that a description can work at all. The
 // engine that runs descriptions is described.ts; the senders themselves are senders.ts.
 import type { z } from 'zod';
-import type { JsonValue } from '../lib/json.ts';
+import type { ExactJson } from '../lib/json.ts';
 import type { AsymmetricAlgorithm, PublicKeyFormat } from './asymmetric.ts';
 import type { HmacHash } from './hmac.ts';
 
@@ -65,7 +65,7 @@ export interface AnswerTools {
 
 /** A protocol message the sender expects an answer to, recognised in an authentic payload. */
 export type ProtocolAnswer = (
-  payload: JsonValue,
+  payload: ExactJson,
   tools: AnswerTools,
 ) => ProtocolReply | undefined | Promise<ProtocolReply | undefined>;
 

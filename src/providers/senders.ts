@@ -3,6 +3,7 @@
 // engine in described.ts runs them all; docs/providers.md tells an operator where each value comes
 // from on the sender's side. Ordered as the README's table.
 import { z } from 'zod';
+import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import { valueAt } from './described.ts';
 import type { SenderDescription, SignatureMethod } from './description.ts';
 import { boundedString } from './scheme.ts';
@@ -31,7 +32,8 @@ export const acmeEnvelope = z.looseObject({
   id: boundedString,
   type: boundedString,
   api_version: z.string().min(1).max(64),
-  created: z.int().nonnegative(),
+  // Required, so out of range is the payload's fault (400), not a time to drop.
+  created: z.int().nonnegative().max(MAX_UNIX_SECONDS),
   version: z.int().nonnegative(),
   data: z.looseObject({}),
 });
@@ -40,22 +42,24 @@ export type AcmeEnvelope = z.infer<typeof acmeEnvelope>;
 /**
  * A Stripe snapshot event (`object: "event"`). Its `api_version` is the endpoint's, chosen by the
  * user; nothing is parked for it, because the mapping reads only fields every API version shares.
+ * `created` is only when it happened: any value is kept, one that is no storable time stored as none.
  */
 const stripeEnvelope = z.looseObject({
   id: boundedString,
   object: z.literal('event'),
   type: boundedString,
-  created: z.int().nonnegative(),
   api_version: z.string().max(64).nullable().optional(),
   data: z.looseObject({ object: z.looseObject({}) }),
 });
 
-/** Slack's Events API envelopes: events, and the two protocol messages answered without storing. */
+/**
+ * Slack's Events API envelopes: events, and the two protocol messages answered without storing.
+ * `event_time` is informational: any value is kept, one that is no storable time stored as none.
+ */
 const slackEnvelope = z.discriminatedUnion('type', [
   z.looseObject({
     type: z.literal('event_callback'),
     event_id: boundedString,
-    event_time: z.int().nonnegative().optional(),
     event: z.looseObject({ type: boundedString }),
   }),
   z.looseObject({ type: z.literal('url_verification'), challenge: boundedString }),
@@ -85,18 +89,25 @@ export const senderDescriptions: readonly SenderDescription[] = [
   },
   {
     name: 'standard',
+    // Svix, the scheme's largest sender (Clerk, Resend, …), names the same headers `svix-id`,
+    // `svix-timestamp`, `svix-signature`: either set, one per delivery, never mixed.
+    headerSets: ['webhook-', 'svix-'],
     signature: {
       ...standardSignature('whsec'),
+      headers: ['signature'],
       methods: [
         { ...HMAC_SHA256, secret: 'whsec', entry: 'v1' },
         { algorithm: 'Ed25519', publicKey: 'whpk', entry: 'v1a' },
       ],
     },
     ...standardHeaders,
+    timestamp: { from: { header: 'timestamp' }, format: 'unix' },
+    id: { header: 'id' },
     type: { path: ['type'] },
+    // Informational, and written every way (RFC 3339, Clerk's unix milliseconds): any value is kept.
     occurredAt: { from: { path: ['timestamp'] }, format: 'rfc3339' },
     // The type routes the event; the specification has no schema version to park on.
-    payload: z.looseObject({ type: boundedString, timestamp: z.string().max(64).optional() }),
+    payload: z.looseObject({ type: boundedString }),
   },
   {
     name: 'stripe',

@@ -1,6 +1,6 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
 // and where its event id lives; nothing outside src/providers knows any of that.
-import type { JsonValue } from '../lib/json.ts';
+import type { ExactJson } from '../lib/json.ts';
 import type { Bytes, VerifyKey } from './hmac.ts';
 
 export interface Delivery {
@@ -26,8 +26,11 @@ export interface AuthenticatedEvent {
   eventId: string;
   eventType: string;
   occurredAt: Date | null;
-  /** The whole parsed payload, unknown fields included: stored for investigation and replay. */
-  payload: JsonValue;
+  /**
+   * The whole parsed body, unknown fields included, every number exact. The body's own text is what
+   * is stored (the intake keeps it), so every scheme's payload must be the whole body it parsed.
+   */
+  payload: ExactJson;
   /** The payload follows a schema version this service does not know: park it, do not guess. */
   unknownSchemaVersion: boolean;
   /**
@@ -80,5 +83,5 @@ export interface WebhookProvider {
    * Whether this code knows the schema version of a stored payload: asked again when a parked event
    * is replayed, after a deploy may have taught it the version. Absent: every version is known.
    */
-  knowsSchemaOf?(payload: JsonValue): boolean;
+  knowsSchemaOf?(payload: ExactJson): boolean;
 }
