@@ -199,6 +199,8 @@ describe('every stored event is reachable over HTTP', () => {
 
   it('ids with slashes, percent signs, query and fragment marks, backslashes and dots are reached by their links', async () => {
     const ids = [
+      'tab\there',
+      'new\nline',
       'a/b',
       'a%2Fb',
       '%',
