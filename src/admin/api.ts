@@ -21,6 +21,7 @@ import {
   documentAnswer,
   errorSchema,
   eventAnswer,
+  eventKeyQuery,
   eventParams,
   eventQuery,
   eventsPage,
@@ -76,11 +77,25 @@ const routes = {
     request: { params: eventParams, query: eventQuery },
     responses: { 200: json(eventAnswer, 'the event'), 404: notFound, ...refused },
   }),
+  showEventByQuery: createRoute({
+    method: 'get',
+    path: '/event',
+    summary: 'The same as /events/{provider}/{eventId}, the id in the query: for ids URL parsers rewrite (`.`, `..`)',
+    request: { query: eventKeyQuery },
+    responses: { 200: json(eventAnswer, 'the event'), 404: notFound, ...refused },
+  }),
   replay: createRoute({
     method: 'post',
     path: '/events/{provider}/{eventId}/replay',
     summary: 'Replay one event through the domain path (completed or ignored: recorded, nothing applied)',
     request: { params: eventParams, body: operatorRequest },
+    responses: { 200: json(replayAnswer, 'the state after the replay'), 404: notFound, ...refused },
+  }),
+  replayByQuery: createRoute({
+    method: 'post',
+    path: '/event/replay',
+    summary: 'The same as /events/{provider}/{eventId}/replay, the id in the query (for `.` and `..`)',
+    request: { query: eventKeyQuery.omit({ payload: true }), body: operatorRequest },
     responses: { 200: json(replayAnswer, 'the state after the replay'), 404: notFound, ...refused },
   }),
   listOutbox: createRoute({
@@ -156,33 +171,39 @@ export function adminApiRoutes(deps: AdminDeps) {
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
   });
 
-  api.openapi(routes.showEvent, async (c) => {
-    const key = c.req.valid('param');
-    const [event, messages] = await Promise.all([
-      getEvent(c.var.db, key, { payload: c.req.valid('query').payload === 'true' }),
-      messagesOfEvent(c.var.db, key),
-    ]);
+  const showEvent = async (db: Database, key: { provider: string; eventId: string }, payload: boolean) => {
+    const [event, messages] = await Promise.all([getEvent(db, key, { payload }), messagesOfEvent(db, key)]);
     if (event === undefined) throw new AppError('not_found');
-    return c.json({ event: eventJson(event), messages: messages.map(outboxJson) }, 200);
+    return { event: eventJson(event), messages: messages.map(outboxJson) };
+  };
+  api.openapi(routes.showEvent, async (c) =>
+    c.json(await showEvent(c.var.db, c.req.valid('param'), c.req.valid('query').payload === 'true'), 200),
+  );
+  api.openapi(routes.showEventByQuery, async (c) => {
+    const { provider, event_id: eventId, payload } = c.req.valid('query');
+    return c.json(await showEvent(c.var.db, { provider, eventId }, payload === 'true'), 200);
   });
 
-  api.openapi(routes.replay, async (c) => {
-    const { provider, eventId } = c.req.valid('param');
+  const replayOne = async (db: Database, key: { provider: string; eventId: string }, operator: string) => {
     const result = await replayEvents(
-      { ...operatorContext(c.var.db), handlers: deps.handlers },
-      { provider, eventIds: [eventId], operator: c.req.valid('json').operator },
+      { ...operatorContext(db), handlers: deps.handlers },
+      { provider: key.provider, eventIds: [key.eventId], operator },
     );
     const [replayed] = result.kind === 'replayed' ? result.events : [];
     if (replayed === undefined) throw new AppError('not_found');
-    return c.json(
-      {
-        before: replayed.before,
-        applied: replayed.applied,
-        reason: replayed.reason ?? null,
-        event: eventJson(replayed.after),
-      },
-      200,
-    );
+    return {
+      before: replayed.before,
+      applied: replayed.applied,
+      reason: replayed.reason ?? null,
+      event: eventJson(replayed.after),
+    };
+  };
+  api.openapi(routes.replay, async (c) =>
+    c.json(await replayOne(c.var.db, c.req.valid('param'), c.req.valid('json').operator), 200),
+  );
+  api.openapi(routes.replayByQuery, async (c) => {
+    const { provider, event_id: eventId } = c.req.valid('query');
+    return c.json(await replayOne(c.var.db, { provider, eventId }, c.req.valid('json').operator), 200);
   });
 
   api.openapi(routes.listOutbox, async (c) => {

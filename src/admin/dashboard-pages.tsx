@@ -10,6 +10,7 @@ import type { EventDetail, EventListing } from '../ops/events.ts';
 import type { OutboxDetail, OutboxListing } from '../ops/outbox-view.ts';
 import { OUTCOMES, type Outcome, type Overview } from '../ops/overview.ts';
 import { Lines, StackedBars } from './charts.tsx';
+import { eventUrl } from './event-urls.ts';
 
 /** Above this many bytes a payload starts folded: the page stays readable, one click opens it. */
 const FOLD_PAYLOAD_BYTES = 2048;
@@ -39,8 +40,7 @@ const query = (params: Record<string, string | undefined>) => {
   return text === '' ? '' : `?${text}`;
 };
 
-export const eventPath = (provider: string, eventId: string) =>
-  `/admin/events/${encodeURIComponent(provider)}/${encodeURIComponent(eventId)}`;
+const eventPath = (provider: string, eventId: string) => eventUrl('dashboard', { provider, eventId });
 const messagePath = (id: string) => `/admin/outbox/${id}`;
 
 const Status: FC<{ status: string }> = ({ status }) => <span class={`status s-${status}`}>{status}</span>;
@@ -425,12 +425,7 @@ export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[] }> = 
         {event.lockedUntil === null ? null : <Field name="leased until (UTC)">{iso(event.lockedUntil)}</Field>}
       </dl>
       <div class="act">
-        <ActionForm
-          action={`/admin/api/events/${encodeURIComponent(event.provider)}/${encodeURIComponent(event.eventId)}/replay`}
-          target={target}
-          kind="replay"
-          label="Replay"
-        />
+        <ActionForm action={eventUrl('api', event, '/replay')} target={target} kind="replay" label="Replay" />
         <span class="note">{REPLAYABLE_NOTE}</span>
       </div>
       <h2>Payload</h2>

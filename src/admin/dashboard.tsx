@@ -16,6 +16,7 @@ import type { Child, FC } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../db/client.ts';
 import { getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { OPERATOR_NAME_MAX } from '../ops/operator-name.ts';
 import { getOutboxMessage, listOutbox, messagesOfEvent } from '../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../ops/overview.ts';
 import { timeRange } from '../ops/time-bound.ts';
@@ -24,6 +25,7 @@ import { providers } from '../providers/registry.ts';
 import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
+import { EVENT_BY_QUERY } from './event-urls.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from './schemas.ts';
 
 const ATTENTION_ROWS = 10;
@@ -133,7 +135,8 @@ const Layout: FC<{ nonce: string; title: string; asOfMs?: number; current?: stri
                   <input type="checkbox" id="auto-refresh" /> every 30 s
                 </label>
                 <label>
-                  Operator <input id="operator" autocomplete="name" placeholder="your name" />
+                  Operator{' '}
+                  <input id="operator" autocomplete="name" placeholder="your name" maxlength={OPERATOR_NAME_MAX} />
                 </label>
                 <button type="button" id="sign-out">
                   Sign out
@@ -316,15 +319,21 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     return page(c, 'Events', '/admin/events', view);
   });
 
-  routes.get('/events/:provider/:eventId', async (c) => {
-    const key = { provider: c.req.param('provider'), eventId: c.req.param('eventId') };
+  const eventPage = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }) => {
     const [event, messages] = await Promise.all([
       getEvent(c.var.db, key, { payload: true }),
       messagesOfEvent(c.var.db, key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
     return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
-  });
+  };
+  routes.get('/events/:provider/:eventId', (c) =>
+    eventPage(c, { provider: c.req.param('provider'), eventId: c.req.param('eventId') }),
+  );
+  // The query form (src/admin/event-urls.ts): ids such as `.` and `..` that no path can carry.
+  routes.get(EVENT_BY_QUERY.dashboard.slice('/admin'.length), (c) =>
+    eventPage(c, { provider: c.req.query('provider') ?? '', eventId: c.req.query('event_id') ?? '' }),
+  );
 
   routes.get('/outbox', async (c) => {
     const parsed = parseQuery(c, outboxQuery);

@@ -1,12 +1,18 @@
 // Everything under /admin: the bearer gate (ADMIN_TOKEN, constant-time), the JSON API at /admin/api
 // and the HTML dashboard at /admin. Without ADMIN_TOKEN nothing is mounted, so every /admin path
-// falls through to the app's JSON 404.
+// falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): the only
+// body any route takes is `{"operator"}`, and a valid token must not let a client make us read 50 MB.
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config.ts';
 import type { DatabaseEnv } from '../db/client.ts';
 import { requireBearer } from '../lib/bearer.ts';
+import { AppError } from '../lib/errors.ts';
 import { type AdminDeps, adminApiRoutes } from './api.ts';
 import { dashboardRoutes, dashboardSignIn } from './dashboard.tsx';
+
+/** Bytes an admin request body may have: an operator name of 200 characters needs under 1 KiB. */
+export const ADMIN_MAX_BODY_BYTES = 16_384;
 
 export interface AdminRoutesDeps extends AdminDeps {
   config: Pick<Config, 'ADMIN_TOKEN'>;
@@ -23,6 +29,11 @@ export function adminRoutes(deps: AdminRoutesDeps): Hono<DatabaseEnv> {
   routes.use('/admin/*', signIn);
   routes.use('/admin', gate);
   routes.use('/admin/*', gate);
+  // After the gate: a refused token costs no read. Counted as it streams, declared length or not.
+  routes.use(
+    '/admin/*',
+    bodyLimit({ maxSize: ADMIN_MAX_BODY_BYTES, onError: () => new AppError('payload_too_large').getResponse() }),
+  );
   routes.route('/', adminApiRoutes(deps));
   routes.route('/admin', dashboardRoutes(deps));
   return routes;

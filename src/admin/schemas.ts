@@ -4,7 +4,9 @@
 // the route does not know is refused, not ignored (a misspelt filter would otherwise list everything).
 import { z } from '@hono/zod-openapi';
 import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
+import { isStorableText } from '../lib/text.ts';
 import { decodeCursor } from '../ops/cursor.ts';
+import { OPERATOR_NAME_MAX, operatorNameProblem } from '../ops/operator-name.ts';
 import { parseTimeBound } from '../ops/time-bound.ts';
 import { providers } from '../providers/registry.ts';
 
@@ -12,6 +14,16 @@ const providerNames = providers.map((provider) => provider.name) as [string, ...
 
 /** Rows in a page unless `limit` says otherwise (the API's and the dashboard's lists). */
 export const DEFAULT_LIMIT = 50;
+
+/** A text filter: refused (400) when the database could not compare it (NUL, a lone surrogate). */
+const textFilter = (max: number, description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine(isStorableText, { message: 'not storable text' })
+    .optional()
+    .openapi({ description });
 
 const limit = z.coerce
   .number()
@@ -42,8 +54,8 @@ export const eventsQuery = z
   .object({
     status: z.enum(webhookEventStatuses).optional(),
     provider: z.enum(providerNames).optional(),
-    type: z.string().min(1).max(255).optional().openapi({ description: 'event type, exactly' }),
-    id: z.string().min(1).max(255).optional().openapi({ description: 'event ids starting with this' }),
+    type: textFilter(255, 'event type, exactly'),
+    id: textFilter(255, 'event ids starting with this'),
     since: timeBound('received at or after'),
     until: timeBound('received before'),
     cursor: cursor(2),
@@ -71,11 +83,20 @@ const payloadFlag = z
 
 export const eventQuery = z.object({ payload: payloadFlag }).strict();
 
+/** An event named in the query rather than the path: the form for ids URL parsers rewrite (`.`, `..`). */
+export const eventKeyQuery = z
+  .object({
+    provider: eventParams.shape.provider.openapi({ param: { name: 'provider', in: 'query' } }),
+    event_id: eventParams.shape.eventId.openapi({ param: { name: 'event_id', in: 'query' } }),
+    payload: payloadFlag,
+  })
+  .strict();
+
 export const outboxQuery = z
   .object({
     status: z.enum(outboxStatuses).optional(),
-    topic: z.string().min(1).max(255).optional().openapi({ description: 'topic, exactly' }),
-    id: z.string().min(1).max(36).optional().openapi({ description: 'message ids starting with this' }),
+    topic: textFilter(255, 'topic, exactly'),
+    id: textFilter(36, 'message ids starting with this'),
     since: timeBound('created at or after'),
     until: timeBound('created before'),
     cursor: cursor(1),
@@ -99,8 +120,9 @@ export const operatorBody = z
       .string()
       .trim()
       .min(1)
-      .max(200)
-      .openapi({ description: 'who is doing this; recorded in operator_actions' }),
+      .max(OPERATOR_NAME_MAX)
+      .refine((name) => operatorNameProblem(name) === undefined, { message: 'not an operator name' })
+      .openapi({ description: 'who is doing this; recorded in operator_actions (no control characters)' }),
   })
   .openapi('OperatorRequest');
 

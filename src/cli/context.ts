@@ -14,6 +14,7 @@ import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
+import { operatorNameProblem } from '../ops/operator-name.ts';
 import { providers } from '../providers/registry.ts';
 
 export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
@@ -229,10 +230,14 @@ export const providerArgument = (description = 'the route name') =>
 export const providerOption = (description: string) =>
   new Option('--provider <name>', description).choices(PROVIDER_NAMES);
 
-/** The `--operator` parser: a name is required and blanks are not one (a usage error, exit 2). */
+/**
+ * The `--operator` parser: the admin API's rule (src/ops/operator-name.ts), so a name refused there
+ * is refused here, as a usage error (exit 2) before the database is opened.
+ */
 export function operatorName(value: string): string {
   const name = value.trim();
-  if (name.length === 0) throw new InvalidArgumentError('must name someone');
+  const problem = operatorNameProblem(name);
+  if (problem !== undefined) throw new InvalidArgumentError(problem);
   return name;
 }
 

@@ -14,6 +14,7 @@ import { sendCommand } from './commands/send.ts';
 import { sweepCommand } from './commands/sweep.ts';
 import { workCommand } from './commands/work.ts';
 import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
+import { terminalLines } from './table.ts';
 
 const commands: readonly CommandModule[] = [
   eventsListCommand,
@@ -63,7 +64,8 @@ export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): 
     .addHelpText('after', WHERE_THE_DATABASE_IS)
     .configureOutput({
       writeOut: (text) => io.out(text.trimEnd()),
-      writeErr: (text) => io.err(text.trimEnd()),
+      // Usage errors quote the argument refused, which can hold anything a script passed.
+      writeErr: (text) => io.err(terminalLines(text.trimEnd())),
       getOutHelpWidth: () => helpWidth,
       getErrHelpWidth: () => helpWidth,
     })

@@ -386,12 +386,12 @@ export interface FailurePolicy {
 }
 
 /**
- * Counts a failed application of a stored row and moves it on, in one statement of its own after the
- * rollback: the dead-letter decision reads the count it increments, so two recorders cannot both miss
+ * Counts a failed application of a stored row and moves it on, in one statement after the rollback
+ * (on its own, or in a transaction with what must commit with it, such as an operator's audit row): the dead-letter decision reads the count it increments, so two recorders cannot both miss
  * the bound. Null when the row had left the filter's states (or lease) meanwhile.
  */
 export async function recordApplyFailure(
-  db: Database,
+  db: Executor,
   key: StoredEventKey,
   filter: StoredFilter,
   policy: FailurePolicy,

@@ -2,7 +2,7 @@
 // operator's replay does with a failed, parked or dead-lettered one. The same idempotent path as the
 // synchronous intake: the row's new status and the domain change commit in one transaction, so an
 // event is applied once however many workers, replays or redeliveries race for it (event-rows.ts).
-import type { Database, Transaction } from '../db/client.ts';
+import type { Database, Executor, Transaction } from '../db/client.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
@@ -28,6 +28,29 @@ export type StoredOutcome = AppliedStatus | 'failed' | 'dead_letter' | 'skipped'
 
 export interface ApplyStoredOptions extends StoredFilter {
   onFailure: FailurePolicy;
+  /**
+   * Written in the transaction that commits the outcome (the apply's own, or the one that records its
+   * failure, or the one that found the row taken), so it commits with the change or nothing does: an
+   * operator's audit row. Its failure is not the event's: it is thrown, with everything rolled back.
+   */
+  alongside?: (tx: Transaction, outcome: StoredOutcome) => Promise<void>;
+}
+
+/** A failure of the caller's `alongside` write, kept apart so it is never recorded as the event's. */
+class AlongsideFailed extends Error {
+  constructor(readonly original: unknown) {
+    super('the write alongside the apply failed');
+    this.name = 'AlongsideFailed';
+  }
+}
+
+async function writeAlongside(options: ApplyStoredOptions, tx: Transaction, outcome: StoredOutcome): Promise<void> {
+  if (options.alongside === undefined) return;
+  try {
+    await options.alongside(tx, outcome);
+  } catch (error) {
+    throw new AlongsideFailed(error);
+  }
 }
 
 export interface StoredContext {
@@ -79,6 +102,7 @@ async function applyLocked(
   context: StoredContext,
   keys: readonly StoredEventKey[],
   filter: StoredFilter,
+  beforeCommit?: (tx: Transaction, results: ReadonlyMap<string, StoredResult>) => Promise<void>,
 ): Promise<Map<string, StoredResult>> {
   return context.db.transaction(async (tx) => {
     const locked = await lockForApply(tx, keys, filter);
@@ -90,7 +114,11 @@ async function applyLocked(
       applied.push({ provider: row.provider, eventId: row.event_id, status: await applyRow(context, tx, row) });
     }
     if (applied.length > 0) await markApplied(tx, applied);
-    return new Map(applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]));
+    const results = new Map(
+      applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]),
+    );
+    await beforeCommit?.(tx, results);
+    return results;
   });
 }
 
@@ -99,13 +127,32 @@ export async function applyStoredEvent(
   key: StoredEventKey,
   options: ApplyStoredOptions,
 ): Promise<StoredResult> {
+  const keyString = storedKeyString(key.provider, key.eventId);
   try {
-    const results = await applyLocked(context, [key], options);
-    return results.get(storedKeyString(key.provider, key.eventId)) ?? { outcome: 'skipped' };
+    const results = await applyLocked(context, [key], options, (tx, applied) =>
+      writeAlongside(options, tx, applied.get(keyString)?.outcome ?? 'skipped'),
+    );
+    return results.get(keyString) ?? { outcome: 'skipped' };
   } catch (error) {
+    if (error instanceof AlongsideFailed) throw error.original;
     if (error instanceof AppError || isTransientDatabaseError(error)) throw error;
-    const recorded = await recordApplyFailure(context.db, key, options, options.onFailure, error);
-    return recorded === null ? { outcome: 'skipped' } : { outcome: recorded.status, attempts: recorded.attempts };
+    const record = async (db: Executor) => {
+      const recorded = await recordApplyFailure(db, key, options, options.onFailure, error);
+      return recorded === null
+        ? { outcome: 'skipped' as const }
+        : { outcome: recorded.status, attempts: recorded.attempts };
+    };
+    // Without a write alongside, the one UPDATE is its own transaction (the worker's usual path).
+    if (options.alongside === undefined) return record(context.db);
+    try {
+      return await context.db.transaction(async (tx) => {
+        const result = await record(tx);
+        await writeAlongside(options, tx, result.outcome);
+        return result;
+      });
+    } catch (failure) {
+      throw failure instanceof AlongsideFailed ? failure.original : failure;
+    }
   }
 }
 

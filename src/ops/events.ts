@@ -7,6 +7,7 @@ import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
+import { isStorableText } from '../lib/text.ts';
 import { oldestPendingCreatedAt } from '../outbox/metrics.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -84,6 +85,8 @@ export async function getEvent(
   key: { provider: string; eventId: string },
   options: { payload?: boolean } = {},
 ): Promise<EventDetail | undefined> {
+  // An id the database cannot hold (a NUL from a URL's %00) names no event; the query would fail.
+  if (!isStorableText(key.eventId)) return undefined;
   const [row] = await db
     .select({ ...listingColumns, occurredAt: t.occurredAt, lockedUntil: t.lockedUntil, payload: t.payload })
     .from(t)

@@ -7,6 +7,7 @@ import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
+import { isStorableText } from '../lib/text.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface OutboxListing {
@@ -113,6 +114,7 @@ export async function messagesOfEvent(
   db: Executor,
   key: { provider: string; eventId: string },
 ): Promise<OutboxListing[]> {
+  if (!isStorableText(key.eventId)) return [];
   const prefix = `${key.provider}:${key.eventId}:`;
   return db
     .select(listingColumns)

@@ -2,15 +2,17 @@
 // explicit ids only, all known or nothing done, each event applied through the one idempotent path
 // (applyStoredEvent) and each replay recorded in `operator_actions` and in one log line.
 import { and, eq, inArray } from 'drizzle-orm';
-import type { Database } from '../db/client.ts';
+import type { Database, Executor, Transaction } from '../db/client.ts';
 import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
-import { applyStoredEvent, type StoredContext } from '../inbox/stored.ts';
+import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../inbox/stored.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { isStorableText } from '../lib/text.ts';
 import { providers as schemes } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
+import { assertOperatorName } from './operator-name.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */
 export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];
@@ -66,15 +68,17 @@ const allSchemes: StoredContext['providers'] = new Map(schemes.map((scheme) => [
 
 /** Current states of the events asked for, keyed by id. */
 export async function eventStates(
-  db: Database,
+  db: Executor,
   provider: string,
   eventIds: readonly string[],
 ): Promise<Map<string, WebhookEventStatus>> {
-  if (eventIds.length === 0) return new Map();
+  // An id the database cannot hold names no stored event (and would fail the statement).
+  const storable = eventIds.filter(isStorableText);
+  if (storable.length === 0) return new Map();
   const rows = await db
     .select({ eventId: webhookEvents.eventId, status: webhookEvents.status })
     .from(webhookEvents)
-    .where(and(eq(webhookEvents.provider, provider), inArray(webhookEvents.eventId, [...eventIds])));
+    .where(and(eq(webhookEvents.provider, provider), inArray(webhookEvents.eventId, storable)));
   return new Map(rows.map((row) => [row.eventId, row.status]));
 }
 
@@ -82,10 +86,12 @@ export async function eventStates(
  * Replays each event in turn. Unknown ids are checked first, so a typo changes nothing (like
  * `outbox retry`). A completed or ignored event is not applied again, only recorded: replaying is
  * safe to repeat. A failure is recorded as `failed`, due now, and never dead-letters by itself (no
- * maxAttempts): the operator who replays decides what happens next. The audit row is written after
- * the apply's own transaction, with the state read back, so it says what really became of it.
+ * maxAttempts): the operator who replays decides what happens next. The audit row is written in the
+ * transaction that commits the outcome, so a replay is never applied unaudited (nor audited undone).
+ * An operator name the database cannot store is refused (invalid_request) before anything is read.
  */
 export async function replayEvents(context: ReplayContext, request: ReplayRequest): Promise<ReplayResult> {
+  assertOperatorName(request.operator);
   const eventIds = [...new Set(request.eventIds)];
   const states = await eventStates(context.db, request.provider, eventIds);
   const missing = eventIds.filter((id) => !states.has(id));
@@ -100,24 +106,36 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
   for (const eventId of eventIds) {
     const before = states.get(eventId) as WebhookEventStatus;
     const key = { provider: request.provider, eventId };
-    // `skipped`: a concurrent replay or worker took the row first; this one applied nothing.
+    let afterStatus: WebhookEventStatus = before;
+    // The audit row, in the transaction that commits what the replay did (or found): both or neither.
+    const audit = async (tx: Transaction, outcome: StoredOutcome) => {
+      afterStatus =
+        outcome === 'skipped' ? ((await eventStates(tx, request.provider, [eventId])).get(eventId) ?? before) : outcome;
+      await tx.insert(operatorActions).values({
+        operator: request.operator,
+        action: 'replay',
+        targetKind: 'event',
+        target: `${request.provider}/${eventId}`,
+        beforeStatus: before,
+        afterStatus,
+        at: new Date(context.clock()),
+      });
+    };
+    // `skipped`: not replayable, or a concurrent replay or worker took the row first; nothing applied.
     const outcome = REPLAYABLE.includes(before)
-      ? (await applyStoredEvent(stored, key, { from: REPLAYABLE, onFailure: { retryAt: new Date(context.clock()) } }))
-          .outcome
-      : 'skipped';
+      ? (
+          await applyStoredEvent(stored, key, {
+            from: REPLAYABLE,
+            onFailure: { retryAt: new Date(context.clock()) },
+            alongside: audit,
+          })
+        ).outcome
+      : await context.db.transaction(async (tx) => {
+          await audit(tx, 'skipped');
+          return 'skipped' as const;
+        });
     const applied = outcome !== 'skipped';
     const after = await getEvent(context.db, key);
-    // Only retention can remove a row between the check and here; report it as it was.
-    const afterStatus = after?.status ?? before;
-    await context.db.insert(operatorActions).values({
-      operator: request.operator,
-      action: 'replay',
-      targetKind: 'event',
-      target: `${request.provider}/${eventId}`,
-      beforeStatus: before,
-      afterStatus,
-      at: new Date(context.clock()),
-    });
     context.logger.info('operator replay', {
       operator: request.operator,
       provider: request.provider,

@@ -1,16 +1,19 @@
 // Operator retry of dead outbox messages, shared by the CLI (`outbox retry`), the admin API and the
 // dashboard: the outbox's own all-or-nothing retry (src/outbox/operator.ts), plus the one log line
-// per retried message that every operator action leaves beside its audit row.
+// per retried message that every operator action leaves beside its audit row. A name the audit
+// cannot store is refused before anything changes.
 import type { Database } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
+import { assertOperatorName } from './operator-name.ts';
 
 export async function retryOutbox(
   context: { db: Database; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },
   request: { ids: readonly string[]; operator: string },
 ): Promise<RetryResult> {
+  assertOperatorName(request.operator);
   const result = await retryDeadMessages(context.db, { ...request, now: new Date(context.clock()) });
   if (result.kind === 'retried') {
     for (const _ of result.skipped) context.metrics?.countRetry('skipped');

@@ -11,10 +11,19 @@ export interface StoredEvent {
 
 export async function insertEvent(
   sql: postgres.Sql,
-  options: { status: string; lastError?: string | null; attempts?: number; version?: number; to?: string },
+  options: {
+    status: string;
+    lastError?: string | null;
+    attempts?: number;
+    version?: number;
+    to?: string;
+    /** An id of the test's choosing (`.`, `..`, control characters); a fresh one by default. */
+    eventId?: string;
+  },
 ): Promise<StoredEvent> {
   const subscription = uniqueId('sub');
   const event = acmeEvent({
+    ...(options.eventId === undefined ? {} : { id: options.eventId }),
     version: options.version ?? 4,
     data: { id: subscription, status: options.to ?? 'past_due' },
   });

@@ -2,6 +2,7 @@
 // timestamps; its payload only with --payload (it may hold personal data). Unknown: exit 3.
 import { eventJson, getEvent } from '../../ops/events.ts';
 import { type CommandModule, EXIT, providerArgument } from '../context.ts';
+import { terminalJson, terminalText } from '../table.ts';
 
 export const eventsShowCommand: CommandModule = {
   path: ['events', 'show'],
@@ -17,7 +18,7 @@ export const eventsShowCommand: CommandModule = {
         run(async (context, provider: string, eventId: string, options: { payload?: boolean; json?: boolean }) => {
           const event = await getEvent(context.db, { provider, eventId }, { payload: options.payload === true });
           if (event === undefined) {
-            context.err(`not found: ${provider}/${eventId}`);
+            context.err(`not found: ${provider}/${terminalText(eventId)}`);
             return EXIT.notFound;
           }
           const json = eventJson(event);
@@ -27,9 +28,9 @@ export const eventsShowCommand: CommandModule = {
             const { payload, ...fields } = json as typeof json & { payload?: unknown };
             const width = Math.max(...Object.keys(fields).map((name) => name.length));
             for (const [name, value] of Object.entries(fields)) {
-              context.out(`${name.padEnd(width)}  ${value ?? ''}`);
+              context.out(`${name.padEnd(width)}  ${terminalText(String(value ?? ''))}`);
             }
-            if (options.payload) context.out(`payload\n${JSON.stringify(payload ?? null, null, 2)}`);
+            if (options.payload) context.out(`payload\n${terminalJson(payload ?? null)}`);
           }
           return EXIT.done;
         }),

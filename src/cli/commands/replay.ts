@@ -6,7 +6,11 @@ import { defaultHandlers } from '../../domain/handlers.ts';
 import { type EventDetail, getEvent } from '../../ops/events.ts';
 import { REPLAYABLE, replayEvents } from '../../ops/replay.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
-import { formatTable } from '../table.ts';
+import { formatTable, terminalText } from '../table.ts';
+
+/** `provider/id, …` for human output, each id escaped (src/cli/table.ts). */
+const targets = (provider: string, ids: readonly string[]) =>
+  ids.map((id) => `${provider}/${terminalText(id)}`).join(', ');
 
 export const replayCommand: CommandModule = {
   path: ['replay'],
@@ -38,7 +42,7 @@ export const replayCommand: CommandModule = {
             const current = await Promise.all(ids.map((eventId) => getEvent(context.db, { provider, eventId })));
             const missing = ids.filter((_, index) => current[index] === undefined);
             if (missing.length > 0) {
-              context.err(`not found: ${missing.map((id) => `${provider}/${id}`).join(', ')} (nothing was replayed)`);
+              context.err(`not found: ${targets(provider, missing)} (nothing was replayed)`);
               return EXIT.notFound;
             }
             if (!options.yes) {
@@ -55,7 +59,7 @@ export const replayCommand: CommandModule = {
               { provider, eventIds: ids, operator },
             );
             if (result.kind === 'not_found') {
-              context.err(`not found: ${result.eventIds.map((id) => `${provider}/${id}`).join(', ')}`);
+              context.err(`not found: ${targets(provider, result.eventIds)}`);
               return EXIT.notFound;
             }
             if (options.json) {
@@ -74,8 +78,8 @@ export const replayCommand: CommandModule = {
               return EXIT.done;
             }
             for (const event of result.events) {
-              const target = `${provider}/${event.eventId}`;
-              const reason = event.reason === undefined ? '' : `: ${event.reason}`;
+              const target = targets(provider, [event.eventId]);
+              const reason = event.reason === undefined ? '' : `: ${terminalText(event.reason)}`;
               context.out(
                 event.applied
                   ? `replayed ${target}: ${event.before} -> ${event.after.status}${reason}`
