@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
-import { type Enqueue, enqueueWhen } from '../outbox/enqueue.ts';
+import type { Enqueue } from '../outbox/enqueue.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
@@ -48,11 +48,11 @@ const acmeSubscriptionEvent = z.looseObject({
 
 /**
  * Applies the change and, only if it changed a row, announces it through the outbox: a stale version
- * changed nothing, so there is nothing to tell anyone. Both go in one statement (one round trip on
- * every applied event), so this uses the outbox's embeddable insert rather than `enqueue`.
+ * changed nothing, so there is nothing to tell anyone. Both go in one statement, shared with the
+ * other changes of the batch, so this hands the message to the change rather than to `enqueue`.
  */
 async function applyAndAnnounce({ tx, event }: HandlerContext, change: SubscriptionChange): Promise<void> {
-  await applySubscriptionChange(tx, change, (changed) => enqueueWhen(event, subscriptionChanged(change), changed));
+  await applySubscriptionChange(tx, change, { source: event, message: subscriptionChanged(change) });
 }
 
 const acmeSubscriptionHandler = (forcedStatus?: 'canceled') =>

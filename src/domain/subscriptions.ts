@@ -1,9 +1,16 @@
 // The example domain: subscriptions kept in step with the provider. Every write is conditional, so
 // replays, duplicates and out-of-order deliveries cannot move a subscription backwards.
-import { type SQL, sql } from 'drizzle-orm';
+//
+// Changes made in one transaction in the same tick are written together: the group committer and the
+// worker run a batch's handlers side by side, and each handler's change joins one statement (a
+// DataLoader per transaction collects them) instead of costing a statement and a round trip of its
+// own. The result is the same as applying them one after another in the order they were asked for.
+import DataLoader from 'dataloader';
+import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
-import type { OutgoingMessage } from '../outbox/enqueue.ts';
+import type { JsonValue } from '../lib/json.ts';
+import { deduplicationKey, insertMessagesFrom, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
 
 export interface SubscriptionChange {
   externalId: string;
@@ -13,31 +20,115 @@ export interface SubscriptionChange {
   occurredAt: Date;
 }
 
+/** The outbox message to write if, and only if, the change changed the row. */
+export interface Announcement {
+  source: MessageSource;
+  message: OutgoingMessage;
+}
+
+interface PendingChange {
+  change: SubscriptionChange;
+  announcement: Announcement | undefined;
+}
+
+/** One row of the statement's input, as json_to_recordset reads it. */
+interface ChangeRow {
+  external_id: string;
+  status: SubscriptionStatus;
+  provider_version: number;
+  updated_at: string;
+  topic: string | null;
+  deduplication_key: string | null;
+  payload: JsonValue;
+}
+
 /**
  * Applies the change when it is newer than what is stored, and never revives a canceled
- * subscription (canceled is terminal at every provider we model). True when a row changed.
- *
- * `announce` embeds a statement that runs in the same round trip only if a row changed (it is given
- * the name of the CTE holding the changed row): the outbox message for the change, typically.
- * A SQL template, not the insert builder: this runs once per event on the hot path.
+ * subscription (canceled is terminal at every provider we model). True when a row changed; the
+ * announcement is written in the same statement, only then.
  */
-export async function applySubscriptionChange(
+export function applySubscriptionChange(
   db: Executor,
   change: SubscriptionChange,
-  announce?: (changed: SQL) => SQL,
+  announcement?: Announcement,
 ): Promise<boolean> {
-  const upsert = sql`insert into subscriptions (external_id, status, provider_version, updated_at)
-    values (${change.externalId}, ${change.status}, ${change.providerVersion}, ${change.occurredAt.toISOString()})
-    on conflict (external_id) do update
-      set status = excluded.status, provider_version = excluded.provider_version, updated_at = excluded.updated_at
-      where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
-    returning external_id`;
-  if (announce === undefined) return (await db.execute(upsert)).length > 0;
-  // Data-modifying CTEs run whether or not the final SELECT reads them.
-  const [row] = await db.execute<{ changed: boolean }>(sql`
-    with changed as (${upsert}), announced as (${announce(sql.raw('changed'))})
-    select exists (select 1 from changed) as changed`);
-  return row?.changed === true;
+  return writerFor(db).load({ change, announcement });
+}
+
+const writers = new WeakMap<Executor, DataLoader<PendingChange, boolean>>();
+
+function writerFor(db: Executor): DataLoader<PendingChange, boolean> {
+  let writer = writers.get(db);
+  if (writer === undefined) {
+    // No cache: two equal changes are two requests, each answered by its own turn.
+    writer = new DataLoader((pending) => applyInTurns(db, pending), { cache: false });
+    writers.set(db, writer);
+  }
+  return writer;
+}
+
+/**
+ * One statement per turn. An ON CONFLICT upsert may touch a row only once per statement, so a second
+ * change of one subscription waits for the next turn: the later asker sees the earlier one's result.
+ */
+async function applyInTurns(db: Executor, pending: readonly PendingChange[]): Promise<boolean[]> {
+  const changed = new Array<boolean>(pending.length).fill(false);
+  let waiting = pending.map((_, index) => index);
+  while (waiting.length > 0) {
+    const seen = new Set<string>();
+    const turn: number[] = [];
+    const later: number[] = [];
+    for (const index of waiting) {
+      const externalId = (pending[index] as PendingChange).change.externalId;
+      (seen.has(externalId) ? later : turn).push(index);
+      seen.add(externalId);
+    }
+    const written = await upsertChanges(
+      db,
+      turn.map((index) => pending[index] as PendingChange),
+    );
+    for (const index of turn) changed[index] = written.has((pending[index] as PendingChange).change.externalId);
+    waiting = later;
+  }
+  return changed;
+}
+
+/** Upserts distinct subscriptions in key order, so concurrent batches wait instead of deadlocking. */
+async function upsertChanges(db: Executor, pending: readonly PendingChange[]): Promise<Set<string>> {
+  const rows = pending.map(changeRow);
+  // One JSON parameter, not a VALUES list: the statement's text is the same for any batch, so it is
+  // prepared once per connection, and no row's parameters are rendered one by one.
+  const result = await db.execute<{ external_id: string }>(sql`
+    with input as (
+      select * from json_to_recordset(${JSON.stringify(rows)}::json) as input(
+        external_id text, status subscription_status, provider_version bigint, updated_at timestamptz,
+        topic text, deduplication_key text, payload jsonb)
+    ),
+    changed as (
+      insert into subscriptions (external_id, status, provider_version, updated_at)
+      select external_id, status, provider_version, updated_at from input order by external_id
+      on conflict (external_id) do update
+        set status = excluded.status, provider_version = excluded.provider_version, updated_at = excluded.updated_at
+        where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
+      returning external_id
+    ),
+    announced as (${insertMessagesFrom(sql`input join changed using (external_id) where input.topic is not null`)})
+    select external_id from changed`);
+  return new Set(result.map((row) => row.external_id));
+}
+
+function changeRow({ change, announcement }: PendingChange): ChangeRow {
+  return {
+    external_id: change.externalId,
+    status: change.status,
+    provider_version: change.providerVersion,
+    updated_at: change.occurredAt.toISOString(),
+    topic: announcement?.message.topic ?? null,
+    deduplication_key:
+      announcement === undefined ? null : deduplicationKey(announcement.source, announcement.message.topic),
+    // Nested, not a string: a jsonb column of json_to_recordset takes the JSON value as it is.
+    payload: announcement === undefined ? null : announcement.message.payload,
+  };
 }
 
 /** The outbox message announcing a change that was applied (the topic consumers subscribe to). */

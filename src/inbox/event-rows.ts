@@ -82,10 +82,6 @@ function storedEvent(event: InboxEvent) {
   );
 }
 
-/** A parked or queued event is not finished: it waits for an operator's replay or for the worker. */
-const finishedNow = (status: WebhookEventStatus) =>
-  status === 'completed' || status === 'ignored' ? sql`now()` : null;
-
 /** One delivery's row as an insert or take-back sees it. */
 export interface Arriving {
   event: InboxEvent;
@@ -103,11 +99,27 @@ const takeBackSet = (v: SQL) => sql`status = ${v}.status,
   available_at = case when ${v}.status = 'received' then ${v}.available_at else webhook_events.available_at end,
   last_error = case when ${v}.status = 'received' then webhook_events.last_error end`;
 
-function rowValues({ event, arrival }: Arriving): SQL {
-  const availableAt = arrival.status === 'received' ? arrival.availableAt.toISOString() : sql`now()`;
-  return sql`(${event.provider}, ${event.eventId}, ${event.eventType}, ${arrival.status}::webhook_event_status,
-    ${event.payloadText}::jsonb, ${event.contentDigest ?? null}::text, ${event.occurredAt?.toISOString() ?? null}::timestamptz,
-    ${finishedNow(arrival.status)}::timestamptz, ${availableAt}::timestamptz)`;
+/**
+ * The arriving rows as a relation with the table's columns, from one JSON parameter rather than a
+ * VALUES list: the statement's text is the same for any batch (prepared once per connection) and no
+ * row's parameters are rendered one by one. A parked or queued event is not finished (completed_at).
+ */
+function arrivingRows(rows: readonly Arriving[]): SQL {
+  const input = rows.map(({ event, arrival }) => ({
+    provider: event.provider,
+    event_id: event.eventId,
+    event_type: event.eventType,
+    status: arrival.status,
+    payload: event.payloadText,
+    content_digest: event.contentDigest ?? null,
+    occurred_at: event.occurredAt?.toISOString() ?? null,
+    available_at: arrival.status === 'received' ? arrival.availableAt.toISOString() : null,
+  }));
+  return sql`(select provider, event_id, event_type, status, payload::jsonb as payload, content_digest, occurred_at,
+      case when status in ('completed', 'ignored') then now() end as completed_at,
+      coalesce(available_at, now()) as available_at
+    from json_to_recordset(${JSON.stringify(input)}::json) as input(provider text, event_id text, event_type text,
+      status webhook_event_status, payload text, content_digest text, occurred_at timestamptz, available_at timestamptz))`;
 }
 
 const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
@@ -127,18 +139,13 @@ const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_di
  * rows are taken back in one more statement, matched by the signed digest, never by an unsigned id.
  */
 export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
-  const order = rows.map((_, index) => index);
-  order.sort((a, b) => compareKeys(rows[a]?.event, rows[b]?.event));
-  const values = sql.join(
-    order.map((index) => rowValues(rows[index] as Arriving)),
-    sql`, `,
-  );
   const byId = new Map<string, StoredRow>();
   const found = (row: { provider: string; event_id: string; stored_id: string; attempt_count: number }) =>
     byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
   const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
   const inserted = await db.execute<{ provider: string; event_id: string; stored_id: string; attempt_count: number }>(
-    sql`insert into webhook_events ${COLUMNS} values ${values}
+    sql`insert into webhook_events ${COLUMNS}
+      select * from ${arrivingRows(rows)} as arriving order by provider, event_id
       ${signedOnly ? sql`on conflict (provider, event_id) do update set ${takeBackSet(sql`excluded`)} where webhook_events.status = 'failed'` : sql`on conflict do nothing`}
       returning provider, event_id, event_id as stored_id, attempt_count`,
   );
@@ -152,7 +159,7 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
       attempt_count: number;
     }>(sql`
       update webhook_events set ${takeBackSet(sql`v`)}
-      from (values ${sql.join(conflicted.map(rowValues), sql`, `)}) as v ${COLUMNS}
+      from ${arrivingRows(conflicted)} as v
       where webhook_events.status = 'failed' and webhook_events.provider = v.provider
         and ((v.content_digest is null and webhook_events.event_id = v.event_id)
           or (webhook_events.content_digest = v.content_digest and webhook_events.event_type = v.event_type))
@@ -173,12 +180,6 @@ export function rowKeys(event: InboxEvent): string[] {
   const id = storedKeyString(event.provider, event.eventId);
   // Two NULs: an event id cannot start with one, so a digest key never equals an id key.
   return event.contentDigest === undefined ? [id] : [id, `${event.provider}\u0000\u0000${event.contentDigest}`];
-}
-
-function compareKeys(a: InboxEvent | undefined, b: InboxEvent | undefined): number {
-  const left = `${a?.provider}\u0000${a?.eventId}`;
-  const right = `${b?.provider}\u0000${b?.eventId}`;
-  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 export function storedKeyString(provider: string, eventId: string): string {

@@ -107,11 +107,14 @@ async function applyLocked(
   return context.db.transaction(async (tx) => {
     const locked = await lockForApply(tx, keys, filter);
     const byKey = new Map(locked.map((row) => [storedKeyString(row.provider, row.event_id), row]));
+    const rows = keys.flatMap((key) => byKey.get(storedKeyString(key.provider, key.eventId)) ?? []);
+    // Started together, in key order: handlers' writes of one tick share statements (subscriptions.ts).
+    const settled = await Promise.allSettled(rows.map((row) => applyRow(context, tx, row)));
     const applied: (StoredEventKey & { status: AppliedStatus })[] = [];
-    for (const key of keys) {
-      const row = byKey.get(storedKeyString(key.provider, key.eventId));
-      if (row === undefined) continue;
-      applied.push({ provider: row.provider, eventId: row.event_id, status: await applyRow(context, tx, row) });
+    for (const [index, result] of settled.entries()) {
+      if (result.status === 'rejected') throw result.reason;
+      const row = rows[index] as LockedRow;
+      applied.push({ provider: row.provider, eventId: row.event_id, status: result.value });
     }
     if (applied.length > 0) await markApplied(tx, applied);
     const results = new Map(

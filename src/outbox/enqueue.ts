@@ -41,14 +41,13 @@ export async function enqueueMessage(db: Executor, source: MessageSource, messag
 }
 
 /**
- * The outbox INSERT for `message` as a statement to embed in a larger one, written only when the
- * relation `when` (a CTE of that statement) has a row: a domain write and its announcement then
- * cost one round trip, and a write that changed nothing announces nothing.
+ * The outbox INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key` and
+ * `payload` columns), to embed in a larger statement: a domain write and its announcements then cost
+ * one round trip, and `rows` can name only what the write changed, so nothing else is announced.
  */
-export function enqueueWhen(source: MessageSource, message: OutgoingMessage, when: SQL): SQL {
+export function insertMessagesFrom(rows: SQL): SQL {
   return sql`insert into outbox_messages (topic, deduplication_key, payload)
-    select ${message.topic}, ${deduplicationKey(source, message.topic)}, ${JSON.stringify(message.payload)}::jsonb
-    where exists (select 1 from ${when})
+    select topic, deduplication_key, payload from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 
