@@ -199,7 +199,8 @@ export class IntakeCommitter {
 function needsTransaction(batch: readonly Member[]): boolean {
   return batch.some(
     (member) =>
-      member.event.contentDigest !== undefined || (member.plan.kind === 'apply' && member.arrival.status !== 'received'),
+      member.event.contentDigest !== undefined ||
+      (member.plan.kind === 'apply' && member.arrival.status !== 'received'),
   );
 }
 

@@ -42,7 +42,7 @@ export interface WorkerSettings extends QueueSettings {
  * its WAL flush) is spread, while a batch that rolls back and is re-applied one by one stays small,
  * and so does its lease relative to the work it covers.
  */
-export const DEFAULT_WORKER_BATCH_SIZE = 25;
+export const DEFAULT_WORKER_BATCH_SIZE = 100;
 export const DEFAULT_WORKER_LANES = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
 /** Under sustained saturation a batch still goes every second: the backlog moves, if slowly (25 events/s). */
