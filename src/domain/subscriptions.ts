@@ -10,7 +10,8 @@ import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { deduplicationKey, insertMessagesFrom, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
+import { deduplicationKey, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
+import { insertMessagesFrom } from '../outbox/message-rows.ts';
 
 export interface SubscriptionChange {
   externalId: string;

@@ -2,7 +2,7 @@
 //
 // | from               | to                          | by                          | statement                        |
 // | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
-// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessageWhen |
+// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessagesFrom |
 // | pending            | pending, leased             | relay                       | claimStatement / claimMessages   |
 // | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
 // | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
@@ -42,14 +42,13 @@ export async function insertMessage(db: Executor, message: NewMessage): Promise<
 }
 
 /**
- * The same INSERT as a statement to embed in a larger one, written only when the relation `when` (a
- * CTE of that statement) has a row: a domain write and its announcement then cost one round trip,
- * and a write that changed nothing announces nothing.
+ * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key` and
+ * `payload` columns), to embed in a larger statement: a domain write and its announcements then cost
+ * one round trip, and `rows` can name only what the write changed, so nothing else is announced.
  */
-export function insertMessageWhen(message: NewMessage, when: SQL): SQL {
+export function insertMessagesFrom(rows: SQL): SQL {
   return sql`insert into outbox_messages (topic, deduplication_key, payload)
-    select ${newRow(message)}
-    where exists (select 1 from ${when})
+    select topic, deduplication_key, payload from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 
