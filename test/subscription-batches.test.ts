@@ -20,7 +20,8 @@ const change = (externalId: string, providerVersion: number, status: Subscriptio
 
 /** Asks for every change at once, announcing each under its own event id; counts the statements sent. */
 async function applyTogether(tx: Transaction, prefix: string, changes: readonly SubscriptionChange[]) {
-  const execute = vi.spyOn(tx, 'execute');
+  // Every statement goes through the transaction's session, prepared or not.
+  const execute = vi.spyOn(tx._.session, 'prepareQuery');
   const changed = await Promise.all(
     changes.map((each, index) =>
       applySubscriptionChange(tx, each, {

@@ -12,7 +12,7 @@
 // lease, and every later write by the relay is guarded on that lease and on `pending`, so a relay
 // whose lease expired (and whose rows another relay took) changes nothing.
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import type { Database, Executor } from '../db/client.ts';
+import { type Database, type Executor, executePrepared } from '../db/client.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
@@ -33,11 +33,14 @@ const newRow = (message: NewMessage) =>
  * rather than the insert builder: it runs inside every applied event's transaction.
  */
 export async function insertMessage(db: Executor, message: NewMessage): Promise<boolean> {
-  const inserted = await db.execute<{ id: string }>(sql`
+  const inserted = await executePrepared<{ id: string }>(
+    db,
+    sql`
     insert into outbox_messages (topic, deduplication_key, payload)
     values (${newRow(message)})
     on conflict (deduplication_key) do nothing
-    returning id`);
+    returning id`,
+  );
   return inserted.length > 0;
 }
 
