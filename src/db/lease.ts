@@ -78,7 +78,10 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
  */
 export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await executePrepared(tx, sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`);
+    await executePrepared(
+      tx,
+      sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`,
+    );
     return claim(tx);
   });
 }
