@@ -124,6 +124,14 @@ function arrivingRows(rows: readonly Arriving[]): SQL {
 
 const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
 
+/** What the claim's statements return for each row they wrote: the arriving key and the stored row. */
+interface ClaimedRow {
+  provider: string;
+  event_id: string;
+  stored_id: string;
+  attempt_count: number;
+}
+
 /**
  * Inserts each delivery's row in the state the transaction (or, async, the autocommitted statement)
  * will leave it in, or takes back a `failed` one; null for a delivery whose event is already stored
@@ -140,15 +148,10 @@ const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_di
  */
 export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
   const byId = new Map<string, StoredRow>();
-  const found = (row: { provider: string; event_id: string; stored_id: string; attempt_count: number }) =>
+  const found = (row: ClaimedRow) =>
     byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
   const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
-  const inserted = await executePrepared<{
-    provider: string;
-    event_id: string;
-    stored_id: string;
-    attempt_count: number;
-  }>(
+  const inserted = await executePrepared<ClaimedRow>(
     db,
     sql`insert into webhook_events ${COLUMNS}
       select * from ${arrivingRows(rows)} as arriving order by provider, event_id
@@ -158,12 +161,7 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
   for (const row of inserted) found(row);
   const conflicted = rows.filter((row) => !byId.has(storedKeyString(row.event.provider, row.event.eventId)));
   if (!signedOnly && conflicted.length > 0) {
-    const taken = await executePrepared<{
-      provider: string;
-      event_id: string;
-      stored_id: string;
-      attempt_count: number;
-    }>(
+    const taken = await executePrepared<ClaimedRow>(
       db,
       sql`
       update webhook_events set ${takeBackSet(sql`v`)}
