@@ -6,7 +6,8 @@
 // move time to expire leases and backoffs without sleeping, and one drain sees one consistent "now".
 import { and, isNull, lt, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { type Database, type Executor, executePrepared, type Transaction } from './client.ts';
+import type { Database, Executor, Transaction } from './client.ts';
+import { executePrepared } from './prepared.ts';
 
 export interface LeaseColumns {
   availableAt: PgColumn;

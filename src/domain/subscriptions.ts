@@ -7,7 +7,8 @@
 // own. The result is the same as applying them one after another in the order they were asked for.
 import DataLoader from 'dataloader';
 import { sql } from 'drizzle-orm';
-import { type Executor, executePrepared } from '../db/client.ts';
+import type { Executor } from '../db/client.ts';
+import { executePrepared } from '../db/prepared.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { deduplicationKey, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';

@@ -3,7 +3,8 @@
 // answers 202 only after that statement has committed; the worker (worker.ts) applies it later. Also
 // owns the backlog gate: above INBOX_MAX_BACKLOG `received` rows, new events are refused with 503.
 import { sql } from 'drizzle-orm';
-import { type Database, executePrepared } from '../db/client.ts';
+import type { Database } from '../db/client.ts';
+import { executePrepared } from '../db/prepared.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Deadline } from './deadline.ts';

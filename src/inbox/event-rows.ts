@@ -28,9 +28,10 @@
 // twenty times more CPU to render the same statement.
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import { type Database, type Executor, executePrepared, type Transaction } from '../db/client.ts';
+import type { Database, Executor, Transaction } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
+import { executePrepared } from '../db/prepared.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';

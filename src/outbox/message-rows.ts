@@ -12,8 +12,9 @@
 // lease, and every later write by the relay is guarded on that lease and on `pending`, so a relay
 // whose lease expired (and whose rows another relay took) changes nothing.
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import { type Database, type Executor, executePrepared } from '../db/client.ts';
+import type { Database, Executor } from '../db/client.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
+import { executePrepared } from '../db/prepared.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
 import type { OutboxMessage } from './publishers.ts';
