@@ -7,7 +7,8 @@
 //
 // Environment: BENCH_MESSAGES (20000), BENCH_PUBLISHERS (comma-separated, from http, nats, rabbitmq,
 // redis; all by default), BENCH_BATCH (the relay's default batch size), BENCH_CONCURRENCY (the
-// relay's default; the brokers' publishers pipeline a whole batch), BENCH_TRANSPORT (`undici`, as
+// relay's default; the brokers' publishers pipeline a whole batch), BENCH_IN_FLIGHT (batches in
+// flight, the relay's default), BENCH_TRANSPORT (`undici`, as
 // the Node entry runs it, or `fetch`, the portable one), BENCH_DATABASE_URL (a server to create a
 // throw-away database on; else embedded PostgreSQL).
 import { randomUUID } from 'node:crypto';
@@ -23,6 +24,7 @@ import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishe
 import {
   createRelay,
   DEFAULT_BATCH_SIZE,
+  DEFAULT_BATCHES_IN_FLIGHT,
   DEFAULT_CONCURRENCY,
   type DrainSummary,
   relaySettings,
@@ -138,9 +140,15 @@ async function measure(
   name: PublisherName,
   database: BenchDatabase,
   handle: DatabaseHandle,
-  settings: { messages: number; batchSize: number; concurrency: number; transport: 'undici' | 'fetch' },
+  settings: {
+    messages: number;
+    batchSize: number;
+    concurrency: number;
+    batchesInFlight: number;
+    transport: 'undici' | 'fetch';
+  },
 ): Promise<Figures> {
-  const { messages, batchSize, concurrency } = settings;
+  const { messages, batchSize, concurrency, batchesInFlight } = settings;
   const config = parseConfig({});
   const target = await openTarget(name, settings.transport, config.OUTBOX_TIMEOUT_MS);
   try {
@@ -154,10 +162,10 @@ async function measure(
       newId: () => `bench-${randomUUID()}`,
       random: Math.random,
       logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => console.error(line) }),
-      settings: relaySettings(config, { batchSize, concurrency, budgetMs: 600_000 }),
+      settings: relaySettings(config, { batchSize, concurrency, batchesInFlight, budgetMs: 600_000 }),
     });
 
-    console.log(`[${name}] draining (batch ${batchSize}, ${target.note})`);
+    console.log(`[${name}] draining (batch ${batchSize}, ${batchesInFlight} in flight, ${target.note})`);
     const dbTicksBefore =
       database.postmasterPid === undefined ? undefined : processTreeCpuTicks(database.postmasterPid);
     const targetTicksBefore = target.cpuTicks();
@@ -221,6 +229,7 @@ async function main(): Promise<boolean> {
   const messages = intFromEnv('BENCH_MESSAGES', 20_000, 1);
   const batchSize = intFromEnv('BENCH_BATCH', DEFAULT_BATCH_SIZE, 1);
   const concurrency = intFromEnv('BENCH_CONCURRENCY', DEFAULT_CONCURRENCY, 1);
+  const batchesInFlight = intFromEnv('BENCH_IN_FLIGHT', DEFAULT_BATCHES_IN_FLIGHT, 1);
   const transport = process.env.BENCH_TRANSPORT || 'undici';
   if (transport !== 'undici' && transport !== 'fetch') throw new Error('BENCH_TRANSPORT must be undici or fetch');
   const publishers = publishersFromEnv();
@@ -239,7 +248,9 @@ async function main(): Promise<boolean> {
     handle = connectDatabase({ url: database.url, maxConnections: 4, statementTimeoutMs: 30_000 });
     const results: Figures[] = [];
     for (const name of publishers) {
-      results.push(await measure(name, database, handle, { messages, batchSize, concurrency, transport }));
+      results.push(
+        await measure(name, database, handle, { messages, batchSize, concurrency, batchesInFlight, transport }),
+      );
     }
 
     const httpRate = results.find((figures) => figures.publisher === 'http')?.messagesPerSecond;
@@ -279,7 +290,7 @@ async function main(): Promise<boolean> {
     const http = results.find((figures) => figures.publisher === 'http');
     const file = writeResult('outbox', startedAt, {
       context: runContext(),
-      settings: { messages, batchSize, concurrency, transport, publishers, database: database.kind },
+      settings: { messages, batchSize, concurrency, batchesInFlight, transport, publishers, database: database.kind },
       // The HTTP figures at the top level, where bench/all.ts reads them.
       ...(http === undefined
         ? {}
