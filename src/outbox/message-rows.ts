@@ -95,8 +95,18 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
   });
 }
 
+/**
+ * The relay's hot statements run as named prepared statements (drizzle prepares only a query given a
+ * name): parsed and planned once per connection instead of costing a Parse/Describe round trip and
+ * a plan on every batch. Their text is the same for any batch; only the parameters change.
+ */
+const CLAIM_STATEMENT = 'outbox_claim';
+const RECORD_STATEMENT = 'outbox_record';
+
 export async function claimMessages(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
-  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
+  const rows = await claimInQueueOrder(db, (tx) =>
+    claimStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
+  );
   // Claimed rows come back in no particular order; publish oldest first.
   return rows
     .map((row) => ({ ...row, payload: row.payload as JsonValue }))
@@ -109,19 +119,24 @@ export async function claimMessages(db: Database, lease: Lease, dueBy: Date, lim
  */
 export async function recordOutcomes(db: Database, owner: string, outcomes: readonly OutcomeRow[]): Promise<void> {
   if (outcomes.length === 0) return;
-  const table = outboxMessages;
-  await db.execute(sql`
-    update ${table} as m set
-      status = o.status,
-      attempts = m.attempts + o.failed,
-      available_at = coalesce(o.available_at, m.available_at),
-      published_at = o.published_at,
-      last_error = coalesce(o.last_error, m.last_error),
-      locked_until = null,
-      locked_by = null
-    from jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
-      id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)
-    where m.id = o.id and m.locked_by = ${owner} and m.status = 'pending'`);
+  const m = outboxMessages;
+  await db
+    .update(m)
+    .set({
+      status: sql`o.status`,
+      attempts: sql`${m.attempts} + o.failed`,
+      availableAt: sql`coalesce(o.available_at, ${m.availableAt})`,
+      publishedAt: sql`o.published_at`,
+      lastError: sql`coalesce(o.last_error, ${m.lastError})`,
+      ...leaseCleared,
+    })
+    .from(
+      sql`jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
+        id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)`,
+    )
+    .where(and(sql`${m.id} = o.id`, eq(m.lockedBy, owner), eq(m.status, 'pending')))
+    .prepare(RECORD_STATEMENT)
+    .execute();
 }
 
 /**
