@@ -16,7 +16,7 @@ import {
 } from '@nats-io/transport-node';
 import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted } from './broker.ts';
+import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted, whenAborted } from './broker.ts';
 
 type NatsTarget = Extract<OutboxTarget, { kind: 'nats' }>;
 
@@ -199,18 +199,17 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
     h.set('Outbox-Created-At', message.createdAt.toISOString());
     const token = (link.nextToken++).toString(36);
     return new Promise((resolve) => {
-      const onAbort = () => {
+      const forget = whenAborted(signal, () => {
         link.waiting.delete(token);
         resolve(retry('timeout'));
-      };
+      });
       link.waiting.set(token, {
         subject,
         settle: (outcome) => {
-          signal.removeEventListener('abort', onAbort);
+          forget();
           resolve(outcome);
         },
       });
-      signal.addEventListener('abort', onAbort, { once: true });
       try {
         link.nc.publish(subject, encoder.encode(messageBody(message)), {
           reply: `${link.replyPrefix}${token}`,
