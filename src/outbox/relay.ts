@@ -1,5 +1,6 @@
 // The outbox relay: claims due messages under a lease, publishes them outside any transaction with
-// bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement.
+// bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement
+// (two when some failed), with the next batch claimed while this one publishes.
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
 // entry, the CLI and the Workers cron all drive the same `drain`.
@@ -14,6 +15,8 @@ import { createLimit, drainOverlapped, type QueueSettings } from '../lib/loops.t
 import type { Metrics } from '../lib/metrics.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
+
+type PublishFailure = Exclude<PublishOutcome, { outcome: 'published' }>;
 
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
@@ -90,9 +93,9 @@ export function createRelay(deps: RelayDeps): Relay {
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
 
-  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): OutcomeRow {
+  /** The row a failed publish leaves: rescheduled with backoff, or dead. */
+  function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
     const nowMs = clock();
-    if (result.outcome === 'published') return outcomeRow(message.id, 'published', { published_at: at(nowMs) });
     const attempts = message.attempts + 1;
     const lastError = result.error.slice(0, LAST_ERROR_MAX);
     const fields = {
@@ -135,23 +138,28 @@ export function createRelay(deps: RelayDeps): Relay {
     const pipelined = publisher.pipelined === true;
     const lane = createLimit(settings.concurrency);
 
-    /** Publishes a claimed batch and records its outcomes in one statement. */
+    /** Publishes a claimed batch and records its outcomes. */
     async function publishBatch(messages: readonly ClaimedMessage[], lease: Lease, deadlineMs: number): Promise<void> {
-      const outcomes: OutcomeRow[] = [];
+      const published: string[] = [];
+      const others: OutcomeRow[] = [];
       // A pipelined batch's publishes start together, so they share one timeout.
       const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
       const publishInLane = async (message: ClaimedMessage) => {
         const nowMs = clock();
         if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
           // Not started, so nothing happened: give it back without counting an attempt.
-          outcomes.push(outcomeRow(message.id, 'pending'));
+          others.push(outcomeRow(message.id, 'pending'));
           summary.released += 1;
           return;
         }
         const result = await publishOne(message, batchSignal ?? AbortSignal.timeout(settings.timeoutMs));
-        const outcome = outcomeOf(message, result, dueBy);
-        outcomes.push(outcome);
-        const counted = outcome.status === 'pending' ? 'retried' : outcome.status;
+        let counted: 'published' | 'retried' | 'dead' = 'published';
+        if (result.outcome === 'published') published.push(message.id);
+        else {
+          const outcome = failedOutcome(message, result, dueBy);
+          others.push(outcome);
+          counted = outcome.status === 'dead' ? 'dead' : 'retried';
+        }
         summary[counted] += 1;
         deps.metrics?.countOutbox(message.topic, counted);
       };
@@ -159,7 +167,7 @@ export function createRelay(deps: RelayDeps): Relay {
         messages.map((message) => (pipelined ? publishInLane(message) : lane(() => publishInLane(message)))),
       );
       // The rows stay leased to us until this write, so nobody else can take them meanwhile.
-      await recordOutcomes(db, id, outcomes);
+      await recordOutcomes(db, id, { published, publishedAt: new Date(clock()), others });
     }
 
     const progress = await drainOverlapped({
