@@ -42,8 +42,8 @@ interface Waiting {
 /**
  * Publishes are plain core-NATS publishes with a reply subject: the stream answers each on
  * `inbox.<token>`, and one subscription takes every answer. The client's own `js.publish` is a
- * request per message (a timer, a mux entry and an Error built even on success): about a third of
- * the relay's CPU per message in the outbox benchmark.
+ * request per message (a timer, a mux entry and an Error built even on success): a quarter to a
+ * third of the relay's CPU per message in the outbox benchmark.
  */
 interface Link {
   nc: NatsConnection;
