@@ -3,9 +3,11 @@
 // still holds per delivery. A blocking handler holds the lane open until the test has queued what it
 // wants in one batch; `beforeClaim` tells when each delivery has reached the committer.
 import { createHash } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { IntakeCommitter } from '../src/inbox/committer.ts';
+import { Deadline } from '../src/inbox/deadline.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
@@ -289,5 +291,39 @@ describe('group commit', () => {
     // The provider retries: the pool reconnects and the same deliveries are applied once.
     for (const answer of await Promise.all(events.map((event) => send(h.test, event)))) expect(answer.status).toBe(200);
     for (const event of events) expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+  });
+});
+
+describe('group commit, nothing to apply', () => {
+  it('stores a batch of `received` rows in one statement of its own, with no transaction block', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 64, lanes: 1 });
+    const transaction = vi.spyOn(db, 'transaction');
+    const payload = { data: { id: 'sub_x', status: 'active' } };
+    const submissions = Array.from({ length: 6 }, () => ({
+      event: {
+        provider: 'acme',
+        eventId: uniqueId('evt'),
+        eventType: 'subscription.updated',
+        occurredAt: null,
+        payload,
+        payloadText: JSON.stringify(payload),
+        unknownSchemaVersion: false,
+      },
+      plan: { kind: 'apply' as const, handler: updated, payload },
+      arrival: { status: 'received' as const, availableAt: new Date() },
+      deadline: new Deadline(10_000),
+    }));
+    try {
+      // The first starts a batch at once; the five that wait for it go together in the next.
+      const results = await Promise.all(submissions.map((submission) => committer.submit(submission)));
+      expect(results).toEqual(submissions.map(() => ({ outcome: 'queued', attempt: 1 })));
+      expect(transaction).not.toHaveBeenCalled();
+      const ids = submissions.map((submission) => submission.event.eventId);
+      expect(await transactionsOf(ids.slice(1))).toBe(1);
+      for (const id of ids) expect(await eventRow(sql, id)).toMatchObject({ status: 'received', attempt_count: 0 });
+    } finally {
+      transaction.mockRestore();
+      for (const submission of submissions) submission.deadline.clear();
+    }
   });
 });

@@ -1,5 +1,7 @@
 // The database handle: postgres.js underneath Drizzle, one driver for Node, Workers (Hyperdrive)
 // and the embedded server. Built by the entry points and passed in; no module-level connection.
+import type { SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import * as schema from './schema.ts';
@@ -61,4 +63,26 @@ export function connectDatabase(options: DatabaseOptions): DatabaseHandle {
     },
   });
   return { db: createDrizzle(sql), sql, close: () => sql.end({ timeout: 5 }) };
+}
+
+/** Renders SQL templates as the database handle does (the same casing), for executePrepared. */
+const dialect = new PgDialect({ casing: 'snake_case' });
+
+/**
+ * Runs `query` as a prepared statement: Drizzle's `execute` sends every statement unnamed, so
+ * PostgreSQL parses and plans it again on each call. For a hot statement whose text is the same on
+ * every call (parameters only; a batch passed as one JSON parameter rather than a VALUES list of its
+ * length), postgres.js prepares it once per connection and later calls only bind and run it. A
+ * connection opened with `prepare: false` (a pooler that cannot hold them) runs it unnamed as before.
+ */
+export function executePrepared<Row>(db: Executor, query: SQL): Promise<Row[]> {
+  // Drizzle prepares a query when it has a name; postgres.js names it itself, by its text.
+  return db._.session
+    .prepareQuery<{ execute: Row[]; all: Row[]; values: unknown[][] }>(
+      dialect.sqlToQuery(query),
+      undefined,
+      'hot',
+      false,
+    )
+    .execute();
 }

@@ -6,7 +6,7 @@
 // move time to expire leases and backoffs without sleeping, and one drain sees one consistent "now".
 import { and, isNull, lt, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import type { Database, Executor, Transaction } from './client.ts';
+import { type Database, type Executor, executePrepared, type Transaction } from './client.ts';
 
 export interface LeaseColumns {
   availableAt: PgColumn;
@@ -78,7 +78,10 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
  */
 export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`);
+    await executePrepared(
+      tx,
+      sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`,
+    );
     return claim(tx);
   });
 }

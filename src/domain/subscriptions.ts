@@ -7,10 +7,11 @@
 // own. The result is the same as applying them one after another in the order they were asked for.
 import DataLoader from 'dataloader';
 import { sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
+import { type Executor, executePrepared } from '../db/client.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { deduplicationKey, insertMessagesFrom, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
+import { deduplicationKey, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
+import { insertMessagesFrom } from '../outbox/message-rows.ts';
 
 export interface SubscriptionChange {
   externalId: string;
@@ -97,8 +98,10 @@ async function applyInTurns(db: Executor, pending: readonly PendingChange[]): Pr
 async function upsertChanges(db: Executor, pending: readonly PendingChange[]): Promise<Set<string>> {
   const rows = pending.map(changeRow);
   // One JSON parameter, not a VALUES list: the statement's text is the same for any batch, so it is
-  // prepared once per connection, and no row's parameters are rendered one by one.
-  const result = await db.execute<{ external_id: string }>(sql`
+  // prepared once per connection (executePrepared), and no row's parameters are rendered one by one.
+  const result = await executePrepared<{ external_id: string }>(
+    db,
+    sql`
     with input as (
       select * from json_to_recordset(${JSON.stringify(rows)}::json) as input(
         external_id text, status subscription_status, provider_version bigint, updated_at timestamptz,
@@ -113,7 +116,8 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
       returning external_id
     ),
     announced as (${insertMessagesFrom(sql`input join changed using (external_id) where input.topic is not null`)})
-    select external_id from changed`);
+    select external_id from changed`,
+  );
   return new Set(result.map((row) => row.external_id));
 }
 

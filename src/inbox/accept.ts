@@ -3,7 +3,7 @@
 // answers 202 only after that statement has committed; the worker (worker.ts) applies it later. Also
 // owns the backlog gate: above INBOX_MAX_BACKLOG `received` rows, new events are refused with 503.
 import { sql } from 'drizzle-orm';
-import type { Database } from '../db/client.ts';
+import { type Database, executePrepared } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Deadline } from './deadline.ts';
@@ -64,10 +64,13 @@ export function backlogGate(maxBacklog: number, clock: Clock): BacklogGate {
   let inFlight: Promise<void> | undefined;
 
   const refresh = async (db: Database) => {
-    const [row] = await db.execute<{ n: number }>(sql`
+    const [row] = await executePrepared<{ n: number }>(
+      db,
+      sql`
       select count(*)::int as n from (
         select 1 from webhook_events where status = 'received' limit ${maxBacklog + 1}
-      ) as backlog`);
+      ) as backlog`,
+    );
     full = (row?.n ?? 0) > maxBacklog;
     checkedAt = clock();
   };

@@ -4,7 +4,8 @@
 // flight, what arrives waits for it and then goes together (one BEGIN, one claim statement, one
 // COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
 // transactions) opens only when the queue is long enough to fill a good share of a batch: so the
-// batches stay large while a lone slow batch (a lock wait) cannot hold up a busy intake.
+// batches stay large while a lone slow batch (a lock wait) cannot hold up a busy intake. A batch with
+// nothing to apply (async mode's `received` rows) is a single statement, committed by itself.
 //
 // Every promise of the one-at-a-time path holds per delivery:
 // - exactly one application: a batch never holds two deliveries of one key (id or content digest);
@@ -130,7 +131,9 @@ export class IntakeCommitter {
     this.options.onBatch?.(batch.length);
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const results = await this.db.transaction((tx) => this.#commit(tx, batch));
+        const results = needsTransaction(batch)
+          ? await this.db.transaction((tx) => this.#commit(tx, batch))
+          : await this.#storeAtOnce(batch);
         for (const [index, member] of batch.entries()) member.resolve(results[index] as Committed);
         return;
       } catch (error) {
@@ -159,6 +162,17 @@ export class IntakeCommitter {
     return batch.map((member, index) => committed(member, rows[index] ?? null));
   }
 
+  /**
+   * A batch with no handler to run and no row to take back by digest (async mode's `received` rows,
+   * ignored and parked events): its one statement is its own transaction, so it costs one round trip
+   * instead of three. Decided before it is sent: from then on each answer waits for its commit.
+   */
+  async #storeAtOnce(batch: readonly Member[]): Promise<Committed[]> {
+    for (const member of batch) member.decided = true;
+    const rows = await insertOrTakeBackAll(this.db, batch);
+    return batch.map((member, index) => committed(member, rows[index] ?? null));
+  }
+
   /** A batch rolled back because a member's time ran out: the others go first in the next batch. */
   #requeue(batch: readonly Member[]): void {
     this.#queue.unshift(...batch.filter((member) => !member.deadline.expired));
@@ -176,6 +190,18 @@ export class IntakeCommitter {
       member.reject(error);
     }
   }
+}
+
+/**
+ * Whether the batch needs a transaction around its statements: a handler to run with its claim, or
+ * rows with a content digest, whose failed twins are taken back in a second statement.
+ */
+function needsTransaction(batch: readonly Member[]): boolean {
+  return batch.some(
+    (member) =>
+      member.event.contentDigest !== undefined ||
+      (member.plan.kind === 'apply' && member.arrival.status !== 'received'),
+  );
 }
 
 /** Runs the member's handler when its row was claimed for applying now. */

@@ -28,7 +28,7 @@
 // twenty times more CPU to render the same statement.
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import type { Database, Executor, Transaction } from '../db/client.ts';
+import { type Database, type Executor, executePrepared, type Transaction } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
@@ -143,7 +143,13 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
   const found = (row: { provider: string; event_id: string; stored_id: string; attempt_count: number }) =>
     byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
   const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
-  const inserted = await db.execute<{ provider: string; event_id: string; stored_id: string; attempt_count: number }>(
+  const inserted = await executePrepared<{
+    provider: string;
+    event_id: string;
+    stored_id: string;
+    attempt_count: number;
+  }>(
+    db,
     sql`insert into webhook_events ${COLUMNS}
       select * from ${arrivingRows(rows)} as arriving order by provider, event_id
       ${signedOnly ? sql`on conflict (provider, event_id) do update set ${takeBackSet(sql`excluded`)} where webhook_events.status = 'failed'` : sql`on conflict do nothing`}
@@ -152,18 +158,21 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
   for (const row of inserted) found(row);
   const conflicted = rows.filter((row) => !byId.has(storedKeyString(row.event.provider, row.event.eventId)));
   if (!signedOnly && conflicted.length > 0) {
-    const taken = await db.execute<{
+    const taken = await executePrepared<{
       provider: string;
       event_id: string;
       stored_id: string;
       attempt_count: number;
-    }>(sql`
+    }>(
+      db,
+      sql`
       update webhook_events set ${takeBackSet(sql`v`)}
       from ${arrivingRows(conflicted)} as v
       where webhook_events.status = 'failed' and webhook_events.provider = v.provider
         and ((v.content_digest is null and webhook_events.event_id = v.event_id)
           or (webhook_events.content_digest = v.content_digest and webhook_events.event_type = v.event_type))
-      returning v.provider, v.event_id, webhook_events.event_id as stored_id, webhook_events.attempt_count`);
+      returning v.provider, v.event_id, webhook_events.event_id as stored_id, webhook_events.attempt_count`,
+    );
     for (const row of taken) found(row);
   }
   return rows.map((row) => byId.get(storedKeyString(row.event.provider, row.event.eventId)) ?? null);
@@ -265,7 +274,10 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
 
 /** Claims up to `limit` due rows under `lease`, longest-waiting first. */
 export async function claimDue(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
-  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
+  // Prepared: the statement's text is the same for every claim.
+  const rows = await claimInQueueOrder(db, (tx) =>
+    claimStatement(tx, lease, dueBy, limit).prepare('inbox_claim').execute(),
+  );
   // Claimed rows come back in no particular order.
   return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
 }
@@ -342,20 +354,18 @@ export async function lockForApply(
   keys: readonly StoredEventKey[],
   filter: StoredFilter,
 ): Promise<LockedRow[]> {
-  const rowKeys = sql.join(
-    keys.map((key) => sql`(${key.provider}, ${key.eventId})`),
-    sql`, `,
-  );
-  const statuses = sql.join(
-    filter.from.map((status) => sql`${status}`),
-    sql`, `,
-  );
-  return tx.execute<LockedRow>(sql`
+  const keyRows = keys.map((key) => ({ provider: key.provider, event_id: key.eventId }));
+  return executePrepared<LockedRow>(
+    tx,
+    sql`
     select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at, content_digest
     from webhook_events
-    where (provider, event_id) in (${rowKeys}) and status::text in (${statuses})
-      ${filter.leaseOwner === undefined ? sql`` : sql`and locked_by = ${filter.leaseOwner}`}
-    for update`);
+    where (provider, event_id) in (
+        select provider, event_id from json_to_recordset(${JSON.stringify(keyRows)}::json) as k(provider text, event_id text))
+      and status::text in (select json_array_elements_text(${JSON.stringify(filter.from)}::json))
+      and (${filter.leaseOwner ?? null}::text is null or locked_by = ${filter.leaseOwner ?? null}::text)
+    for update`,
+  );
 }
 
 /** Moves every applied (locked) row to its new status and ends its lease, in one statement. */
@@ -363,17 +373,17 @@ export async function markApplied(
   tx: Transaction,
   applied: readonly (StoredEventKey & { status: AppliedStatus })[],
 ): Promise<void> {
-  const values: SQL = sql.join(
-    applied.map((row) => sql`(${row.provider}::text, ${row.eventId}::text, ${row.status}::text)`),
-    sql`, `,
-  );
-  await tx.execute(sql`
+  const rows = applied.map((row) => ({ provider: row.provider, event_id: row.eventId, status: row.status }));
+  await executePrepared(
+    tx,
+    sql`
     update webhook_events as w
-    set status = v.status::webhook_event_status,
+    set status = v.status,
         completed_at = case when v.status = 'parked' then null else now() end,
         last_error = null, locked_by = null, locked_until = null
-    from (values ${values}) as v(provider, event_id, status)
-    where w.provider = v.provider and w.event_id = v.event_id`);
+    from json_to_recordset(${JSON.stringify(rows)}::json) as v(provider text, event_id text, status webhook_event_status)
+    where w.provider = v.provider and w.event_id = v.event_id`,
+  );
 }
 
 /** Where a failed application goes next: `failed` (retried at `retryAt`), or `dead_letter`. */

@@ -37,15 +37,17 @@ export interface WorkerSettings extends QueueSettings {
 }
 
 /**
- * Tuning, not contract. A batch is applied in one transaction: 25 events share one commit, so most of
- * the per-event cost of a transaction of its own (BEGIN, the row lock, the status update, COMMIT and
- * its WAL flush) is spread, while a batch that rolls back and is re-applied one by one stays small,
- * and so does its lease relative to the work it covers.
+ * Tuning, not contract. A batch is applied in one transaction: 100 events share one commit and, with
+ * their handlers started together, their domain writes share statements (domain/subscriptions.ts),
+ * so most of the per-event cost of a transaction of its own (BEGIN, the row lock, the domain write,
+ * the status update, COMMIT and its WAL flush) is spread. Measured against 25 (three async bursts of
+ * 8,000 events on a busy machine): about 15% less CPU per applied event in the service and 25% less
+ * in PostgreSQL. A batch that rolls back is re-applied one by one, which a rare failure can afford.
  */
-export const DEFAULT_WORKER_BATCH_SIZE = 25;
+export const DEFAULT_WORKER_BATCH_SIZE = 100;
 export const DEFAULT_WORKER_LANES = 4;
 export const DEFAULT_WORKER_BUDGET_MS = 20_000;
-/** Under sustained saturation a batch still goes every second: the backlog moves, if slowly (25 events/s). */
+/** Under sustained saturation a batch still goes every second: the backlog moves, if slowly (100 events/s). */
 export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
 const DEFER_POLL_MS = 10;
 

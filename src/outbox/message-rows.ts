@@ -2,7 +2,7 @@
 //
 // | from               | to                          | by                          | statement                        |
 // | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
-// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessageWhen |
+// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessagesFrom |
 // | pending            | pending, leased             | relay                       | claimStatement / claimMessages   |
 // | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
 // | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
@@ -12,7 +12,7 @@
 // lease, and every later write by the relay is guarded on that lease and on `pending`, so a relay
 // whose lease expired (and whose rows another relay took) changes nothing.
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import type { Database, Executor } from '../db/client.ts';
+import { type Database, type Executor, executePrepared } from '../db/client.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
@@ -33,23 +33,25 @@ const newRow = (message: NewMessage) =>
  * rather than the insert builder: it runs inside every applied event's transaction.
  */
 export async function insertMessage(db: Executor, message: NewMessage): Promise<boolean> {
-  const inserted = await db.execute<{ id: string }>(sql`
+  const inserted = await executePrepared<{ id: string }>(
+    db,
+    sql`
     insert into outbox_messages (topic, deduplication_key, payload)
     values (${newRow(message)})
     on conflict (deduplication_key) do nothing
-    returning id`);
+    returning id`,
+  );
   return inserted.length > 0;
 }
 
 /**
- * The same INSERT as a statement to embed in a larger one, written only when the relation `when` (a
- * CTE of that statement) has a row: a domain write and its announcement then cost one round trip,
- * and a write that changed nothing announces nothing.
+ * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key` and
+ * `payload` columns), to embed in a larger statement: a domain write and its announcements then cost
+ * one round trip, and `rows` can name only what the write changed, so nothing else is announced.
  */
-export function insertMessageWhen(message: NewMessage, when: SQL): SQL {
+export function insertMessagesFrom(rows: SQL): SQL {
   return sql`insert into outbox_messages (topic, deduplication_key, payload)
-    select ${newRow(message)}
-    where exists (select 1 from ${when})
+    select topic, deduplication_key, payload from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 

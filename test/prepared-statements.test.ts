@@ -1,0 +1,54 @@
+// The hot statements run prepared (executePrepared in src/db/client.ts): PostgreSQL parses and plans
+// each once per connection, and a batch of any size reuses it, because its rows travel as one JSON
+// parameter. A connection opened with `prepare: false` (a pooler that cannot hold them) runs them
+// unnamed, as before.
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectDatabase, type Database, type Transaction } from '../src/db/client.ts';
+import { insertOrTakeBackAll } from '../src/inbox/event-rows.ts';
+import { uniqueId } from './helpers/acme.ts';
+import { useTestDatabase } from './helpers/database.ts';
+
+const { db, sql, url } = await useTestDatabase();
+const unprepared = connectDatabase({ url, maxConnections: 1, statementTimeoutMs: 10_000, prepare: false });
+afterAll(() => unprepared.close());
+
+const arriving = (count: number) =>
+  Array.from({ length: count }, () => {
+    const payload = { id: uniqueId('evt') };
+    return {
+      event: {
+        provider: 'acme',
+        eventId: payload.id,
+        eventType: 'subscription.updated',
+        occurredAt: null,
+        payload,
+        payloadText: JSON.stringify(payload),
+        unknownSchemaVersion: false,
+      },
+      arrival: { status: 'completed' as const },
+    };
+  });
+
+/** Claims batches of 1, 5 and 20 in one transaction, then lists the session's prepared claims. */
+async function claimThreeBatches(database: Database): Promise<{ stored: number; preparedClaims: number }> {
+  return database.transaction(async (tx: Transaction) => {
+    let stored = 0;
+    for (const size of [1, 5, 20]) stored += (await insertOrTakeBackAll(tx, arriving(size))).filter(Boolean).length;
+    const [row] = await tx.execute<{ n: number }>(
+      `select count(*)::int as n from pg_prepared_statements where statement like '%insert into webhook_events%'`,
+    );
+    return { stored, preparedClaims: Number(row?.n) };
+  });
+}
+
+describe('prepared hot statements', () => {
+  it('claims batches of any size with one statement prepared on the connection', async () => {
+    expect(await claimThreeBatches(db)).toEqual({ stored: 26, preparedClaims: 1 });
+  });
+
+  it('runs them unnamed on a connection opened with prepare: false', async () => {
+    expect(await claimThreeBatches(unprepared.db)).toEqual({ stored: 26, preparedClaims: 0 });
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events`;
+    expect(row?.n).toBe(52);
+  });
+});
