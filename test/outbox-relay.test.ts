@@ -1,6 +1,7 @@
 // The relay against real PostgreSQL and a real HTTP sink: what a drain claims, publishes and records
 // for each class of answer; backoff, Retry-After and dead letters on an injected clock; leases,
 // budgets and two relays draining at once.
+import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
@@ -184,6 +185,32 @@ describe('a drain', () => {
     // Nothing recorded: every row is still pending under the lease, to be published again once it expires.
     const rows = await outboxRows(sql);
     expect(rows.filter((row) => row.status === 'published')).toEqual([]);
+  });
+
+  it('prepares its claim and its outcome statements once per connection, whatever the batch', async () => {
+    await insertMessages(sql, 7);
+    const single = connectDatabase({ url: database.url, maxConnections: 1, statementTimeoutMs: 10_000 });
+    try {
+      let calls = 0;
+      const test = buildTestRelay(single.db, {
+        settings: { batchSize: 3 },
+        publisher: {
+          kind: 'one-refusal',
+          publish: async () => {
+            calls += 1;
+            return calls === 2 ? { outcome: 'retry', error: 'http 503' } : { outcome: 'published' };
+          },
+        },
+      });
+      expect(await test.relay.drain()).toMatchObject({ claimed: 7, published: 6, retried: 1, batches: 3 });
+      const prepared = await single.db.execute<{ statement: string }>(
+        statement`select statement from pg_prepared_statements where statement like 'update "outbox_messages"%'`,
+      );
+      // The claim, the published ids, the other outcomes: three statements for three batches.
+      expect(prepared).toHaveLength(3);
+    } finally {
+      await single.close();
+    }
   });
 
   it('publishes with the log publisher when no target is set, without logging the payload', async () => {
