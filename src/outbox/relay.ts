@@ -21,7 +21,7 @@ type PublishFailure = Exclude<PublishOutcome, { outcome: 'published' }>;
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
   timeoutMs: number;
-  /** Publishes in flight at once within a batch. */
+  /** Publishes in flight at once, across the batches in flight (a pipelining publisher takes whole batches). */
   concurrency: number;
   /**
    * Batches claimed before the earlier ones are published and recorded: the database claims the next
