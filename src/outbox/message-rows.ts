@@ -109,9 +109,9 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
 }
 
 /**
- * The relay's hot statements run as named prepared statements (drizzle prepares only a query given a
- * name): parsed and planned once per connection instead of costing a Parse/Describe round trip and
- * a plan on every batch. Their text is the same for any batch; only the parameters change.
+ * The relay's hot statements are query builders given a name, which is how Drizzle prepares one
+ * (`executePrepared` does the same for SQL templates): parsed and planned once per connection instead
+ * of a Parse/Describe round trip and a plan on every batch. Their text is the same for any batch.
  */
 const CLAIM_STATEMENT = 'outbox_claim';
 const PUBLISHED_STATEMENT = 'outbox_published';
