@@ -117,15 +117,14 @@ export function createRelay(deps: RelayDeps): Relay {
     return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
   }
 
-  async function publishOne(message: ClaimedMessage, signal: AbortSignal): Promise<PublishOutcome> {
-    try {
-      return await publisher.publish(message, signal);
-    } catch (error) {
-      // Publishers classify their own failures; anything thrown is a bug or an environment problem
-      // worth another try, and its class is all that is safe to keep.
-      return { outcome: 'retry', error: `publisher ${error instanceof Error ? error.name : typeof error}` };
-    }
-  }
+  /**
+   * Publishers classify their own failures; anything thrown is a bug or an environment problem worth
+   * another try, and its class is all that is safe to keep.
+   */
+  const thrown = (error: unknown): PublishOutcome => ({
+    outcome: 'retry',
+    error: `publisher ${error instanceof Error ? error.name : typeof error}`,
+  });
 
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
     const startedMs = clock();
@@ -152,7 +151,12 @@ export function createRelay(deps: RelayDeps): Relay {
           summary.released += 1;
           return;
         }
-        const result = await publishOne(message, batchSignal ?? AbortSignal.timeout(settings.timeoutMs));
+        let result: PublishOutcome;
+        try {
+          result = await publisher.publish(message, batchSignal ?? AbortSignal.timeout(settings.timeoutMs));
+        } catch (error) {
+          result = thrown(error);
+        }
         let counted: 'published' | 'retried' | 'dead' = 'published';
         if (result.outcome === 'published') published.push(message.id);
         else {
