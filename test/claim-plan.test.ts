@@ -1,6 +1,7 @@
 // The claims of the inbox worker and the outbox relay are planned as a walk of their queue's partial
 // index in order, even when the statistics still describe an empty queue (a burst arrived since the
 // last ANALYZE). Otherwise the planner reads every waiting row and sorts them to claim one batch.
+// And once the statistics know the table, the outbox claim still finds its rows by id.
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { Database, Executor } from '../src/db/client.ts';
@@ -84,6 +85,17 @@ describe('claim plans with stale statistics', () => {
     );
     expect(types(ordered)).not.toContain('Bitmap Heap Scan');
     expect(types(ordered)).not.toContain('Sort');
+  });
+
+  it('the outbox relay finds the rows it claims by id, not by reading the whole table', async () => {
+    // With statistics that know the table's size, `id in (…)` was planned as a hash join over a
+    // sequential scan of every row, published ones included, on every claim.
+    await client`analyze outbox_messages`;
+    const { ordered } = await plans(db, (tx) => outboxClaim(tx, lease, new Date(), 500));
+    expect(types(ordered)).not.toContain('Seq Scan');
+    expect(ordered.filter((node) => node['Node Type'] === 'Index Scan').map((node) => node['Index Name'])).toContain(
+      'outbox_messages_pkey',
+    );
   });
 
   it('leaves the settings behind with the claim transaction', async () => {

@@ -1,6 +1,7 @@
 // The relay against real PostgreSQL and a real HTTP sink: what a drain claims, publishes and records
 // for each class of answer; backoff, Retry-After and dead letters on an injected clock; leases,
 // budgets and two relays draining at once.
+import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
@@ -114,6 +115,102 @@ describe('a drain', () => {
     expect(rows.filter((row) => row.status === 'pending' && row.attempts === 0 && row.locked_by === null)).toHaveLength(
       2,
     );
+  });
+
+  it('claims the next batch while the one before is publishing, at most batchesInFlight at once', async () => {
+    const ids = await insertMessages(sql, 8);
+    let publishing = 0;
+    let most = 0;
+    const test = buildTestRelay(db, {
+      settings: { batchSize: 2, batchesInFlight: 2 },
+      publisher: {
+        kind: 'slow',
+        pipelined: true,
+        publish: async () => {
+          publishing += 1;
+          most = Math.max(most, publishing);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          publishing -= 1;
+          return { outcome: 'published' };
+        },
+      },
+    });
+    // Four full batches, then one that finds nothing.
+    expect(await test.relay.drain()).toMatchObject({ claimed: 8, published: 8, batches: 5, stoppedBy: 'drained' });
+    // Two batches of two, each published whole.
+    expect(most).toBe(4);
+    const rows = await outboxRows(sql, ids);
+    expect(rows.every((row) => row.status === 'published' && row.locked_by === null)).toBe(true);
+  });
+
+  it('holds a publisher that does not pipeline to `concurrency` calls across the batches in flight', async () => {
+    await insertMessages(sql, 12);
+    let calls = 0;
+    let most = 0;
+    const test = buildTestRelay(db, {
+      settings: { batchSize: 4, batchesInFlight: 3, concurrency: 2 },
+      publisher: {
+        kind: 'one-at-a-time',
+        publish: async () => {
+          calls += 1;
+          most = Math.max(most, calls);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          calls -= 1;
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain()).toMatchObject({ claimed: 12, published: 12 });
+    expect(most).toBe(2);
+  });
+
+  it('stops at a failed outcome write, after the batches already in flight are done', async () => {
+    await insertMessages(sql, 6);
+    const failing = connectDatabase({ url: database.url, maxConnections: 2, statementTimeoutMs: 10_000 });
+    let published = 0;
+    const test = buildTestRelay(failing.db, {
+      settings: { batchSize: 2, batchesInFlight: 2 },
+      publisher: {
+        kind: 'then-the-database-goes',
+        pipelined: true,
+        publish: async () => {
+          published += 1;
+          // The database goes away while the first batch publishes: its outcomes cannot be written.
+          if (published === 1) await failing.close();
+          return { outcome: 'published' };
+        },
+      },
+    });
+    await expect(test.relay.drain()).rejects.toThrow();
+    // Nothing recorded: every row is still pending under the lease, to be published again once it expires.
+    const rows = await outboxRows(sql);
+    expect(rows.filter((row) => row.status === 'published')).toEqual([]);
+  });
+
+  it('prepares its claim and its outcome statements once per connection, whatever the batch', async () => {
+    await insertMessages(sql, 7);
+    const single = connectDatabase({ url: database.url, maxConnections: 1, statementTimeoutMs: 10_000 });
+    try {
+      let calls = 0;
+      const test = buildTestRelay(single.db, {
+        settings: { batchSize: 3 },
+        publisher: {
+          kind: 'one-refusal',
+          publish: async () => {
+            calls += 1;
+            return calls === 2 ? { outcome: 'retry', error: 'http 503' } : { outcome: 'published' };
+          },
+        },
+      });
+      expect(await test.relay.drain()).toMatchObject({ claimed: 7, published: 6, retried: 1, batches: 3 });
+      const prepared = await single.db.execute<{ statement: string }>(
+        statement`select statement from pg_prepared_statements where statement like 'update "outbox_messages"%'`,
+      );
+      // The claim, the published ids, the other outcomes: three statements for three batches.
+      expect(prepared).toHaveLength(3);
+    } finally {
+      await single.close();
+    }
   });
 
   it('publishes with the log publisher when no target is set, without logging the payload', async () => {

@@ -51,6 +51,57 @@ export async function drainBatches(loop: DrainLoop): Promise<DrainProgress> {
   }
 }
 
+/** One claimed batch whose work goes on while the next batches are claimed. */
+export interface OverlappedBatch extends BatchProgress {
+  /** The batch's work (publish, then record); a rejection stops the drain. */
+  done: Promise<void>;
+}
+
+export interface OverlappedDrainLoop extends Omit<DrainLoop, 'batch'> {
+  /** Batches whose work may run at once; 1 is `drainBatches`. */
+  inFlight: number;
+  /** Claims one batch and starts its work without waiting for it. */
+  batch(deadlineMs: number): Promise<OverlappedBatch>;
+}
+
+/**
+ * `drainBatches` with the next batch claimed while earlier ones are still being worked on, at most
+ * `inFlight` at once: the database claims while the target publishes, instead of each waiting for the
+ * other. Waits for every batch it started, even when one fails or a claim throws; then the first
+ * failure is thrown.
+ */
+export async function drainOverlapped(loop: OverlappedDrainLoop): Promise<DrainProgress> {
+  const deadlineMs = loop.nowMs() + loop.budgetMs;
+  const running = new Set<Promise<void>>();
+  let failed: { error: unknown } | undefined;
+  let batches = 0;
+  let stoppedBy: DrainProgress['stoppedBy'] | undefined;
+  try {
+    while (stoppedBy === undefined) {
+      while (running.size >= Math.max(1, loop.inFlight) && failed === undefined) await Promise.race(running);
+      if (failed !== undefined) break;
+      if (loop.signal?.aborted) stoppedBy = 'aborted';
+      else if (loop.nowMs() >= deadlineMs) stoppedBy = 'budget';
+      else {
+        const { claimed, limit, notStarted, done } = await loop.batch(deadlineMs);
+        const settled: Promise<void> = done
+          .catch((error: unknown) => {
+            failed ??= { error };
+          })
+          .finally(() => running.delete(settled));
+        running.add(settled);
+        if (notStarted) continue;
+        batches += 1;
+        if (claimed < limit) stoppedBy = 'drained';
+      }
+    }
+  } finally {
+    await Promise.all(running);
+  }
+  if (failed !== undefined) throw failed.error;
+  return { batches, stoppedBy: stoppedBy ?? 'drained' };
+}
+
 /**
  * Runs `work` over `items` with at most `concurrency` calls in flight, in order of starting. Each
  * call's failure is the caller's to catch: one rejection rejects the whole run.
@@ -68,4 +119,31 @@ export async function forEachBounded<T>(
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, lane));
+}
+
+/** Runs the calls given to it with at most `concurrency` in flight, starting them in the order given. */
+export type Limit = <T>(work: () => Promise<T>) => Promise<T>;
+
+/**
+ * A bound shared by calls that arrive from several places (batches in flight at once), where
+ * `forEachBounded` bounds one list. Each call's failure is its caller's.
+ */
+export function createLimit(concurrency: number): Limit {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  // A finished call hands its slot to the next waiting one, so `running` never passes the bound.
+  const release = () => {
+    const next = waiting.shift();
+    if (next === undefined) running -= 1;
+    else next();
+  };
+  return async (work) => {
+    if (running >= Math.max(1, concurrency)) await new Promise<void>((start) => waiting.push(start));
+    else running += 1;
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  };
 }

@@ -58,23 +58,31 @@ export function insertMessagesFrom(rows: SQL): SQL {
 
 export type ClaimedMessage = OutboxMessage & { attempts: number };
 
-/** One row of the batch's outcome statement. */
+/** A message a batch did not publish: retried, dead, or given back unstarted. */
 export interface OutcomeRow {
   id: string;
-  status: OutboxStatus;
+  status: Exclude<OutboxStatus, 'published'>;
   /** 1 for a failed publish, 0 otherwise: a crash or a release counts nothing. */
   failed: 0 | 1;
   available_at: string | null;
-  published_at: string | null;
   last_error: string | null;
 }
 
 export function outcomeRow(
   id: string,
-  status: OutboxStatus,
+  status: OutcomeRow['status'],
   fields: Partial<Omit<OutcomeRow, 'id' | 'status'>> = {},
 ): OutcomeRow {
-  return { id, status, failed: 0, available_at: null, published_at: null, last_error: null, ...fields };
+  return { id, status, failed: 0, available_at: null, last_error: null, ...fields };
+}
+
+/** What a batch's publishes came to. */
+export interface BatchOutcomes {
+  /** The ids the target acknowledged: usually the whole batch. */
+  published: readonly string[];
+  /** When the batch's publishes had all settled: the published messages' published_at. */
+  publishedAt: Date;
+  others: readonly OutcomeRow[];
 }
 
 /** The relay's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
@@ -88,7 +96,10 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
     dueBy,
     limit,
   });
-  return db.update(table).set(leaseValues(lease)).where(inArray(table.id, candidates)).returning({
+  // `= any(array(…))` rather than `in (…)`: the planner would join the candidates to the table by
+  // hashing a sequential scan of all of it (published rows included) on every claim; an array of
+  // ids leaves only lookups in the primary key, so a claim costs its batch, not the table.
+  return db.update(table).set(leaseValues(lease)).where(sql`${table.id} = any(array(${candidates}))`).returning({
     id: table.id,
     topic: table.topic,
     deduplicationKey: table.deduplicationKey,
@@ -98,33 +109,69 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
   });
 }
 
+/**
+ * The relay's hot statements are query builders given a name, which is how Drizzle prepares one
+ * (`executePrepared` does the same for SQL templates): parsed and planned once per connection instead
+ * of a Parse/Describe round trip and a plan on every batch. Their text is the same for any batch.
+ */
+const CLAIM_STATEMENT = 'outbox_claim';
+const PUBLISHED_STATEMENT = 'outbox_published';
+const OTHERS_STATEMENT = 'outbox_outcomes';
+
 export async function claimMessages(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
-  const rows = await claimInQueueOrder(db, (tx) => claimStatement(tx, lease, dueBy, limit));
-  // Claimed rows come back in no particular order; publish oldest first.
-  return rows
-    .map((row) => ({ ...row, payload: row.payload as JsonValue }))
-    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  const rows = await claimInQueueOrder(db, (tx) =>
+    claimStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
+  );
+  // Claimed rows come back in no particular order; publish oldest first. The payload column holds
+  // JSON values only (its inserts stringify one), so the rows are taken as they are, uncopied.
+  return (rows as ClaimedMessage[]).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 }
 
 /**
- * Every outcome of a batch in one statement. Guarded on our lease: a row another relay claimed
- * after our lease expired is theirs now, and a row an operator changed is left as they left it.
+ * A batch's outcomes: the published ids in one statement (a single text parameter, not a row each),
+ * the rest, when there are any, in another. Both are guarded on our lease: a row another relay
+ * claimed after our lease expired is theirs now, and a row an operator changed is left as they left
+ * it.
  */
-export async function recordOutcomes(db: Database, owner: string, outcomes: readonly OutcomeRow[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  const table = outboxMessages;
-  await db.execute(sql`
-    update ${table} as m set
-      status = o.status,
-      attempts = m.attempts + o.failed,
-      available_at = coalesce(o.available_at, m.available_at),
-      published_at = o.published_at,
-      last_error = coalesce(o.last_error, m.last_error),
-      locked_until = null,
-      locked_by = null
-    from jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) as o(
-      id uuid, status outbox_status, failed int, available_at timestamptz, published_at timestamptz, last_error text)
-    where m.id = o.id and m.locked_by = ${owner} and m.status = 'pending'`);
+export async function recordOutcomes(db: Database, owner: string, outcomes: BatchOutcomes): Promise<void> {
+  await Promise.all([
+    markPublished(db, owner, outcomes.published, outcomes.publishedAt),
+    recordOthers(db, owner, outcomes.others),
+  ]);
+}
+
+const heldBy = (owner: string) => and(eq(outboxMessages.lockedBy, owner), eq(outboxMessages.status, 'pending'));
+
+async function markPublished(db: Database, owner: string, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  const m = outboxMessages;
+  await db
+    .update(m)
+    .set({ status: 'published', publishedAt: at, ...leaseCleared })
+    .where(and(sql`${m.id} = any(string_to_array(${ids.join(',')}, ',')::uuid[])`, heldBy(owner)))
+    .prepare(PUBLISHED_STATEMENT)
+    .execute();
+}
+
+async function recordOthers(db: Database, owner: string, rows: readonly OutcomeRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const m = outboxMessages;
+  await db
+    .update(m)
+    .set({
+      status: sql`o.status`,
+      attempts: sql`${m.attempts} + o.failed`,
+      availableAt: sql`coalesce(o.available_at, ${m.availableAt})`,
+      lastError: sql`coalesce(o.last_error, ${m.lastError})`,
+      ...leaseCleared,
+    })
+    .from(
+      sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as o(
+        id uuid, status outbox_status, failed int, available_at timestamptz, last_error text)`,
+    )
+    .where(and(sql`${m.id} = o.id`, heldBy(owner)))
+    .prepare(OTHERS_STATEMENT)
+    .execute();
 }
 
 /**

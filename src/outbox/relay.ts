@@ -1,30 +1,39 @@
 // The outbox relay: claims due messages under a lease, publishes them outside any transaction with
-// bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement.
+// bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement
+// (two when some failed), with the next batch claimed while this one publishes.
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
 // entry, the CLI and the Workers cron all drive the same `drain`.
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { leaseCovers, takeLease } from '../db/lease.ts';
+import { type Lease, leaseCovers, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX } from '../db/schema.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { drainBatches, forEachBounded, type QueueSettings } from '../lib/loops.ts';
+import { createLimit, drainOverlapped, type QueueSettings } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
 
+type PublishFailure = Exclude<PublishOutcome, { outcome: 'published' }>;
+
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
   timeoutMs: number;
-  /** Publishes in flight at once within a batch. */
+  /** Publishes in flight at once, across the batches in flight (a pipelining publisher takes whole batches). */
   concurrency: number;
+  /**
+   * Batches claimed before the earlier ones are published and recorded: the database claims the next
+   * batch while the target takes this one. Each batch holds its own lease.
+   */
+  batchesInFlight: number;
 }
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
 export const DEFAULT_BATCH_SIZE = 500;
 export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_BATCHES_IN_FLIGHT = 2;
 export const DEFAULT_BUDGET_MS = 20_000;
 
 export function relaySettings(
@@ -41,6 +50,7 @@ export function relaySettings(
     timeoutMs: config.OUTBOX_TIMEOUT_MS,
     batchSize: DEFAULT_BATCH_SIZE,
     concurrency: DEFAULT_CONCURRENCY,
+    batchesInFlight: DEFAULT_BATCHES_IN_FLIGHT,
     budgetMs: DEFAULT_BUDGET_MS,
     ...overrides,
   };
@@ -83,9 +93,9 @@ export function createRelay(deps: RelayDeps): Relay {
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
 
-  function outcomeOf(message: ClaimedMessage, result: PublishOutcome, dueBy: Date): OutcomeRow {
+  /** The row a failed publish leaves: rescheduled with backoff, or dead. */
+  function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
     const nowMs = clock();
-    if (result.outcome === 'published') return outcomeRow(message.id, 'published', { published_at: at(nowMs) });
     const attempts = message.attempts + 1;
     const lastError = result.error.slice(0, LAST_ERROR_MAX);
     const fields = {
@@ -107,15 +117,14 @@ export function createRelay(deps: RelayDeps): Relay {
     return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
   }
 
-  async function publishOne(message: ClaimedMessage): Promise<PublishOutcome> {
-    try {
-      return await publisher.publish(message, AbortSignal.timeout(settings.timeoutMs));
-    } catch (error) {
-      // Publishers classify their own failures; anything thrown is a bug or an environment problem
-      // worth another try, and its class is all that is safe to keep.
-      return { outcome: 'retry', error: `publisher ${error instanceof Error ? error.name : typeof error}` };
-    }
-  }
+  /**
+   * Publishers classify their own failures; anything thrown is a bug or an environment problem worth
+   * another try, and its class is all that is safe to keep.
+   */
+  const thrown = (error: unknown): PublishOutcome => ({
+    outcome: 'retry',
+    error: `publisher ${error instanceof Error ? error.name : typeof error}`,
+  });
 
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
     const startedMs = clock();
@@ -123,51 +132,61 @@ export function createRelay(deps: RelayDeps): Relay {
     // Only messages due when the pass began: one rescheduled during it waits for the next pass.
     const dueBy = new Date(startedMs);
 
-    // Settled, never rejected: a rejection nobody awaits yet would be an unhandled one.
-    let recording: Promise<{ error: unknown } | undefined> = Promise.resolve(undefined);
-    const settleRecording = async () => {
-      const failed = await recording;
-      recording = Promise.resolve(undefined);
-      if (failed !== undefined) throw failed.error;
-    };
-    const progress = await drainBatches({
+    // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
+    // other is held to `concurrency` calls across the batches in flight.
+    const pipelined = publisher.pipelined === true;
+    const lane = createLimit(settings.concurrency);
+
+    /** Publishes a claimed batch and records its outcomes. */
+    async function publishBatch(messages: readonly ClaimedMessage[], lease: Lease, deadlineMs: number): Promise<void> {
+      const published: string[] = [];
+      const others: OutcomeRow[] = [];
+      // A pipelined batch's publishes start together, so they share one timeout.
+      const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
+      const publishInLane = async (message: ClaimedMessage) => {
+        const nowMs = clock();
+        if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
+          // Not started, so nothing happened: give it back without counting an attempt.
+          others.push(outcomeRow(message.id, 'pending'));
+          summary.released += 1;
+          return;
+        }
+        let result: PublishOutcome;
+        try {
+          result = await publisher.publish(message, batchSignal ?? AbortSignal.timeout(settings.timeoutMs));
+        } catch (error) {
+          result = thrown(error);
+        }
+        let counted: 'published' | 'retried' | 'dead' = 'published';
+        if (result.outcome === 'published') published.push(message.id);
+        else {
+          const outcome = failedOutcome(message, result, dueBy);
+          others.push(outcome);
+          counted = outcome.status === 'dead' ? 'dead' : 'retried';
+        }
+        summary[counted] += 1;
+        deps.metrics?.countOutbox(message.topic, counted);
+      };
+      await Promise.all(
+        messages.map((message) => (pipelined ? publishInLane(message) : lane(() => publishInLane(message)))),
+      );
+      // The rows stay leased to us until this write, so nobody else can take them meanwhile.
+      await recordOutcomes(db, id, { published, publishedAt: new Date(clock()), others });
+    }
+
+    const progress = await drainOverlapped({
       nowMs: clock,
       budgetMs: options.budgetMs ?? settings.budgetMs,
       signal: options.signal,
+      inFlight: settings.batchesInFlight,
       batch: async (deadlineMs) => {
         const lease = takeLease(id, clock(), settings.leaseMs);
         const messages = await claimMessages(db, lease, dueBy, settings.batchSize);
-        const outcomes: OutcomeRow[] = [];
-        // A pipelining publisher takes the whole batch at once: its publishes share one connection.
-        const inFlight = publisher.pipelined ? messages.length : settings.concurrency;
-        await forEachBounded(messages, inFlight, async (message) => {
-          const nowMs = clock();
-          if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
-            // Not started, so nothing happened: give it back without counting an attempt.
-            outcomes.push(outcomeRow(message.id, 'pending'));
-            summary.released += 1;
-            return;
-          }
-          const outcome = outcomeOf(message, await publishOne(message), dueBy);
-          outcomes.push(outcome);
-          const counted = outcome.status === 'pending' ? 'retried' : outcome.status;
-          summary[counted] += 1;
-          deps.metrics?.countOutbox(message.topic, counted);
-        });
-        // The outcomes are written while the next batch is claimed and published: the rows stay
-        // leased to us until then, so nobody else can take them. One write in flight at a time, and
-        // a failed one stops the drain at the next batch.
-        await settleRecording();
-        recording = recordOutcomes(db, id, outcomes).then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        );
         summary.claimed += messages.length;
-        return { claimed: messages.length, limit: settings.batchSize };
+        return { claimed: messages.length, limit: settings.batchSize, done: publishBatch(messages, lease, deadlineMs) };
       },
     });
 
-    await settleRecording();
     const result: DrainSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
     if (result.claimed > 0) logger.info('outbox drained', { relay: id, ...result });
     return result;

@@ -103,6 +103,7 @@ export const TEST_RELAY_SETTINGS: RelaySettings = {
   timeoutMs: 2_000,
   batchSize: 50,
   concurrency: 8,
+  batchesInFlight: 2,
   budgetMs: 20_000,
 };
 

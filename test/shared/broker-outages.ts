@@ -38,8 +38,9 @@ export async function publishUntilDone(test: TestRelay, sql: postgres.Sql, ids: 
 }
 
 /**
- * 100 messages drained in batches of 20 by `publisher`, the broker stopped as the 30th publish
- * starts: the first batch is published, nothing goes dead, and every message not published is
+ * 100 messages drained in batches of 20, two in flight, by `publisher`, the broker stopped in the
+ * middle of the third batch (claimed only once the first was published and recorded; the second's
+ * acknowledgements may or may not have come): the first batch is published, nothing goes dead, and every message not published is
  * pending with one failed attempt and a last_error that says what happened (`lastError`). Then the
  * broker comes back and passes follow until all are published. Answers the keys the first drain
  * published, which the broker must still hold.
@@ -50,9 +51,12 @@ export async function drainThroughOutage(
 ): Promise<string[]> {
   const { db, sql } = database;
   const ids = await insertMessages(sql, 100);
+  const settings = { batchSize: 20, batchesInFlight: 2, ...BROKER_TEST_TIMEOUT };
   const test = buildTestRelay(db, {
-    publisher: killingAtPublish(options.publisher, 30, { kill: options.stop }),
-    settings: { batchSize: 20, ...BROKER_TEST_TIMEOUT },
+    publisher: killingAtPublish(options.publisher, settings.batchSize * settings.batchesInFlight + 10, {
+      kill: options.stop,
+    }),
+    settings,
   });
 
   const first = await test.relay.drain();

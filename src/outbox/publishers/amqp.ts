@@ -160,7 +160,7 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
     publish(message, signal) {
       return untilAborted(
         signal,
-        slot.get().then((link) => publishOn(link, message), connectFailed),
+        slot.with((link) => publishOn(link, message), connectFailed),
       );
     },
     close: () => slot.close(),

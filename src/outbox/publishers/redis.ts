@@ -132,7 +132,7 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
     publish(message, signal) {
       return untilAborted(
         signal,
-        slot.get().then(
+        slot.with(
           (client) =>
             client.status === 'ready' ? addOnce(client, message) : retry('redis: disconnected, reconnecting'),
           (error: unknown) => refused(error),
