@@ -1,7 +1,8 @@
 // Draining a queue table in batches, shared by the outbox relay and the async inbox worker: the loop
 // that goes on while batches come back full and stops at a time budget (a Workers cron invocation
 // has one), and bounded concurrency inside a batch, and the settings every such leased queue is tuned
-// by. Runtime-neutral: no timers, no Node APIs.
+// by. Runtime-neutral: no timers, no Node APIs (p-limit is plain ESM).
+import pLimit from 'p-limit';
 import type { BackoffPolicy } from './backoff.ts';
 
 /** What a leased-queue drainer (the outbox relay, the inbox worker) is tuned by, besides its call timeout. */
@@ -111,39 +112,6 @@ export async function forEachBounded<T>(
   concurrency: number,
   work: (item: T, index: number) => Promise<void>,
 ): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const index = next++;
-      await work(items[index] as T, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, lane));
-}
-
-/** Runs the calls given to it with at most `concurrency` in flight, starting them in the order given. */
-export type Limit = <T>(work: () => Promise<T>) => Promise<T>;
-
-/**
- * A bound shared by calls that arrive from several places (batches in flight at once), where
- * `forEachBounded` bounds one list. Each call's failure is its caller's.
- */
-export function createLimit(concurrency: number): Limit {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  // A finished call hands its slot to the next waiting one, so `running` never passes the bound.
-  const release = () => {
-    const next = waiting.shift();
-    if (next === undefined) running -= 1;
-    else next();
-  };
-  return async (work) => {
-    if (running >= Math.max(1, concurrency)) await new Promise<void>((start) => waiting.push(start));
-    else running += 1;
-    try {
-      return await work();
-    } finally {
-      release();
-    }
-  };
+  const limit = pLimit(Math.max(1, concurrency));
+  await Promise.all(items.map((item, index) => limit(() => work(item, index))));
 }

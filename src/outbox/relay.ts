@@ -4,6 +4,8 @@
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
 // entry, the CLI and the Workers cron all drive the same `drain`.
+
+import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { type Lease, leaseCovers, takeLease } from '../db/lease.ts';
@@ -11,7 +13,7 @@ import { LAST_ERROR_MAX } from '../db/schema.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { createLimit, drainOverlapped, type QueueSettings } from '../lib/loops.ts';
+import { drainOverlapped, type QueueSettings } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
@@ -135,7 +137,7 @@ export function createRelay(deps: RelayDeps): Relay {
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
     const pipelined = publisher.pipelined === true;
-    const lane = createLimit(settings.concurrency);
+    const lane = pLimit(Math.max(1, settings.concurrency));
 
     /** Publishes a claimed batch and records its outcomes. */
     async function publishBatch(messages: readonly ClaimedMessage[], lease: Lease, deadlineMs: number): Promise<void> {
