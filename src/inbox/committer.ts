@@ -153,7 +153,8 @@ export class IntakeCommitter {
   /** Claims every member's row, applies the claimed ones, and decides to commit. */
   async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[]> {
     const rows = await insertOrTakeBackAll(tx, batch);
-    // Issued together: postgres.js pipelines them on the transaction's connection.
+    // Started together: their writes of this tick share statements (domain/subscriptions.ts), and any
+    // others are pipelined on the transaction's connection.
     const applied = await Promise.allSettled(batch.map((member, index) => applyClaimed(tx, member, rows[index])));
     const failure = applied.find((result) => result.status === 'rejected');
     if (failure !== undefined) throw failure.reason;
