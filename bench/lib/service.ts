@@ -16,6 +16,8 @@ export interface ServiceOptions {
   stderrFile: string;
   /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=/tmp/x']. */
   nodeArgs?: readonly string[];
+  /** What node runs, from the repository's root: `npm start`'s script unless another server is measured. */
+  script?: readonly string[];
   startTimeoutMs?: number;
 }
 
@@ -65,7 +67,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const stderr = openSync(options.stderrFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), 'bin/start.js'], {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...(options.script ?? ['bin/start.js'])], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...options.env, PORT: String(port) },
       stdio: ['ignore', stdout, stderr],
