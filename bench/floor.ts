@@ -8,6 +8,7 @@
 // service reaches, and what the load generator itself costs (it shares the cores).
 //
 // Environment: FLOOR_EVENTS (4000 per round and target), FLOOR_ROUNDS (3), FLOOR_WARMUP (2000),
+// FLOOR_TARGETS (http,hono,sync,async: which to run),
 // BENCH_CONCURRENCY (32), BENCH_LOG_LEVEL (warn, as the side-by-side harness runs the service),
 // BENCH_DATABASE_URL (else embedded PostgreSQL), BENCH_CPU_PROF (a folder: run the two services
 // under --cpu-prof; their CPU figures are then inflated). The services run with the outbox relay off
@@ -29,6 +30,8 @@ import { intakeServiceEnv, type RunningService, startService } from './lib/servi
 import { formatTable, percentile, round } from './lib/stats.ts';
 
 const APPLY_TIMEOUT_MS = 120_000;
+const TARGET_KEYS = ['http', 'hono', 'sync', 'async'];
+const HONO_FLOOR = 'Hono + Web Crypto + zod';
 
 interface Target {
   name: string;
@@ -56,8 +59,21 @@ function settings() {
     warmup: intFromEnv('FLOOR_WARMUP', 2000, 0),
     concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
     logLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+    targets: targetKeys(),
     cpuProfDir: process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined,
   };
+}
+
+/** FLOOR_TARGETS: a comma-separated subset of TARGET_KEYS, all of them by default. */
+function targetKeys(): string[] {
+  const keys = (process.env.FLOOR_TARGETS || TARGET_KEYS.join(',')).split(',').map((key) => key.trim());
+  const unknown = keys.filter((key) => !TARGET_KEYS.includes(key));
+  if (unknown.length > 0 || keys.length === 0) {
+    throw new Error(
+      `FLOOR_TARGETS takes a comma-separated list of ${TARGET_KEYS.join(', ')}; got "${unknown.join(',')}"`,
+    );
+  }
+  return keys;
 }
 
 function median(values: readonly number[]): number {
@@ -151,32 +167,46 @@ async function main(): Promise<void> {
     const floorScript = ['--import', 'tsx', 'bench/lib/floor-server.ts'];
     const serviceEnv = (mode: string) =>
       intakeServiceEnv(database?.url ?? '', secret, { PROCESSING_MODE: mode, LOG_LEVEL: config.logLevel });
-    const targets: Target[] = [
+    const specs: { key: string; target: () => Promise<Target> }[] = [
       {
-        name: 'node:http, no checks',
-        note: "the load generator's ceiling",
-        service: await start('http', { FLOOR_KIND: 'http' }, floorScript),
-        queues: false,
+        key: 'http',
+        target: async () => ({
+          name: 'node:http, no checks',
+          note: "the load generator's ceiling",
+          service: await start('http', { FLOOR_KIND: 'http' }, floorScript),
+          queues: false,
+        }),
       },
       {
-        name: 'Hono + Web Crypto + zod',
-        note: 'the checks before the database, nothing else',
-        service: await start('hono', { FLOOR_KIND: 'hono', FLOOR_SECRET: secret }, floorScript),
-        queues: false,
+        key: 'hono',
+        target: async () => ({
+          name: HONO_FLOOR,
+          note: 'the checks before the database, nothing else',
+          service: await start('hono', { FLOOR_KIND: 'hono', FLOOR_SECRET: secret }, floorScript),
+          queues: false,
+        }),
       },
       {
-        name: 'npm start, sync',
-        note: 'applied before the 200',
-        service: await start('sync', serviceEnv('sync')),
-        queues: false,
+        key: 'sync',
+        target: async () => ({
+          name: 'npm start, sync',
+          note: 'applied before the 200',
+          service: await start('sync', serviceEnv('sync')),
+          queues: false,
+        }),
       },
       {
-        name: 'npm start, async',
-        note: 'stored before the 202, then applied by the worker',
-        service: await start('async', serviceEnv('async')),
-        queues: true,
+        key: 'async',
+        target: async () => ({
+          name: 'npm start, async',
+          note: 'stored before the 202, then applied by the worker',
+          service: await start('async', serviceEnv('async')),
+          queues: true,
+        }),
       },
     ];
+    const targets: Target[] = [];
+    for (const spec of specs) if (config.targets.includes(spec.key)) targets.push(await spec.target());
     const context = { secret, sql, database };
     console.log(`warming up each target with ${config.warmup} events`);
     for (const target of targets) {
@@ -213,12 +243,12 @@ async function main(): Promise<void> {
         rounds,
       };
     });
-    const honoFloor = summary[1]?.eventsPerSecond ?? 0;
+    const honoFloor = summary.find((entry) => entry.name === HONO_FLOOR)?.eventsPerSecond;
     const rows = summary.flatMap((entry) => [
       {
         label: entry.name,
         value: entry.eventsPerSecond,
-        note: `events/s, ${round(entry.eventsPerSecond / Math.max(honoFloor, 1), 2)}x the Hono floor; ${entry.note}`,
+        note: `events/s${honoFloor === undefined ? '' : `, ${round(entry.eventsPerSecond / honoFloor, 2)}x the Hono floor`}; ${entry.note}`,
       },
       ...(entry.appliedPerSecond === null
         ? []
