@@ -23,6 +23,7 @@ const steps: Step[] = [
   { name: 'intake', script: 'bench/intake.ts' },
   { name: 'intake-async', script: 'bench/intake.ts', args: ['--mode', 'async'] },
   { name: 'storm', script: 'bench/storm.ts' },
+  { name: 'floor', script: 'bench/floor.ts' },
   { name: 'outbox', script: 'bench/outbox.ts' },
   { name: 'verify', script: 'bench/verify.ts', oneCore: true },
   { name: 'bundle', script: 'bench/bundle.ts' },
@@ -81,6 +82,7 @@ for (const step of steps) {
 const sync = collected['bench/intake.ts'];
 const async = collected['bench/intake.ts --mode async'];
 const storm = collected['bench/storm.ts'];
+const floor = collected['bench/floor.ts'];
 const outbox = collected['bench/outbox.ts'];
 const verify = collected['bench/verify.ts'];
 const bundle = collected['bench/bundle.ts'];
@@ -89,6 +91,15 @@ const asyncRate = num(get(async, 'figures', 'async', 'eventsPerSecond'));
 const asyncSyncRate = num(get(async, 'figures', 'sync', 'eventsPerSecond'));
 const verifyRates =
   (get(verify, 'results') as Array<{ scheme: string; inFlight: number; perCpuSecond: number }> | undefined) ?? [];
+const floorTargets = (get(floor, 'targets') as Array<{ name: string; eventsPerSecond: number }> | undefined) ?? [];
+/** A bench:floor target's events/s as a share of the Hono floor's, in the same run. */
+const shareOfHonoFloor = (name: string) => {
+  const target = floorTargets.find((entry) => entry.name === name)?.eventsPerSecond;
+  const hono = floorTargets.find((entry) => entry.name.startsWith('Hono'))?.eventsPerSecond;
+  return target === undefined || hono === undefined
+    ? 'n/a'
+    : `${round(target / hono, 2)}x (${target} / ${hono} events/s)`;
+};
 const slowestScheme = verifyRates
   .filter((rate) => rate.inFlight === 1)
   .reduce<{ scheme: string; perCpuSecond: number } | undefined>(
@@ -129,6 +140,8 @@ const rows = [
     value: `backlog max ${get(async, 'figures', 'async', 'worker', 'paced', 'maxBacklog') ?? 'n/a'}, end ${get(async, 'figures', 'async', 'worker', 'paced', 'backlogAtEnd') ?? 'n/a'}`,
     note: `within 1 s of intake: ${get(async, 'figures', 'async', 'worker', 'paced', 'keptUp') === true ? 'yes' : 'no'} (no target)`,
   },
+  { label: 'sync vs the Hono floor', value: shareOfHonoFloor('npm start, sync'), note: 'bench:floor (no target)' },
+  { label: 'async vs the Hono floor', value: shareOfHonoFloor('npm start, async'), note: 'acceptance (no target)' },
   { label: 'duplicate storm deliveries/s', value: num(get(storm, 'figures', 'eventsPerSecond')) ?? 'n/a' },
   {
     label: 'duplicate path p50 / p99 (ms)',
