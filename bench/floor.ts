@@ -167,46 +167,32 @@ async function main(): Promise<void> {
     const floorScript = ['--import', 'tsx', 'bench/lib/floor-server.ts'];
     const serviceEnv = (mode: string) =>
       intakeServiceEnv(database?.url ?? '', secret, { PROCESSING_MODE: mode, LOG_LEVEL: config.logLevel });
-    const specs: { key: string; target: () => Promise<Target> }[] = [
-      {
-        key: 'http',
-        target: async () => ({
-          name: 'node:http, no checks',
-          note: "the load generator's ceiling",
-          service: await start('http', { FLOOR_KIND: 'http' }, floorScript),
-          queues: false,
-        }),
-      },
+    // What each target runs: a floor server (bench/lib/floor-server.ts) or `npm start` in a mode.
+    const specs: { key: string; name: string; note: string; env: Record<string, string>; floor: boolean }[] = [
+      { key: 'http', name: 'node:http, no checks', note: "the load generator's ceiling", env: {}, floor: true },
       {
         key: 'hono',
-        target: async () => ({
-          name: HONO_FLOOR,
-          note: 'the checks before the database, nothing else',
-          service: await start('hono', { FLOOR_KIND: 'hono', FLOOR_SECRET: secret }, floorScript),
-          queues: false,
-        }),
+        name: HONO_FLOOR,
+        note: 'the checks before the database, nothing else',
+        env: { FLOOR_SECRET: secret },
+        floor: true,
       },
-      {
-        key: 'sync',
-        target: async () => ({
-          name: 'npm start, sync',
-          note: 'applied before the 200',
-          service: await start('sync', serviceEnv('sync')),
-          queues: false,
-        }),
-      },
+      { key: 'sync', name: 'npm start, sync', note: 'applied before the 200', env: {}, floor: false },
       {
         key: 'async',
-        target: async () => ({
-          name: 'npm start, async',
-          note: 'stored before the 202, then applied by the worker',
-          service: await start('async', serviceEnv('async')),
-          queues: true,
-        }),
+        name: 'npm start, async',
+        note: 'stored before the 202, then applied by the worker',
+        env: {},
+        floor: false,
       },
     ];
     const targets: Target[] = [];
-    for (const spec of specs) if (config.targets.includes(spec.key)) targets.push(await spec.target());
+    for (const spec of specs.filter((candidate) => config.targets.includes(candidate.key))) {
+      const service = spec.floor
+        ? await start(spec.key, { ...spec.env, FLOOR_KIND: spec.key }, floorScript)
+        : await start(spec.key, serviceEnv(spec.key));
+      targets.push({ name: spec.name, note: spec.note, service, queues: spec.key === 'async' });
+    }
     const context = { secret, sql, database };
     console.log(`warming up each target with ${config.warmup} events`);
     for (const target of targets) {
