@@ -31,9 +31,10 @@ import { formatTable, percentile, round } from './lib/stats.ts';
 
 const APPLY_TIMEOUT_MS = 120_000;
 const TARGET_KEYS = ['http', 'hono', 'sync', 'async'];
-const HONO_FLOOR = 'Hono + Web Crypto + zod';
 
 interface Target {
+  /** One of TARGET_KEYS: how results name it (npm run bench reads them). */
+  key: string;
   name: string;
   /** What the figure says about this target. */
   note: string;
@@ -148,6 +149,7 @@ async function main(): Promise<void> {
   const services: RunningService[] = [];
   try {
     database = await freshDatabase(join(tmp, 'db'));
+    const databaseUrl = database.url;
     sql = postgres(database.url, { max: 1, onnotice: () => {} });
     const secret = randomBytes(32).toString('hex');
     const start = async (name: string, env: Record<string, string>, script?: string[]) => {
@@ -166,13 +168,13 @@ async function main(): Promise<void> {
     };
     const floorScript = ['--import', 'tsx', 'bench/lib/floor-server.ts'];
     const serviceEnv = (mode: string) =>
-      intakeServiceEnv(database?.url ?? '', secret, { PROCESSING_MODE: mode, LOG_LEVEL: config.logLevel });
+      intakeServiceEnv(databaseUrl, secret, { PROCESSING_MODE: mode, LOG_LEVEL: config.logLevel });
     // What each target runs: a floor server (bench/lib/floor-server.ts) or `npm start` in a mode.
     const specs: { key: string; name: string; note: string; env: Record<string, string>; floor: boolean }[] = [
       { key: 'http', name: 'node:http, no checks', note: "the load generator's ceiling", env: {}, floor: true },
       {
         key: 'hono',
-        name: HONO_FLOOR,
+        name: 'Hono + Web Crypto + zod',
         note: 'the checks before the database, nothing else',
         env: { FLOOR_SECRET: secret },
         floor: true,
@@ -191,7 +193,7 @@ async function main(): Promise<void> {
       const service = spec.floor
         ? await start(spec.key, { ...spec.env, FLOOR_KIND: spec.key }, floorScript)
         : await start(spec.key, serviceEnv(spec.key));
-      targets.push({ name: spec.name, note: spec.note, service, queues: spec.key === 'async' });
+      targets.push({ key: spec.key, name: spec.name, note: spec.note, service, queues: spec.key === 'async' });
     }
     const context = { secret, sql, database };
     console.log(`warming up each target with ${config.warmup} events`);
@@ -218,6 +220,7 @@ async function main(): Promise<void> {
         return values.length === 0 ? null : median(values);
       };
       return {
+        key: target.key,
         name: target.name,
         note: target.note,
         eventsPerSecond: pick('eventsPerSecond') ?? 0,
@@ -229,7 +232,7 @@ async function main(): Promise<void> {
         rounds,
       };
     });
-    const honoFloor = summary.find((entry) => entry.name === HONO_FLOOR)?.eventsPerSecond;
+    const honoFloor = summary.find((entry) => entry.key === 'hono')?.eventsPerSecond;
     const rows = summary.flatMap((entry) => [
       {
         label: entry.name,
