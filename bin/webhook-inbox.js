@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// `npx webhook-inbox <command>`: registers tsx so the TypeScript sources run as they are (no build
-// step), then hands over to the CLI.
-import { register } from 'tsx/esm/api';
+// `npx webhook-inbox <command>`: the operator CLI as `npm run build` bundled it.
+import { runBuilt } from './built.js';
 
-register();
-await import('../src/cli/main.ts');
+await runBuilt('cli/main.mjs');

@@ -3,17 +3,15 @@
 // codes (0 done, also when events failed; 1 could not run; 2 usage).
 import { describe, expect, it } from 'vitest';
 import { acmeEvent } from './helpers/acme.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow } from './helpers/facts.ts';
-import { cleanEnv, run } from './helpers/process.ts';
 
 const { sql, url } = await useTestDatabase();
 
-async function cli(args: string[], env: Record<string, string> = { DATABASE_URL: url }) {
-  const child = run(process.execPath, ['bin/webhook-inbox.js', ...args], cleanEnv({ LOG_LEVEL: 'silent', ...env }));
-  const { code } = await child.exited;
-  return { code, output: child.output() };
-}
+// An empty DATA_DIR unless given (runCli): "without a database" must hold while a developer's
+// `npm start` serves the checkout's own .data.
+const cli = (args: string[], env: Record<string, string> = { DATABASE_URL: url }) => runCli(args, env);
 
 /** An event stored as the async intake stores it, due now by the database's clock. */
 async function storeReceived(event = acmeEvent(), status = 'received'): Promise<string> {

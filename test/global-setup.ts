@@ -1,6 +1,9 @@
-// Brings up PostgreSQL for the run: the server named by DATABASE_URL, or a throwaway embedded one
-// started here and removed at the end. One migrated template database is made; each test file
-// copies it into a database of its own (test/helpers/database.ts).
+// Prepares the run: builds dist/ from the sources under test (the tests start the service and the
+// CLI as `npm start` and `npx webhook-inbox` run them: from the build), and brings up PostgreSQL:
+// the server named by DATABASE_URL, or a throwaway embedded one started here and removed at the end.
+// One migrated template database is made; each test file copies it into a database of its own
+// (test/helpers/database.ts).
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +22,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  execFileSync(process.execPath, ['bin/build.js'], { stdio: ['ignore', 'ignore', 'inherit'] });
+
   let embedded: EmbeddedServer | undefined;
   let dataDir: string | undefined;
   let adminUrl = process.env.DATABASE_URL;

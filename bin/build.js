@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// `npm run build` (and `npm ci`, through `prepare`): bundles each Node entry with esbuild into
+// dist/, once, so that `npm start` and the CLI only run what was built and never write into the
+// package (a read-only image works; a compile error stops the build, not a start).
+//
+// Bundled rather than run through tsx or Node's type stripping (which does not read .tsx): one file
+// per entry, no loader thread, no per-module transform; docs/development.md has the start-up and
+// memory figures. Packages stay external: they load from node_modules as installed (and patched).
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * Source entry -> built file. Every output sits two levels below the package root, as its source
+ * does, so the paths the code resolves from its own URL (`../../drizzle`, `../../package.json`)
+ * point at the same files from src/ and from dist/.
+ */
+export const ENTRIES = {
+  'src/entry/node.ts': 'dist/entry/node.mjs',
+  'src/entry/migrate.ts': 'dist/entry/migrate.mjs',
+  'src/entry/db-start.ts': 'dist/entry/db-start.mjs',
+  'src/cli/main.ts': 'dist/cli/main.mjs',
+};
+
+/** Builds every entry; each file is written beside its place and renamed in, so a reader never sees half. */
+export async function build() {
+  const { build: bundle } = await import('esbuild');
+  const result = await bundle({
+    absWorkingDir: root,
+    entryPoints: Object.keys(ENTRIES),
+    outdir: 'dist',
+    outbase: 'src',
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    target: 'node22',
+    sourcemap: 'linked',
+    write: false,
+    logLevel: 'warning',
+  });
+  for (const file of result.outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true });
+    const scratch = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(scratch, file.contents);
+    renameSync(scratch, file.path);
+  }
+  return result.outputFiles.map((file) => relative(root, file.path));
+}
+
+/** Whether esbuild is installed: a production install (`npm ci --omit=dev`) has no build tools. */
+async function canBuild() {
+  try {
+    await import('esbuild');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (await canBuild()) {
+    const started = performance.now();
+    const written = await build();
+    const entries = written.filter((path) => path.endsWith('.mjs'));
+    console.log(`built ${entries.join(', ')} in ${Math.round(performance.now() - started)} ms`);
+  } else if (Object.values(ENTRIES).every((path) => existsSync(join(root, path)))) {
+    console.log('build: esbuild is not installed (a production install); dist/ as built before is kept');
+  } else {
+    console.error('build: dist/ is missing and esbuild is not installed: build with dev dependencies (npm ci)');
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,189 @@
+// No silent fallbacks at start-up, through the real processes: in production a missing DATABASE_URL
+// stops the service and the CLI (unless EMBEDDED_DATABASE=allow, which is then warned about), and
+// start-up names the enabled senders and why acme's development secret is or is not in use.
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { type Running, type ServiceUnderTest, startListeningService, startService } from './helpers/process.ts';
+
+const { url } = await useTestDatabase();
+const folder = await mkdtemp(join(tmpdir(), 'webhook-inbox-production-'));
+afterAll(() => rm(folder, { recursive: true, force: true }));
+
+const ACME_SECRET = 'acme-production-secret-VALUE';
+const GITHUB_SECRET = 'github-secret-VALUE-long-enough';
+
+/** A DATA_DIR of the test's own that does not exist yet, so whether start-up made it is visible. */
+let dataDirs = 0;
+const freshDataDir = () => join(folder, `data-${++dataDirs}`);
+
+/** The exit of a service expected to refuse; one still running after `ms` is killed and fails the test. */
+async function refusal(service: Running, ms = 20_000): Promise<{ code: number | null; lines: string[] }> {
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+  const { code } = await service.exited;
+  clearTimeout(timer);
+  return { code, lines: service.output().trim().split('\n') };
+}
+
+/** The first log line matching `pattern`, parsed. */
+async function logLine(service: Running, pattern: RegExp): Promise<Record<string, unknown>> {
+  return JSON.parse(await service.waitForLine(pattern)) as Record<string, unknown>;
+}
+
+const sendersLine = (service: Running) => logLine(service, /"msg":"senders"/);
+
+async function stop(service: ServiceUnderTest): Promise<void> {
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
+}
+
+describe('NODE_ENV=production without DATABASE_URL', () => {
+  it('refuses to start: exit 1, one line naming DATABASE_URL, no data folder made', async () => {
+    const dataDir = freshDataDir();
+    const service = startService({
+      NODE_ENV: 'production',
+      PORT: '0',
+      DATA_DIR: dataDir,
+      ACME_WEBHOOK_SECRET: ACME_SECRET,
+    });
+    const { code, lines } = await refusal(service);
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('DATABASE_URL');
+    expect(lines[0]).toContain('EMBEDDED_DATABASE=allow');
+    expect(existsSync(dataDir)).toBe(false);
+  }, 30_000);
+
+  it('names DATABASE_URL first when no provider secret is set either', async () => {
+    const dataDir = freshDataDir();
+    const { code, lines } = await refusal(startService({ NODE_ENV: 'production', PORT: '0', DATA_DIR: dataDir }));
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('DATABASE_URL');
+    expect(existsSync(dataDir)).toBe(false);
+  }, 30_000);
+
+  it('refuses an EMBEDDED_DATABASE other than allow, naming it, in any environment', async () => {
+    const environments: Record<string, string>[] = [{ NODE_ENV: 'production' }, { DATABASE_URL: url }];
+    for (const env of environments) {
+      const dataDir = freshDataDir();
+      const service = startService({
+        ...env,
+        PORT: '0',
+        DATA_DIR: dataDir,
+        ACME_WEBHOOK_SECRET: ACME_SECRET,
+        EMBEDDED_DATABASE: 'yes',
+      });
+      const { code, lines } = await refusal(service);
+      expect(code).toBe(1);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('EMBEDDED_DATABASE');
+      expect(existsSync(dataDir)).toBe(false);
+    }
+  }, 30_000);
+
+  it('the CLI refuses the same way instead of looking for an embedded server', async () => {
+    const { code, output } = await runCli(['events', 'list'], { NODE_ENV: 'production' });
+    expect(code).toBe(1);
+    const lines = output.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('DATABASE_URL');
+    expect(lines[0]).toContain('EMBEDDED_DATABASE=allow');
+  }, 30_000);
+
+  it('with EMBEDDED_DATABASE=allow: starts the embedded server, warns, and the CLI finds it', async () => {
+    const dataDir = freshDataDir();
+    const env = { NODE_ENV: 'production', DATA_DIR: dataDir, EMBEDDED_DATABASE: 'allow' };
+    const service = await startListeningService({ ...env, ACME_WEBHOOK_SECRET: ACME_SECRET });
+    try {
+      const warning = await logLine(service, /"variable":"EMBEDDED_DATABASE"/);
+      expect(warning.level).toBe('warn');
+      expect(warning.msg).toContain('embedded PostgreSQL');
+      const listening = await logLine(service, /"msg":"listening"/);
+      expect(listening.database).toBe('embedded');
+      expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(true);
+      expect((await fetch(`${service.origin}/readyz`)).status).toBe(200);
+
+      const cli = await runCli(['events', 'list', '--json'], env);
+      expect(cli.code).toBe(0);
+    } finally {
+      await stop(service);
+    }
+    expect(service.output()).not.toContain(ACME_SECRET);
+  }, 90_000);
+});
+
+describe("the start-up line: enabled senders and acme's development secret", () => {
+  it('production: not in use because of NODE_ENV', async () => {
+    const service = await startListeningService({
+      NODE_ENV: 'production',
+      DATABASE_URL: url,
+      DATA_DIR: freshDataDir(),
+      ACME_WEBHOOK_SECRET: ACME_SECRET,
+      GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+    });
+    try {
+      const line = await sendersLine(service);
+      expect(line).toMatchObject({
+        level: 'info',
+        enabled: ['acme', 'github'],
+        acme_development_secret: 'not in use',
+        reason: 'NODE_ENV is production',
+      });
+    } finally {
+      await stop(service);
+    }
+    expect(service.output()).not.toContain(ACME_SECRET);
+    expect(service.output()).not.toContain(GITHUB_SECRET);
+  }, 60_000);
+
+  it('no sender secret outside production: in use, and acme is enabled', async () => {
+    const dataDir = freshDataDir();
+    const service = await startListeningService({ DATABASE_URL: url, DATA_DIR: dataDir });
+    try {
+      const raw = await service.waitForLine(/"msg":"senders"/);
+      expect(JSON.parse(raw)).toMatchObject({
+        enabled: ['acme'],
+        acme_development_secret: 'in use',
+        reason: 'no sender secret or public key is set and NODE_ENV is not production',
+      });
+      const secret = (await readFile(join(dataDir, 'acme-development-secret'), 'utf8')).trim();
+      expect(raw).not.toContain(secret);
+    } finally {
+      await stop(service);
+    }
+  }, 60_000);
+
+  it('a real secret set: not in use, naming the variables that turned it off; acme answers 404', async () => {
+    const publicJwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
+    const service = await startListeningService({
+      DATABASE_URL: url,
+      DATA_DIR: freshDataDir(),
+      GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+      STANDARD_WEBHOOK_PUBLIC_KEY: `whpk_${Buffer.from(publicJwk.x ?? '', 'base64url').toString('base64')}`,
+    });
+    try {
+      const line = await sendersLine(service);
+      expect(line).toMatchObject({
+        enabled: ['standard', 'github'],
+        acme_development_secret: 'not in use',
+        reason: 'a sender secret or public key is set',
+      });
+      expect(line.variables).toEqual(['GITHUB_WEBHOOK_SECRET', 'STANDARD_WEBHOOK_PUBLIC_KEY']);
+      const acme = await fetch(`${service.origin}/webhooks/acme`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(acme.status).toBe(404);
+    } finally {
+      await stop(service);
+    }
+    expect(service.output()).not.toContain(GITHUB_SECRET);
+  }, 60_000);
+});
