@@ -70,7 +70,10 @@ describe('Standard Webhooks vector', () => {
   });
 
   it('passes verify (then fails the payload check: the vector has no `type`), and one changed byte does not', async () => {
-    expect(await verify(standard, secret, body, headers, timestamp)).toEqual({ outcome: 'invalid_payload' });
+    expect(await verify(standard, secret, body, headers, timestamp)).toEqual({
+      outcome: 'invalid_payload',
+      field: 'type',
+    });
     expect(await verify(standard, secret, tampered(body), headers, timestamp)).toEqual({
       outcome: 'unauthorized',
       reason: 'signature_mismatch',

@@ -8,7 +8,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import type { Clock } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, refusedField } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
@@ -42,15 +42,6 @@ export const ADMIN_API_BASE = '/admin/api';
 /** The one 400 of the operator surfaces: which field, never its value (it can be anything a client sent). */
 export function invalidRequest(field?: string): AppError {
   return new AppError('invalid_request', field === undefined ? {} : { field });
-}
-
-/** The field a zod failure is about: the first unknown key of a strict object, else the first issue's path. */
-function refusedField(error: z.ZodError): string | undefined {
-  const issue = error.issues.find((candidate) => candidate.code === 'unrecognized_keys') ?? error.issues[0];
-  if (issue === undefined) return undefined;
-  if (issue.code === 'unrecognized_keys') return issue.keys[0];
-  const [first] = issue.path;
-  return first === undefined ? undefined : String(first);
 }
 
 const json = <Schema extends z.ZodType>(schema: Schema, description: string) => ({

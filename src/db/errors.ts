@@ -1,8 +1,10 @@
-// Telling database trouble (retry later: 503) from everything else, and describing any error in a
-// bounded line that can be stored: error classes and SQLSTATE codes only, never messages that may
-// quote parameters (Drizzle's query errors carry the whole parameter list).
+// Telling database trouble (retry later: 503) from everything else, and describing errors in bounded
+// lines: for operational logs, classes and codes only; for an event's failure (`last_error`), the
+// cause's message too, never the parts of an error that carry row values or parameters.
 
+import { DrizzleQueryError } from 'drizzle-orm';
 import { errorCode } from '../lib/errors.ts';
+import { printableLine } from '../lib/text.ts';
 import { LAST_ERROR_MAX } from './schema.ts';
 
 const TRANSIENT_NODE_CODES = new Set([
@@ -45,13 +47,19 @@ export function isTransientDatabaseError(error: unknown): boolean {
   });
 }
 
+/** The cause at the bottom of the chain: the error that actually happened, not its wrappers. */
+function innermostCause(error: unknown): unknown {
+  const chain = errorChain(error);
+  return chain.findLast((link) => link instanceof Error) ?? chain[chain.length - 1];
+}
+
 /**
- * A safe, bounded description: the innermost error's class, its SQLSTATE or system code and, for
- * our own error types, the message we wrote. Postgres messages can quote values, so they are left out.
+ * A safe, bounded description for operational logs (a scheduled run, a step, a CLI command): the
+ * innermost error's class, its SQLSTATE or system code and, for our own error types, the message we
+ * wrote. Messages from elsewhere can quote a value or a URL, so they are left out.
  */
 export function describeError(error: unknown): string {
-  const chain = errorChain(error);
-  const innermost = chain[chain.length - 1];
+  const innermost = innermostCause(error);
   const parts: string[] = [];
   if (innermost instanceof Error) {
     parts.push(innermost.name);
@@ -64,6 +72,33 @@ export function describeError(error: unknown): string {
     parts.push(typeof innermost);
   }
   return parts.join(': ').slice(0, LAST_ERROR_MAX);
+}
+
+/** Anything between the first and the last double quote: where PostgreSQL quotes an input value. */
+const QUOTED = /".*"/s;
+
+/**
+ * Why an event failed, as `last_error` keeps it and its failure log line says it: the innermost
+ * error's class, its SQLSTATE (or system code) and its message, on one line of at most
+ * LAST_ERROR_MAX characters, e.g. `PostgresError P0001: quota exceeded`.
+ *
+ * Why the message is safe to keep: postgres.js puts only the server's primary message in `.message`;
+ * the row values live in the other fields (`detail`: `Key (id)=(…)`, `where`, `hint`, `query`,
+ * `parameters`), which are never read here. Primary messages name objects (`duplicate key value
+ * violates unique constraint "x"`), except in SQLSTATE class 22 (data exceptions), whose messages
+ * quote the offending input (`invalid input syntax for type uuid: "…"`): there everything quoted is
+ * masked. A `RAISE` message is the SQL author's text, as a DomainRejection's is ours. Drizzle's query
+ * error quotes the statement and its parameters, so only its cause is described. Other errors keep
+ * their message: they come from the service's own handlers, which must not quote the payload.
+ */
+export function describeCause(error: unknown): string {
+  const innermost = innermostCause(error);
+  if (!(innermost instanceof Error)) return typeof innermost;
+  const code = errorCode(innermost);
+  const head = code === undefined ? innermost.name : `${innermost.name} ${code}`;
+  let message = innermost instanceof DrizzleQueryError ? '' : innermost.message;
+  if (sqlStateOf(innermost)?.startsWith('22')) message = message.replace(QUOTED, '"…"');
+  return printableLine(message === '' ? head : `${head}: ${message}`, LAST_ERROR_MAX);
 }
 
 /** A server's FATAL message, read only to tell two causes of one SQLSTATE apart; never printed. */

@@ -29,7 +29,7 @@
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database, Executor, Transaction } from '../db/client.ts';
-import { describeError } from '../db/errors.ts';
+import { describeCause } from '../db/errors.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { executePrepared } from '../db/prepared.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
@@ -215,9 +215,9 @@ async function takeBackFailed(
  * Records a delivery whose application failed (sync mode), after its transaction rolled back: a new
  * `failed` row, or one more attempt on the `failed` row it took back. Leaves the row alone if another
  * delivery completed it meanwhile. Answers the attempt count (0 when nothing was recorded).
+ * `lastError` is the cause as describeCause words it, so the caller can log the very same text.
  */
-export async function recordDeliveryFailure(db: Database, event: InboxEvent, error: unknown): Promise<number> {
-  const lastError = describeError(error);
+export async function recordDeliveryFailure(db: Database, event: InboxEvent, lastError: string): Promise<number> {
   const [inserted] = await db
     .insert(webhookEvents)
     .values({
@@ -398,7 +398,8 @@ export interface FailurePolicy {
 /**
  * Counts a failed application of a stored row and moves it on, in one statement after the rollback
  * (on its own, or in a transaction with what must commit with it, such as an operator's audit row): the dead-letter decision reads the count it increments, so two recorders cannot both miss
- * the bound. Null when the row had left the filter's states (or lease) meanwhile.
+ * the bound. Null when the row had left the filter's states (or lease) meanwhile; else the new state
+ * and the `last_error` written (for the failure's log line).
  */
 export async function recordApplyFailure(
   db: Executor,
@@ -406,7 +407,8 @@ export async function recordApplyFailure(
   filter: StoredFilter,
   policy: FailurePolicy,
   error: unknown,
-): Promise<{ status: 'failed' | 'dead_letter'; attempts: number } | null> {
+): Promise<{ status: 'failed' | 'dead_letter'; attempts: number; lastError: string } | null> {
+  const lastError = describeCause(error);
   const deadLetter =
     policy.maxAttempts === undefined
       ? sql`false`
@@ -416,7 +418,7 @@ export async function recordApplyFailure(
     .set({
       status: sql`case when ${deadLetter} then 'dead_letter' else 'failed' end::webhook_event_status`,
       attemptCount: sql`${webhookEvents.attemptCount} + 1`,
-      lastError: describeError(error),
+      lastError,
       availableAt: policy.retryAt,
       completedAt: sql`case when ${deadLetter} then now() end`,
       ...leaseCleared,
@@ -431,7 +433,11 @@ export async function recordApplyFailure(
     )
     .returning({ status: webhookEvents.status, attempts: webhookEvents.attemptCount });
   if (updated === undefined) return null;
-  return { status: updated.status === 'dead_letter' ? 'dead_letter' : 'failed', attempts: updated.attempts };
+  return {
+    status: updated.status === 'dead_letter' ? 'dead_letter' : 'failed',
+    attempts: updated.attempts,
+    lastError,
+  };
 }
 
 /** Terminal rows finished before `cutoff`. */

@@ -28,9 +28,17 @@ export function answer(c: Context, outcome: Answered): Response {
 export interface ReportDeps {
   logger: Logger;
   metrics: Metrics;
-  /** Bounds the lines a sender's mistakes (401, 400, dropped uploads) may write. */
+  /** Bounds the lines a sender's mistakes (413, 415, 401, 400, dropped uploads) may write. */
   rejections: LogSampler;
 }
+
+/** The refusals a sender causes: each logged with its reason, sampled; metrics count every one. */
+const senderMistakes: ReadonlySet<string> = new Set<AppError['code']>([
+  'payload_too_large',
+  'unsupported_media_type',
+  'unauthorized',
+  'invalid_payload',
+]);
 
 /** Lines per provider and reason per minute before a sender's mistakes are only counted. */
 export const REJECTION_LINES_PER_MINUTE = 10;
@@ -52,17 +60,21 @@ function logSampled(deps: ReportDeps, level: 'warn' | 'info', message: string, f
 
 /**
  * One delivery's report, filled in as the delivery goes: the provider first, then the reason it was
- * refused or the event it carried. Started when the body has been read, so its duration is ours.
+ * refused or the event it carried. Restarted when the body has been read, so its duration is ours.
+ * Nothing is logged until the route names an enabled provider: an unknown name is the sender's text,
+ * and its 404 is only counted.
  */
 export class DeliveryReport {
   #started = performance.now();
-  #fields: LogFields;
+  #provider: string | undefined;
+  #fields: LogFields = {};
 
-  constructor(
-    private readonly deps: ReportDeps,
-    private readonly provider: string,
-  ) {
-    this.#fields = { provider };
+  constructor(private readonly deps: ReportDeps) {}
+
+  /** The route named this enabled provider. */
+  concerns(provider: string): void {
+    this.#provider = provider;
+    this.#fields = { provider, ...this.#fields };
   }
 
   /** The body is in: from here on the time is ours. */
@@ -114,16 +126,19 @@ export class DeliveryReport {
   }
 
   /**
-   * Refused, failed or unavailable: what the thrown error answers. A sender's mistake is a warning,
-   * sampled (metrics count every one); our own failures are errors, each logged.
+   * Refused, failed or unavailable: what the thrown error answers, with its `why` (the limit, the
+   * field, the content type, a handler's cause). A sender's mistake is a warning, sampled (metrics
+   * count every one); our own failures are errors, each logged.
    */
   notAccepted(error: unknown): void {
+    const provider = this.#provider;
+    if (provider === undefined) return;
     const outcome = error instanceof AppError ? error.code : 'unavailable';
     const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
-    if (attempt !== undefined) this.deps.metrics.countEvent(this.provider, String(this.#fields.event_type), 'failed');
-    const fields = { ...this.#fields, outcome, attempt, duration_ms: elapsedMs(this.#started) };
-    if (outcome === 'unauthorized' || outcome === 'invalid_payload')
-      logSampled(this.deps, 'warn', 'event not accepted', fields);
+    if (attempt !== undefined) this.deps.metrics.countEvent(provider, String(this.#fields.event_type), 'failed');
+    const why = error instanceof AppError ? error.why : {};
+    const fields = { ...this.#fields, ...why, outcome, attempt, duration_ms: elapsedMs(this.#started) };
+    if (senderMistakes.has(outcome)) logSampled(this.deps, 'warn', 'event not accepted', fields);
     else this.deps.logger.error('event not accepted', fields);
   }
 }

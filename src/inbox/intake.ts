@@ -13,6 +13,7 @@ import { LogSampler } from '../lib/log-sampler.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
+import { printableLine } from '../lib/text.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { acceptEvent, backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
@@ -48,8 +49,11 @@ export interface IntakeDeps {
 
 type IntakeEnv = {
   Bindings: DatabaseEnv['Bindings'];
-  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider };
+  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider; report: DeliveryReport };
 };
+
+/** Longest content type logged: it is the sender's text, and a real one is short. */
+const CONTENT_TYPE_LOGGED_MAX = 100;
 
 function isJsonContentType(header: string | undefined): boolean {
   if (header === undefined) return false;
@@ -65,6 +69,9 @@ function traceIdOf(traceparent: string | undefined, newId: () => string): string
   return (traceparent === undefined ? undefined : TRACEPARENT.exec(traceparent)?.[1]) ?? newId();
 }
 
+/** A 413, with the limit it hit for the log line. */
+const tooLarge = (limitBytes: number) => new AppError('payload_too_large', { why: { limit_bytes: limitBytes } });
+
 /**
  * Hono's bodyLimit counts a body that arrives without a declared length (chunked) and stops reading
  * at the cap. A declared length was already checked above, and the runtime guarantees the body
@@ -75,7 +82,7 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
   const counted = bodyLimit({
     maxSize,
     onError: () => {
-      throw new AppError('payload_too_large');
+      throw tooLarge(maxSize);
     },
   });
   return (c, next) =>
@@ -110,10 +117,16 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     const enabled = deps.providers.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
+    c.var.report.concerns(enabled.provider.name);
     // A declared length is refused before anything else is read; a body without one is counted by
     // bodyLimit while it streams in, and refused as soon as it passes the cap.
-    if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw new AppError('payload_too_large');
-    if (!isJsonContentType(c.req.header('content-type'))) throw new AppError('unsupported_media_type');
+    if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw tooLarge(config.MAX_BODY_BYTES);
+    const contentType = c.req.header('content-type');
+    if (!isJsonContentType(contentType)) {
+      // The one header value logged: it says what the sender got wrong, and is bounded and escaped.
+      const refused = contentType === undefined ? null : printableLine(contentType, CONTENT_TYPE_LOGGED_MAX);
+      throw new AppError('unsupported_media_type', { why: { content_type: refused } });
+    }
     deps.intakeLoad?.enter();
     try {
       await next();
@@ -147,6 +160,9 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     });
     if (verification.outcome === 'respond') return verification;
     if (verification.outcome === 'unauthorized') report.refusedBecause(verification.reason);
+    if (verification.outcome === 'invalid_payload') {
+      throw new AppError('invalid_payload', { why: { field: verification.field } });
+    }
     if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
     // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
     const text = payloadText(body);
@@ -188,15 +204,21 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       : { outcome: 'queued', attempt: (accepted.attempts ?? 0) + 1 };
   }
 
+  // Whichever step refused or failed the delivery (admit, the streamed size limit, the handler), its
+  // error lands here once: counted, and logged by the delivery's report.
   routes.use('/webhooks/:provider', async (c, next) => {
+    const report = new DeliveryReport(reporting);
+    c.set('report', report);
     await next();
+    if (c.error === undefined) return;
     if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
       deps.metrics.countRejection(c.req.param('provider'), c.error.code);
     }
+    report.notAccepted(c.error);
   });
 
   routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {
-    const report = new DeliveryReport(reporting, c.get('enabled').provider.name);
+    const report = c.var.report;
     const body = await readBody(c);
     if (body === undefined) {
       report.uploadAbandoned();
@@ -220,9 +242,6 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const { outcome, attempt } = await store(c.var.db, deadline, event, plan);
       report.stored(event, outcome, attempt);
       return answer(c, outcome);
-    } catch (error) {
-      report.notAccepted(error);
-      throw error;
     } finally {
       deadline.clear();
     }

@@ -2,9 +2,9 @@
 // complete the claim in a single transaction; on a handler failure, roll back and record the failure
 // in a transaction of its own. Also what both modes decide before any database work (the plan).
 import type { Database } from '../db/client.ts';
-import { isTransientDatabaseError } from '../db/errors.ts';
+import { describeCause, isTransientDatabaseError } from '../db/errors.ts';
 import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, refusedField } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
 import { type AppliedStatus, type InboxEvent, insertOrTakeBack, recordDeliveryFailure } from './event-rows.ts';
@@ -24,7 +24,7 @@ export function planFor(handlers: HandlerMap, event: InboxEvent): Plan {
   const handler = findHandler(handlers, event.provider, event.eventType);
   if (handler === undefined) return { kind: 'ignored' };
   const parsed = handler.schema.safeParse(event.payload);
-  if (!parsed.success) throw new AppError('invalid_payload');
+  if (!parsed.success) throw new AppError('invalid_payload', { why: { field: refusedField(parsed.error) } });
   return { kind: 'apply', handler, payload: parsed.data };
 }
 
@@ -33,12 +33,14 @@ export const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'pa
   AppliedStatus
 >;
 
+/** A handler failed; `lastError` is the cause as recorded in the row, and its log line says the same. */
 export class ProcessingFailure extends AppError {
   constructor(
     readonly attempt: number,
     cause: unknown,
+    lastError: string,
   ) {
-    super('processing_failed', { cause });
+    super('processing_failed', { cause, why: { error: lastError } });
   }
 }
 
@@ -67,12 +69,13 @@ export async function processEvent(
   } catch (error) {
     if (error instanceof AppError) throw error;
     if (isTransientDatabaseError(error)) throw new AppError('unavailable', { cause: error });
+    const lastError = describeCause(error);
     let attempt: number;
     try {
-      attempt = await recordDeliveryFailure(db, event, error);
+      attempt = await recordDeliveryFailure(db, event, lastError);
     } catch (recordError) {
       throw new AppError('unavailable', { cause: recordError });
     }
-    throw new ProcessingFailure(attempt, error);
+    throw new ProcessingFailure(attempt, error, lastError);
   }
 }

@@ -64,6 +64,8 @@ export interface StoredResult {
   outcome: StoredOutcome;
   /** Failed applications after this one. */
   attempts?: number;
+  /** For `failed` and `dead_letter`: the `last_error` recorded, for the failure's log line. */
+  lastError?: string;
 }
 
 /** Plans and applies one locked row in `tx`; throws when it cannot be applied (the caller rolls back). */
@@ -143,7 +145,7 @@ export async function applyStoredEvent(
       const recorded = await recordApplyFailure(db, key, options, options.onFailure, error);
       return recorded === null
         ? { outcome: 'skipped' as const }
-        : { outcome: recorded.status, attempts: recorded.attempts };
+        : { outcome: recorded.status, attempts: recorded.attempts, lastError: recorded.lastError };
     };
     // Without a write alongside, the one UPDATE is its own transaction (the worker's usual path).
     if (options.alongside === undefined) return record(context.db);

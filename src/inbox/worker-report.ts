@@ -27,6 +27,8 @@ export interface ReportLine {
   duration_ms: number;
   retryAt?: Date;
   batch_size?: number;
+  /** A failure's cause, exactly as `last_error` keeps it. */
+  error?: string;
 }
 
 const metricFor: Partial<Record<StoredOutcome, 'failed' | 'dead_letter' | 'ignored' | 'parked'>> = {
@@ -53,6 +55,7 @@ export function reportApplication(
     attempt: line.attempt,
     duration_ms: line.duration_ms,
     ...(line.batch_size === undefined ? {} : { batch_size: line.batch_size }),
+    error: line.error,
   };
   switch (outcome) {
     case 'completed':

@@ -18,7 +18,13 @@ import type { Metrics } from '../lib/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
 import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
-import { applyStoredBatch, applyStoredEvent, type StoredContext, type StoredOutcome } from './stored.ts';
+import {
+  applyStoredBatch,
+  applyStoredEvent,
+  type StoredContext,
+  type StoredOutcome,
+  type StoredResult,
+} from './stored.ts';
 import { type ReportLine, reportApplication, type Tally } from './worker-report.ts';
 
 export interface WorkerSettings extends QueueSettings {
@@ -122,14 +128,13 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     const retryAt = new Date(
       Math.max(clock() + backoffDelayMs(settings.backoff, attempt, deps.random), dueBy.getTime() + 1),
     );
-    let outcome: StoredOutcome;
+    let result: StoredResult;
     try {
-      const result = await applyStoredEvent(
+      result = await applyStoredEvent(
         context,
         { provider: event.provider, eventId: event.eventId },
         { from: ['processing'], leaseOwner: id, onFailure: { retryAt, maxAttempts: settings.maxAttempts } },
       );
-      outcome = result.outcome;
     } catch (error) {
       // A database error (transient by definition here): no attempt is counted; the row goes back
       // to the queue after a backoff, or, when even that fails, waits for its lease to expire.
@@ -146,7 +151,12 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
       await releaseClaim(db, id, event, retryAt).catch(() => {});
       return;
     }
-    report(event, outcome, summary, { attempt, duration_ms: elapsedMs(started), retryAt });
+    report(event, result.outcome, summary, {
+      attempt,
+      duration_ms: elapsedMs(started),
+      retryAt,
+      error: result.lastError,
+    });
   }
 
   /**

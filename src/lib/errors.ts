@@ -1,7 +1,10 @@
 // The one error type of the service: a closed set of codes, each with its HTTP status and its public
-// body. Internal detail stays in `cause`, never in a response.
+// body. Internal detail stays in `cause` and `why`, never in a response.
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { z } from 'zod';
+import type { LogFields } from './logger.ts';
+import { printableLine } from './text.ts';
 
 const errorCodes = {
   not_found: { status: 404 },
@@ -26,13 +29,19 @@ export class AppError extends HTTPException {
   readonly code: ErrorCode;
   /** For `invalid_request`: the parameter or field refused, by name (never its value). */
   readonly field: string | undefined;
+  /**
+   * Why, for the log line only: the limit a refusal hit, the field a payload failed on, a failure's
+   * cause. Never in the answer (a sender learns nothing from it that it did not send).
+   */
+  readonly why: LogFields;
 
-  constructor(code: ErrorCode, options: { cause?: unknown; field?: string } = {}) {
+  constructor(code: ErrorCode, options: { cause?: unknown; field?: string; why?: LogFields } = {}) {
     const { status } = errorCodes[code];
     super(status, { message: code, cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.field = options.field;
+    this.why = options.why ?? {};
   }
 
   override getResponse(): Response {
@@ -53,6 +62,22 @@ export class DomainRejection extends Error {
     super(message);
     this.name = 'DomainRejection';
   }
+}
+
+/** Longest field name kept: a path of names is short; anything longer is a sender playing with keys. */
+const FIELD_MAX = 200;
+
+/**
+ * The field a zod failure is about, by name and never by value: the first unknown key of a strict
+ * object, else the first issue's path joined with dots (`data.status`, `items.0.id`); undefined when
+ * the value as a whole was refused. Names can come from the sender (a record's keys, an unknown key),
+ * so the answer is bounded and escaped.
+ */
+export function refusedField(error: Pick<z.ZodError, 'issues'>): string | undefined {
+  const issue = error.issues.find((candidate) => candidate.code === 'unrecognized_keys') ?? error.issues[0];
+  if (issue === undefined) return undefined;
+  const name = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.map(String).join('.');
+  return name === undefined || name === '' ? undefined : printableLine(name, FIELD_MAX);
 }
 
 /**

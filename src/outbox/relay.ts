@@ -15,6 +15,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainOverlapped, type QueueSettings } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { printableLine } from '../lib/text.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
 
@@ -99,7 +100,9 @@ export function createRelay(deps: RelayDeps): Relay {
   function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
     const nowMs = clock();
     const attempts = message.attempts + 1;
-    const lastError = result.error.slice(0, LAST_ERROR_MAX);
+    // Publishers word their failures themselves (a status, a system code, a broker's refusal), but a
+    // broker's words arrive as they were sent: stored and logged as one bounded, escaped line.
+    const lastError = printableLine(result.error, LAST_ERROR_MAX);
     const fields = {
       message_id: message.id,
       topic: message.topic,
@@ -121,7 +124,8 @@ export function createRelay(deps: RelayDeps): Relay {
 
   /**
    * Publishers classify their own failures; anything thrown is a bug or an environment problem worth
-   * another try, and its class is all that is safe to keep.
+   * another try, and its class is all that is safe to keep: unlike a handler's failure (describeCause),
+   * it comes from client libraries serialising the payload, whose messages can quote it or a URL.
    */
   const thrown = (error: unknown): PublishOutcome => ({
     outcome: 'retry',

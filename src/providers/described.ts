@@ -4,6 +4,7 @@
 // MAX_SIGNATURES signatures, a signed time within the tolerance past and future, every configured
 // key tried (rotation), one reason-free 401, and a digest of the signed body backing any id the
 // signature does not cover.
+import { refusedField } from '../lib/errors.ts';
 import { type ExactJson, LosslessNumber, parseJsonPayload } from '../lib/json.ts';
 import { occurrenceTime } from '../lib/occurrence.ts';
 import { derToP1363, importPublicKey } from './asymmetric.ts';
@@ -92,6 +93,16 @@ function textOf(value: ExactJson | undefined): string | null {
   if (typeof value === 'string') return value.length >= 1 && value.length <= 255 ? value : null;
   if (typeof value === 'bigint') return value >= 0n && String(value).length <= 255 ? String(value) : null;
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : null;
+}
+
+/** Where an id or a type is read, named for the log line of a refusal: a payload path or a header. */
+function sourceName(source: Source | { constant: string } | { bodyDigest: true }, prefix: string): string | undefined {
+  if ('path' in source) return source.path.join('.');
+  if ('header' in source) {
+    const names = [source.header].flat().map((name) => `${prefix}${name}`);
+    return `header ${names.join('|')}`;
+  }
+  return undefined;
 }
 
 /** The HMAC key bytes of a configured secret, or null when it is not written as `format` expects. */
@@ -352,7 +363,9 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
 
     const payload = parseJsonPayload(body);
-    if (payload === undefined || !schema.safeParse(payload).success) return { outcome: 'invalid_payload' };
+    if (payload === undefined) return { outcome: 'invalid_payload' };
+    const checked = schema.safeParse(payload);
+    if (!checked.success) return { outcome: 'invalid_payload', field: refusedField(checked.error) };
     if (from !== undefined && 'path' in from && timestamp !== undefined) {
       // A time inside the body is read only now, but refused the same way as a header's.
       if (!isFresh(textOf(valueAt(payload, from.path)), timestamp.format, time)) {
@@ -380,7 +393,10 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, payload);
     const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(payload, description.typeSuffix));
     const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
-    if (eventId === null || eventType === null || eventType.length > 255) return { outcome: 'invalid_payload' };
+    if (eventId === null) return { outcome: 'invalid_payload', field: sourceName(source, prefix) };
+    if (eventType === null || eventType.length > 255) {
+      return { outcome: 'invalid_payload', field: sourceName(typeSource, prefix) };
+    }
     const version = description.schemaVersion;
     const versionText = version === undefined ? null : textOf(valueAt(payload, version.path));
     return {

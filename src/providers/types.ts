@@ -49,7 +49,12 @@ export type UnauthorizedReason =
 
 export type Verification =
   | { outcome: 'unauthorized'; reason: UnauthorizedReason }
-  | { outcome: 'invalid_payload' }
+  /**
+   * Authentic, but not an event this service accepts. `field` names what was refused, as a path of
+   * names (`data.status`) or a header, never a value; absent when the body as a whole was (not JSON,
+   * or not the kind of document expected).
+   */
+  | { outcome: 'invalid_payload'; field?: string }
   | { outcome: 'verified'; event: AuthenticatedEvent }
   /**
    * Authentic, but a protocol message rather than an event (Slack's `url_verification`, Zoom's
