@@ -27,6 +27,7 @@ const steps: Step[] = [
   { name: 'outbox', script: 'bench/outbox.ts' },
   { name: 'verify', script: 'bench/verify.ts', oneCore: true },
   { name: 'bundle', script: 'bench/bundle.ts' },
+  { name: 'startup', script: 'bench/startup.ts' },
 ];
 
 const resultsFolder = join(REPO_ROOT, 'bench', 'results');

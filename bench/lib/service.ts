@@ -1,7 +1,7 @@
 // The service under test as a child process: `node bin/start.js` (what `npm start` runs), one process
 // (no npm in between), so /proc/<pid> measures the server itself. Output goes to log files;
 // start-up waits for /healthz; stop() sends SIGTERM and waits for the orderly exit.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/entry/free-port.ts';
@@ -61,7 +61,17 @@ async function waitForHealth(origin: string, child: ChildProcess, timeoutMs: num
   throw new Error(`the service did not answer /healthz within ${timeoutMs} ms`);
 }
 
+let built = false;
+
+/** `npm run build`, once per benchmark process: the figures are of the sources as they are now. */
+export function buildOnce(): void {
+  if (built) return;
+  execFileSync(process.execPath, ['bin/build.js'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  built = true;
+}
+
 export async function startService(options: ServiceOptions): Promise<RunningService> {
+  buildOnce();
   const port = await freePort();
   const stdout = openSync(options.stdoutFile, 'a');
   const stderr = openSync(options.stderrFile, 'a');
