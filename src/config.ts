@@ -53,6 +53,8 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// or postgresql:// URL' })
     .refine(isConnectionUrl, { message: 'is not a valid URL (check its host and its port: 1 to 65535)' })
     .optional(),
+  // Only read in production, where the embedded server takes this opt-in (see checkEmbeddedDatabase).
+  EMBEDDED_DATABASE: z.enum(['allow'], { message: 'must be `allow` (or unset)' }).optional(),
   PORT: integer(3000, 0).pipe(z.number().max(65535)),
   DATA_DIR: z.string().min(1).default('.data'),
   DB_POOL_MAX: integer(10, 1),
@@ -290,4 +292,40 @@ export function providerExtras(config: Pick<Config, 'providers'>): {
 /** Whether any sender is enabled: a secret or a public key set for at least one. */
 export function anyProviderConfigured(config: Pick<Config, 'providers'>): boolean {
   return Object.values(config.providers).some((settings) => settings.secrets.length + settings.publicKeys.length > 0);
+}
+
+/**
+ * Whether a Node entry may fall back to the embedded PostgreSQL when DATABASE_URL is unset. Outside
+ * production it is the zero-setup default. In production a lost connection string must not quietly
+ * become a data folder on the host, so it is a configuration error naming DATABASE_URL unless
+ * EMBEDDED_DATABASE=allow says so, and then a warning. Not part of parseConfig: the Worker has no
+ * DATABASE_URL (Hyperdrive) and may well run with NODE_ENV=production.
+ */
+export function checkEmbeddedDatabase(
+  config: Pick<Config, 'NODE_ENV' | 'DATABASE_URL' | 'EMBEDDED_DATABASE'>,
+  sources: Pick<ConfigSources, 'warn'> = {},
+): void {
+  if (config.DATABASE_URL !== undefined || config.NODE_ENV !== 'production') return;
+  if (config.EMBEDDED_DATABASE !== 'allow') {
+    throw new ConfigError([
+      'DATABASE_URL: required with NODE_ENV=production (EMBEDDED_DATABASE=allow runs the embedded PostgreSQL instead)',
+    ]);
+  }
+  sources.warn?.({
+    variable: 'EMBEDDED_DATABASE',
+    message: 'production on the embedded PostgreSQL, as EMBEDDED_DATABASE=allow permits: its data is in DATA_DIR',
+  });
+}
+
+/**
+ * The sender variables set (secrets and public keys), by name and sorted (the environment's order is
+ * no order): what turns the development secret off.
+ */
+export function configuredSenderVariables(config: Pick<Config, 'providers'>): string[] {
+  return Object.entries(config.providers)
+    .flatMap(([name, settings]) => [
+      ...(settings.secrets.length > 0 ? [providerVariable(name, 'SECRET')] : []),
+      ...(settings.publicKeys.length > 0 ? [providerVariable(name, 'PUBLIC_KEY')] : []),
+    ])
+    .sort();
 }

@@ -3,7 +3,7 @@
 // start-up names the enabled senders and why acme's development secret is or is not in use.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -22,11 +22,17 @@ const GITHUB_SECRET = 'github-secret-VALUE-long-enough';
 let dataDirs = 0;
 const freshDataDir = () => join(folder, `data-${++dataDirs}`);
 
-/** The exit of a service expected to refuse; one still running after `ms` is killed and fails the test. */
-async function refusal(service: Running, ms = 20_000): Promise<{ code: number | null; lines: string[] }> {
-  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+/**
+ * The exit of a service expected to refuse. One still running after `ms` fails the test, stopped by
+ * SIGTERM so that an embedded server it started stops with it (SIGKILL would orphan that server).
+ */
+async function refusal(service: Running, ms = 15_000): Promise<{ code: number | null; lines: string[] }> {
+  const timers = [
+    setTimeout(() => service.child.kill('SIGTERM'), ms),
+    setTimeout(() => service.child.kill('SIGKILL'), ms + 10_000),
+  ];
   const { code } = await service.exited;
-  clearTimeout(timer);
+  for (const timer of timers) clearTimeout(timer);
   return { code, lines: service.output().trim().split('\n') };
 }
 
@@ -83,9 +89,10 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
       expect(code).toBe(1);
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain('EMBEDDED_DATABASE');
+      expect(lines[0]).not.toContain('yes');
       expect(existsSync(dataDir)).toBe(false);
     }
-  }, 30_000);
+  }, 60_000);
 
   it('the CLI refuses the same way instead of looking for an embedded server', async () => {
     const { code, output } = await runCli(['events', 'list'], { NODE_ENV: 'production' });
@@ -186,4 +193,18 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     }
     expect(service.output()).not.toContain(GITHUB_SECRET);
   }, 60_000);
+
+  it("the CLI's send signs with the development secret exactly when start-up would use it", async () => {
+    const dataDir = freshDataDir();
+    await mkdir(dataDir);
+    await writeFile(join(dataDir, 'acme-development-secret'), 'development-secret-VALUE\n');
+    // A public key alone turns it off at start-up, so send must not sign acme with it either.
+    const { code, output } = await runCli(['send', 'acme', '--url', 'http://127.0.0.1:9/webhooks/acme'], {
+      DATA_DIR: dataDir,
+      DISCORD_WEBHOOK_PUBLIC_KEY: 'a'.repeat(64),
+    });
+    expect(code).toBe(1);
+    expect(output).toContain('acme: no secret: set ACME_WEBHOOK_SECRET');
+    expect(output).not.toContain('development-secret-VALUE');
+  }, 30_000);
 });

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
-import { type Config, ConfigError, parseConfig } from '../config.ts';
+import { type Config, ConfigError, checkEmbeddedDatabase, parseConfig } from '../config.ts';
 import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
 import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
@@ -76,9 +76,20 @@ interface DatabaseTarget {
   described: string;
 }
 
-/** DATABASE_URL when set; else the embedded server of DATA_DIR when it runs; else a refusal saying how to get one. */
+/**
+ * DATABASE_URL when set; else the embedded server of DATA_DIR when it runs (in production only with
+ * the server's own opt-in, so an operator's command never lands on a stray server the service does
+ * not use); else a refusal saying how to get one.
+ */
 async function findDatabase(config: Config): Promise<DatabaseTarget> {
   if (config.DATABASE_URL !== undefined) return { url: config.DATABASE_URL, described: 'check DATABASE_URL' };
+  try {
+    // Its warning is the server's to log at start-up; a command's stderr carries only its refusals.
+    checkEmbeddedDatabase(config);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
+    throw error;
+  }
   const embedded = await runningEmbeddedServer(config.DATA_DIR);
   if (!embedded.running) {
     throw new CliError(

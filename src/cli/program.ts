@@ -51,7 +51,8 @@ function packageVersion(): string {
 const WHERE_THE_DATABASE_IS = `
 Database: DATABASE_URL when set; otherwise the embedded PostgreSQL that
 \`npm start\` runs with its data in DATA_DIR (default .data), found while it
-runs. Every other setting comes from the server's environment variables
+runs (with NODE_ENV=production, only when EMBEDDED_DATABASE=allow). Every
+other setting comes from the server's environment variables
 (docs/configuration.md). \`webhook-inbox <command> --help\` describes a command.
 Exit codes: 0 done, 1 could not run, 2 usage, 3 not found.`;
 

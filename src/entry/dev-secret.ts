@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Config, configuredSenderVariables } from '../config.ts';
 import { simulatedSchemes } from '../ops/simulator.ts';
 
 /** The file under DATA_DIR that holds the development secret. */
@@ -13,6 +14,24 @@ export const developmentSecretFile = (dataDir: string): string => join(dataDir, 
 export async function existingDevelopmentSecret(dataDir: string): Promise<string | undefined> {
   const file = developmentSecretFile(dataDir);
   return existsSync(file) ? (await readFile(file, 'utf8')).trim() : undefined;
+}
+
+/**
+ * Whether `npm start` enables acme with the development secret, and why (or why not), as start-up
+ * reports it: never in production, else only while no sender secret or public key at all is set
+ * (one set turns it off, and acme without its own secret answers 404 like any sender).
+ */
+export type DevelopmentSecretUse =
+  | { inUse: true; reason: 'no sender secret or public key is set and NODE_ENV is not production' }
+  | { inUse: false; reason: 'NODE_ENV is production' }
+  | { inUse: false; reason: 'a sender secret or public key is set'; variables: readonly string[] };
+
+export function developmentSecretUse(config: Pick<Config, 'NODE_ENV' | 'providers'>): DevelopmentSecretUse {
+  if (config.NODE_ENV === 'production') return { inUse: false, reason: 'NODE_ENV is production' };
+  const variables = configuredSenderVariables(config);
+  return variables.length > 0
+    ? { inUse: false, reason: 'a sender secret or public key is set', variables }
+    : { inUse: true, reason: 'no sender secret or public key is set and NODE_ENV is not production' };
 }
 
 export async function developmentSecret(dataDir: string): Promise<string> {

@@ -12,6 +12,7 @@ import {
   type Config,
   ConfigError,
   type ConfigWarning,
+  checkEmbeddedDatabase,
   parseConfig,
   providerExtras,
   providerSecrets,
@@ -33,7 +34,7 @@ import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { enableProviders } from '../providers/registry.ts';
-import { developmentSecret, signedCurlExample } from './dev-secret.ts';
+import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
 
@@ -71,11 +72,12 @@ function httpLimits(config: Config) {
 }
 
 function loadConfig(warnings: ConfigWarning[]): Config {
+  const warn = (warning: ConfigWarning) => warnings.push(warning);
   try {
-    return parseConfig(process.env, {
-      readFile: (path) => readFileSync(path, 'utf8'),
-      warn: (warning) => warnings.push(warning),
-    });
+    const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8'), warn });
+    // Before anything touches DATA_DIR: a refused embedded server leaves no data folder behind.
+    checkEmbeddedDatabase(config, { warn });
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -107,7 +109,8 @@ async function main(): Promise<void> {
   const anySecret = anyProviderConfigured(config);
   const production = config.NODE_ENV === 'production';
   if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
-  const devSecret = anySecret ? undefined : await developmentSecret(config.DATA_DIR);
+  const devSecretUse = developmentSecretUse(config);
+  const devSecret = devSecretUse.inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   if (devSecret !== undefined) secrets.acme = [devSecret];
   // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
   const providers = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
@@ -149,6 +152,16 @@ async function main(): Promise<void> {
     if (error instanceof StartupError) throw error;
     throw new StartupError(databaseStartupProblem(error));
   }
+
+  // Which routes answer, by name only, and why acme's development secret is or is not among them: any
+  // real secret turns it off, and that route's 404 would otherwise come as a surprise. Once the
+  // database checks passed, so that a refusal stays one line.
+  logger.info('senders', {
+    enabled: [...providers.keys()],
+    acme_development_secret: devSecretUse.inUse ? 'in use' : 'not in use',
+    reason: devSecretUse.reason,
+    ...('variables' in devSecretUse ? { variables: devSecretUse.variables } : {}),
+  });
 
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);

@@ -1,7 +1,7 @@
 // Structured logging: one JSON object per line on stdout, levels filtered by LOG_LEVEL. Written on
 // console.log so the same code runs on Node and in workerd; callers pass facts, never payloads.
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-export type LogFields = Record<string, string | number | boolean | null | undefined>;
+export type LogFields = Record<string, string | number | boolean | null | undefined | readonly string[]>;
 
 export interface Logger {
   debug(message: string, fields?: LogFields): void;

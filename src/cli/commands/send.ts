@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
 import { type Config, providerSecrets, providerVariable } from '../../config.ts';
-import { developmentSecretFile, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
+import { developmentSecretFile, developmentSecretUse, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
@@ -50,8 +50,7 @@ async function signingSecret(config: Config, provider: string): Promise<string> 
   const configured = secrets[provider]?.[0];
   if (configured !== undefined) return configured;
   const variable = providerVariable(provider, 'SECRET');
-  const noneSet = Object.values(secrets).every((list) => list.length === 0);
-  if (provider === 'acme' && noneSet && config.NODE_ENV !== 'production') {
+  if (provider === 'acme' && developmentSecretUse(config).inUse) {
     const development = await existingDevelopmentSecret(config.DATA_DIR);
     if (development !== undefined) return development;
     throw new CliError(
