@@ -126,7 +126,7 @@ describe('async worker', () => {
 
     expect(await worker.worker.work()).toMatchObject({ claimed: 1, failed: 1 });
     const failed = await eventRow(sql, event.id);
-    expect(failed).toMatchObject({ status: 'failed', attempt_count: 1, last_error: 'Error' });
+    expect(failed).toMatchObject({ status: 'failed', attempt_count: 1, last_error: 'Error: ledger unavailable' });
     // Full jitter at 0.5 of the first ceiling (base 1000 ms).
     expect((await leaseOf(event.id))?.available_at.getTime()).toBe(TEST_NOW_MS + 500);
     expect((await leaseOf(event.id))?.locked_by).toBeNull();

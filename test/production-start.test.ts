@@ -194,6 +194,36 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     expect(service.output()).not.toContain(GITHUB_SECRET);
   }, 60_000);
 
+  it('a variable that names no sender is warned about by name, and alone it is no secret in production', async () => {
+    const service = await startListeningService({
+      DATABASE_URL: url,
+      DATA_DIR: freshDataDir(),
+      GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+      GTIHUB_WEBHOOK_SECRET: 'misspelt-secret-VALUE',
+    });
+    try {
+      const warning = await logLine(service, /"msg":"names no sender/);
+      expect(warning).toMatchObject({ level: 'warn', variable: 'GTIHUB_WEBHOOK_SECRET' });
+      expect((await sendersLine(service)).enabled).toEqual(['github']);
+    } finally {
+      await stop(service);
+    }
+    expect(service.output()).not.toContain('misspelt-secret-VALUE');
+
+    const refused = await refusal(
+      startService({
+        NODE_ENV: 'production',
+        DATABASE_URL: url,
+        PORT: '0',
+        DATA_DIR: freshDataDir(),
+        GTIHUB_WEBHOOK_SECRET: 'misspelt-secret-VALUE',
+      }),
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.lines).toHaveLength(1);
+    expect(refused.lines[0]).toContain('no provider secret');
+  }, 60_000);
+
   it("the CLI's send signs with the development secret exactly when start-up would use it", async () => {
     const dataDir = freshDataDir();
     await mkdir(dataDir);

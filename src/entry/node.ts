@@ -13,6 +13,7 @@ import {
   ConfigError,
   type ConfigWarning,
   checkEmbeddedDatabase,
+  configuredSenderVariables,
   parseConfig,
   providerExtras,
   providerSecrets,
@@ -33,7 +34,7 @@ import { startSchedule } from '../ops/schedule.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
-import { enableProviders } from '../providers/registry.ts';
+import { enableProviders, unknownSenderNames } from '../providers/registry.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
@@ -106,9 +107,16 @@ async function main(): Promise<void> {
   }
 
   const secrets = { ...providerSecrets(config) };
-  const anySecret = anyProviderConfigured(config);
   const production = config.NODE_ENV === 'production';
+  const unknownSenders = new Set(unknownSenderNames(Object.keys(config.providers)));
+  const settingsOf = (unknown: boolean) =>
+    Object.fromEntries(Object.entries(config.providers).filter(([name]) => unknownSenders.has(name) === unknown));
+  // Only variables that name a sender count: a misspelt one alone would enable nothing.
+  const anySecret = anyProviderConfigured({ providers: settingsOf(false) });
   if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
+  for (const variable of configuredSenderVariables({ providers: settingsOf(true) })) {
+    logger.warn('names no sender: it configures nothing', { variable });
+  }
   const devSecretUse = developmentSecretUse(config);
   const devSecret = devSecretUse.inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   if (devSecret !== undefined) secrets.acme = [devSecret];

@@ -10,6 +10,15 @@ import type { Credentials, WebhookProvider } from './types.ts';
 
 export const providers: readonly WebhookProvider[] = senderDescriptions.map(describedProvider);
 
+/**
+ * The configured names that are no sender's (a typo such as `GTIHUB_WEBHOOK_SECRET`): their variables
+ * configure nothing, which start-up says instead of leaving a route silently 404.
+ */
+export function unknownSenderNames(configured: Iterable<string>): string[] {
+  const known = new Set(providers.map((provider) => provider.name));
+  return [...configured].filter((name) => !known.has(name)).sort();
+}
+
 export interface EnabledProvider {
   provider: WebhookProvider;
   keys: readonly VerifyKey[];
