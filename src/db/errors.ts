@@ -47,6 +47,17 @@ export function isTransientDatabaseError(error: unknown): boolean {
   });
 }
 
+/** SQLSTATEs of a transaction that lost a race with another (deadlock, serialization) and may simply run again. */
+const RETRYABLE_CONFLICTS = new Set(['40P01', '40001']);
+
+/**
+ * Whether the error says the transaction lost such a race. Follows the cause chain: Drizzle wraps the
+ * driver's error in a DrizzleQueryError that carries no SQLSTATE of its own.
+ */
+export function isRetryableConflict(error: unknown): boolean {
+  return errorChain(error).some((link) => RETRYABLE_CONFLICTS.has(sqlStateOf(link) ?? ''));
+}
+
 /** The cause at the bottom of the chain: the error that actually happened, not its wrappers. */
 function innermostCause(error: unknown): unknown {
   const chain = errorChain(error);

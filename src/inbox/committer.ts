@@ -17,8 +17,8 @@
 // - a database outage answers 503 to every member and commits nothing; a deadlock with another
 //   batch (handlers change rows in their own order) is retried, the rows already in key order.
 import type { Database, Transaction } from '../db/client.ts';
-import { isTransientDatabaseError } from '../db/errors.ts';
-import { AppError, errorCode } from '../lib/errors.ts';
+import { isRetryableConflict, isTransientDatabaseError } from '../db/errors.ts';
+import { AppError } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { Deadline } from './deadline.ts';
 import {
@@ -59,8 +59,6 @@ interface Member extends Submission {
   reject(error: unknown): void;
 }
 
-/** SQLSTATEs of a transaction that lost a race with another and may simply run again. */
-const RETRYABLE_CONFLICTS = new Set(['40P01', '40001']);
 const MAX_CONFLICT_RETRIES = 3;
 
 /** Thrown inside a batch to roll it back when a member's deadline passed before COMMIT. */
@@ -138,7 +136,7 @@ export class IntakeCommitter {
         return;
       } catch (error) {
         if (error instanceof MemberExpired) return this.#requeue(batch);
-        if (RETRYABLE_CONFLICTS.has(errorCode(error) ?? '') && attempt < MAX_CONFLICT_RETRIES) continue;
+        if (isRetryableConflict(error) && attempt < MAX_CONFLICT_RETRIES) continue;
         if (isTransientDatabaseError(error)) {
           for (const member of batch) member.reject(new AppError('unavailable', { cause: error }));
           return;
