@@ -54,6 +54,9 @@ brokerPublisherContract(database, {
       'Outbox-Created-At': row.created_at.toISOString(),
     });
   },
+  checkTransportKey: (message, _key, transportKey) => {
+    expect(message.brokerKey).toBe(transportKey);
+  },
 });
 
 describe('refusals that no retry can get past go dead at once', () => {

@@ -34,6 +34,9 @@ brokerPublisherContract(database, {
       'outbox-created-at': row.created_at.toISOString(),
     });
   },
+  checkTransportKey: (message, _key, transportKey) => {
+    expect(message.brokerKey).toBe(transportKey);
+  },
 });
 
 afterEach(async () => {

@@ -47,6 +47,12 @@ brokerPublisherContract(database, {
     expect(Object.keys(message.headers)).toEqual(['id', 'topic', 'deduplication_key', 'created_at', 'payload']);
     expect(message.headers.payload).toBe(JSON.stringify(row.payload));
   },
+  checkTransportKey: async (message, key, transportKey) => {
+    // The stream's field is the exact key (Redis values are binary-safe); the marker is named by its
+    // transport form and holds the entry's id.
+    expect(message.brokerKey).toBe(key);
+    expect(await shared.exists(dedupMarkerKey(stream, transportKey))).toBe(1);
+  },
 });
 
 afterEach(async () => {

@@ -6,8 +6,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
 import { undiciPost } from '../src/outbox/undici-post.ts';
+import { uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { buildTestRelay, insertMessages, outboxRow, outboxRows } from './helpers/outbox.ts';
+import {
+  buildTestRelay,
+  documentedTransportKey,
+  hostileKeys,
+  insertMessages,
+  outboxRow,
+  outboxRows,
+} from './helpers/outbox.ts';
 import { refusingUrl, type SinkAnswer, startSink } from './helpers/sink.ts';
 
 const database = await useTestDatabase();
@@ -248,6 +256,21 @@ describe.each([
         created_at: row?.created_at.toISOString(),
       }),
     );
+  });
+
+  it('publishes hostile event ids: Idempotency-Key in the documented form, the exact key in the body', async () => {
+    const keys = hostileKeys(uniqueId('evt'));
+    await insertMessages(sql, keys.length, { keys });
+    expect(await buildTestRelay(db, { target: sink.url, post }).relay.drain()).toMatchObject({
+      published: keys.length,
+      retried: 0,
+      dead: 0,
+    });
+    expect(sink.requests).toHaveLength(keys.length);
+    for (const key of keys) {
+      const request = sink.requests.find((candidate) => JSON.parse(candidate.body).deduplication_key === key);
+      expect(request?.headers['idempotency-key'], key).toBe(documentedTransportKey(key));
+    }
   });
 
   it('publishes on a 2xx whatever the size of the answer body', async () => {

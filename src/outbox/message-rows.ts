@@ -18,6 +18,7 @@ import { executePrepared } from '../db/prepared.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
 import type { OutboxMessage } from './publishers.ts';
+import { carriedAsIs, transportKey } from './transport-key.ts';
 
 /** A message as it is written: its topic, its key and its payload. */
 export interface NewMessage {
@@ -122,9 +123,19 @@ export async function claimMessages(db: Database, lease: Lease, dueBy: Date, lim
   const rows = await claimInQueueOrder(db, (tx) =>
     claimStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
   );
-  // Claimed rows come back in no particular order; publish oldest first. The payload column holds
-  // JSON values only (its inserts stringify one), so the rows are taken as they are, uncopied.
-  return (rows as ClaimedMessage[]).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  // The payload column holds JSON values only (its inserts stringify one), so the rows are taken as
+  // they are. Each gets its key's transport form once here, so a publisher never hashes (and the
+  // digest, which is async, costs nothing for the printable keys nearly all are).
+  const claimed = await Promise.all(
+    rows.map((row) => {
+      const message = row as Omit<ClaimedMessage, 'transportKey'>;
+      return carriedAsIs(message.deduplicationKey)
+        ? { ...message, transportKey: message.deduplicationKey }
+        : transportKey(message.deduplicationKey).then((key) => ({ ...message, transportKey: key }));
+    }),
+  );
+  // Claimed rows come back in no particular order; publish oldest first.
+  return claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 }
 
 /**

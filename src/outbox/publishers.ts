@@ -14,6 +14,11 @@ export interface OutboxMessage {
   id: string;
   topic: string;
   deduplicationKey: string;
+  /**
+   * The key's transport-safe form (transport-key.ts) for headers and broker message ids; the body
+   * keeps `deduplicationKey` exactly.
+   */
+  transportKey: string;
   payload: JsonValue;
   createdAt: Date;
 }
@@ -154,7 +159,7 @@ export function httpPublisher(options: HttpPublisherOptions): Publisher {
           body: messageBody(message),
           headers: {
             'content-type': 'application/json',
-            'idempotency-key': message.deduplicationKey,
+            'idempotency-key': message.transportKey,
             'outbox-topic': message.topic,
             'user-agent': 'webhook-inbox-relay',
           },

@@ -1,6 +1,6 @@
 // Outbox facts read back with plain SQL, messages inserted with plain SQL, and a relay as the tests
 // drive it: real database and publisher, with the clock, the jitter and the logs in the test's hands.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
@@ -60,6 +60,8 @@ export interface NewMessage {
   attempts?: number;
   availableAt?: Date;
   createdAt?: Date;
+  /** The messages' deduplication keys, one per message (`count` must match); else keys of their own. */
+  keys?: readonly string[];
 }
 
 /** Inserts `count` messages with keys of their own; answers their ids in creation order. */
@@ -69,7 +71,7 @@ export async function insertMessages(sql: postgres.Sql, count: number, overrides
   const rows = Array.from({ length: count }, (_, index) => ({
     id: randomUUID(),
     topic: overrides.topic ?? 'subscription.changed',
-    deduplication_key: `acme:${run}_${index}:${overrides.topic ?? 'subscription.changed'}`,
+    deduplication_key: overrides.keys?.[index] ?? `acme:${run}_${index}:${overrides.topic ?? 'subscription.changed'}`,
     payload: sql.json((overrides.payload ?? { n: index }) as postgres.JSONValue),
     status: overrides.status ?? 'pending',
     attempts: overrides.attempts ?? 0,
@@ -79,6 +81,35 @@ export async function insertMessages(sql: postgres.Sql, count: number, overrides
   }));
   await sql`insert into outbox_messages ${sql(rows)}`;
   return rows.map((row) => row.id);
+}
+
+/**
+ * Deduplication keys built from event ids senders have been seen to send, each unique to `run`: CR/LF
+ * (a header injection), 300 characters (over AMQP's short string), emoji, `é` (Latin-1, but not
+ * ASCII), control characters, a space, and an id that makes the key look like a digest; plus one
+ * plain key that must travel as it is.
+ */
+export function hostileKeys(run: string): string[] {
+  return [
+    `acme:${run}_plain:subscription.changed`,
+    `acme:${run}_cr\r\nX-Injected: 1:subscription.changed`,
+    `acme:${run}_${'x'.repeat(300)}:subscription.changed`,
+    `acme:${run}_${'\u{1F600}'.repeat(100)}:subscription.changed`,
+    `acme:${run}_caf\u00e9:subscription.changed`,
+    `acme:${run}_\u0001\u001f\u007f\t:subscription.changed`,
+    `acme:${run} spaced:subscription.changed`,
+  ];
+}
+
+/**
+ * The transport form docs/outbox-brokers.md documents, written again from the page (not imported),
+ * so the test holds the code to what consumers were told: the key itself when it is 1..200
+ * characters 0x21-0x7E and does not start with `sha256:`, else `sha256:` + unpadded base64url
+ * SHA-256 of its UTF-8 bytes.
+ */
+export function documentedTransportKey(key: string): string {
+  if (/^[\x21-\x7e]{1,200}$/.test(key) && !key.startsWith('sha256:')) return key;
+  return `sha256:${createHash('sha256').update(key, 'utf8').digest('base64url')}`;
 }
 
 export interface OperatorActionRow {

@@ -3,11 +3,21 @@
 // rows to the real broker, and a real consumer reads back the contract's body, once per
 // deduplication key; a message published again (a relay that died after the broker acknowledged but
 // before its outcome was written) is stored once where the broker deduplicates, and carries the same
-// key where the consumer must.
+// key where the consumer must; and event ids no header can hold travel in the documented transport
+// form, the body keeping the exact key.
 import { afterEach, describe, expect, it } from 'vitest';
+import { uniqueId } from '../helpers/acme.ts';
 import { BROKER_TEST_TIMEOUT, type Consumed, publishersForFile } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
-import { buildTestRelay, contractBody, insertMessages, type OutboxRow, outboxRows } from '../helpers/outbox.ts';
+import {
+  buildTestRelay,
+  contractBody,
+  documentedTransportKey,
+  hostileKeys,
+  insertMessages,
+  type OutboxRow,
+  outboxRows,
+} from '../helpers/outbox.ts';
 
 export interface BrokerUnderTest {
   name: string;
@@ -21,6 +31,11 @@ export interface BrokerUnderTest {
   addressOf(topic: string): string;
   /** The broker-specific places the message's id, key and creation time travel besides the body. */
   checkEnvelope(consumed: Consumed, row: OutboxRow): void;
+  /**
+   * Where the broker carries the key's transport form (`transportKey`), checked for a message whose
+   * body holds `key`: the message id (NATS, RabbitMQ), or the dedup marker's name (Redis).
+   */
+  checkTransportKey(consumed: Consumed, key: string, transportKey: string): Promise<void> | void;
 }
 
 export function brokerPublisherContract(database: TestDatabase, broker: BrokerUnderTest): void {
@@ -69,6 +84,24 @@ export function brokerPublisherContract(database: TestDatabase, broker: BrokerUn
       const consumed = await broker.consume();
       expect(consumed).toHaveLength(broker.storesOnce ? 3 : 6);
       expect(new Set(consumed.map((message) => message.brokerKey)).size).toBe(3);
+    });
+
+    it('publishes hostile event ids at once: the exact key in the body, the documented form beside it', async () => {
+      const keys = hostileKeys(uniqueId('evt'));
+      const ids = await insertMessages(sql, keys.length, { keys });
+      const test = buildTestRelay(db, { publisher, settings: BROKER_TEST_TIMEOUT });
+      expect(await test.relay.drain()).toMatchObject({ published: keys.length, retried: 0, dead: 0 });
+      for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'published', attempts: 0 });
+
+      const consumed = await broker.consume();
+      expect(consumed).toHaveLength(keys.length);
+      for (const key of keys) {
+        const message = consumed.find((candidate) => candidate.body.deduplication_key === key);
+        expect(message, key).toBeDefined();
+        if (message !== undefined) await broker.checkTransportKey(message, key, documentedTransportKey(key));
+      }
+      // The plain key travels as it is; every other one as a digest of fixed length.
+      expect(keys.map(documentedTransportKey).filter((form) => form.startsWith('sha256:'))).toHaveLength(6);
     });
   });
 }

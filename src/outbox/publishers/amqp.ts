@@ -14,7 +14,7 @@ type AmqpTarget = Extract<OutboxTarget, { kind: 'amqp' }>;
 interface Link {
   model: ChannelModel;
   channel: ConfirmChannel;
-  /** Deduplication keys of messages the broker returned as unroutable, until their confirm arrives. */
+  /** Transport keys (message_id) of messages the broker returned as unroutable, until their confirm arrives. */
   returned: Set<string>;
   /** Why the broker closed the channel or connection (set before the pending confirms fail). */
   closedBy?: { code: number | undefined; text: string };
@@ -105,7 +105,8 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
   function publishOn(link: Link, message: OutboxMessage): Promise<PublishOutcome> {
     if (link.blocked !== undefined)
       return Promise.resolve(retry(`rabbitmq: publishing blocked by the broker (${link.blocked})`));
-    const key = message.deduplicationKey;
+    // The transport form: a short string holds under 256 bytes, the exact key travels in the body.
+    const key = message.transportKey;
     return new Promise((resolve) => {
       const confirmed = (error: unknown) => {
         const unroutable = link.returned.delete(key);

@@ -191,7 +191,7 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
     if (signal.aborted) return Promise.resolve(retry('timeout'));
     const subject = `${target.subjectPrefix}${message.topic}`;
     const h = headers();
-    h.set('Nats-Msg-Id', message.deduplicationKey);
+    h.set('Nats-Msg-Id', message.transportKey);
     // A subject caught by another stream is refused, not stored elsewhere.
     h.set('Nats-Expected-Stream', target.stream);
     h.set('Outbox-Id', message.id);

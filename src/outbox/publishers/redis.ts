@@ -24,7 +24,8 @@ return entry
 `;
 const ADD_ONCE_SHA = createHash('sha1').update(ADD_ONCE_SCRIPT).digest('hex');
 
-export const dedupMarkerKey = (stream: string, deduplicationKey: string) => `${stream}:dedup:${deduplicationKey}`;
+/** The marker's name holds the key's transport form (transport-key.ts): bounded, whatever the sender's id. */
+export const dedupMarkerKey = (stream: string, transportKey: string) => `${stream}:dedup:${transportKey}`;
 
 export interface RedisPublisherOptions {
   target: RedisTarget;
@@ -104,7 +105,7 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
   async function addOnce(client: Redis, message: OutboxMessage): Promise<PublishOutcome> {
     const args = [
       stream,
-      dedupMarkerKey(stream, message.deduplicationKey),
+      dedupMarkerKey(stream, message.transportKey),
       target.dedupWindowS,
       message.id,
       message.topic,
