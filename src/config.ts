@@ -138,8 +138,12 @@ export interface ConfigSources {
   warn?: (warning: ConfigWarning) => void;
 }
 
-/** Variables that hold secret lists (every provider secret) or one token: those a `_FILE` may replace. */
+/**
+ * Variables that hold secret lists (every provider secret), public key lists or one token: those a
+ * `_FILE` may replace. Public keys are no secret, but they are mounted the same way.
+ */
 const SECRET_LIST_VARIABLE = /^(?:[A-Z0-9]+_WEBHOOK_SECRET|SLACK_SIGNING_SECRET)$/;
+const PUBLIC_KEY_LIST_VARIABLE = /^[A-Z0-9]+_WEBHOOK_PUBLIC_KEY$/;
 const TOKEN_VARIABLES: ReadonlySet<string> = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN']);
 
 /** Shorter secrets are guessable offline from one captured signature; warned about, not refused. */
@@ -148,14 +152,15 @@ export const SHORT_SECRET_BYTES = 16;
 type Resolved = Record<string, string | readonly string[]>;
 
 /**
- * The environment with every `<VARIABLE>_FILE` replaced by its file's content: for a secret list, its
- * non-empty lines, each taken whole (a trailing CR dropped); for a token, its one line.
+ * The environment with every `<VARIABLE>_FILE` replaced by its file's content: for a list, its lines
+ * that hold more than whitespace, each taken whole (a trailing CR dropped); for a token, its one line.
+ * A leading byte order mark (Windows editors write one) is no part of the first secret.
  */
 function resolveFiles(present: Readonly<Record<string, string>>, sources: ConfigSources, problems: string[]): Resolved {
   const resolved: Resolved = { ...present };
   for (const [fileVariable, path] of Object.entries(present)) {
     const variable = fileVariable.slice(0, -'_FILE'.length);
-    const list = SECRET_LIST_VARIABLE.test(variable);
+    const list = SECRET_LIST_VARIABLE.test(variable) || PUBLIC_KEY_LIST_VARIABLE.test(variable);
     if (!fileVariable.endsWith('_FILE') || (!list && !TOKEN_VARIABLES.has(variable))) continue;
     delete resolved[fileVariable];
     if (present[variable] !== undefined) {
@@ -176,26 +181,60 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
       continue;
     }
     const lines = content
+      .replace(/^\uFEFF/, '')
       .split('\n')
       .map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line))
-      .filter((line) => line.length > 0);
-    if (lines.length === 0) problems.push(`${fileVariable}: the file holds no secret`);
-    else if (!list && lines.length > 1) problems.push(`${fileVariable}: holds ${lines.length} lines, not one token`);
+      // A line of spaces is a blank line an editor left, not a secret anyone chose.
+      .filter((line) => line.trim().length > 0);
+    if (lines.length === 0) {
+      const kind = PUBLIC_KEY_LIST_VARIABLE.test(variable) ? 'key' : 'secret';
+      problems.push(`${fileVariable}: the file holds no ${kind}`);
+    } else if (!list && lines.length > 1) problems.push(`${fileVariable}: holds ${lines.length} lines, not one token`);
     else resolved[variable] = list ? lines : (lines[0] as string);
   }
   return resolved;
 }
 
-/** A warning for each secret-list variable holding a secret shorter than SHORT_SECRET_BYTES. */
-function shortSecretWarnings(resolved: Resolved): ConfigWarning[] {
-  const encoder = new TextEncoder();
-  return Object.entries(resolved).flatMap(([variable, value]) => {
-    if (!SECRET_LIST_VARIABLE.test(variable)) return [];
-    const secrets = secretList.parse(value);
-    return secrets.some((secret) => encoder.encode(secret).byteLength < SHORT_SECRET_BYTES)
-      ? [{ variable, message: `a secret shorter than ${SHORT_SECRET_BYTES} bytes is easy to guess` }]
-      : [];
+/**
+ * A secret or token is low-entropy when it uses fewer distinct characters than this, a `whsec_`
+ * prefix aside (`aaaa…`, `abababab…`, `whsec_AAAA…` whose key is all zero bytes). Deliberately
+ * simple: 16 random hex characters fall below it about once in ten million tries.
+ */
+export const LOW_ENTROPY_DISTINCT = 5;
+
+function lowEntropy(value: string): boolean {
+  const key = value.startsWith('whsec_') ? value.slice('whsec_'.length) : value;
+  return new Set(key).size < LOW_ENTROPY_DISTINCT;
+}
+
+/** Every secret and token as configured, by variable: what the strength checks read. */
+function secretsByVariable(resolved: Resolved): Array<[string, readonly string[]]> {
+  return Object.entries(resolved).flatMap(([variable, value]): Array<[string, readonly string[]]> => {
+    if (SECRET_LIST_VARIABLE.test(variable)) return [[variable, secretList.parse(value)]];
+    if (TOKEN_VARIABLES.has(variable) && typeof value === 'string') return [[variable, [value]]];
+    return [];
   });
+}
+
+/**
+ * Secrets that weaken the signature promise, named by variable and never by value: one shorter than
+ * SHORT_SECRET_BYTES is warned about (guessable offline from one captured signature); a low-entropy
+ * one is refused in production and warned about elsewhere, where test secrets are common.
+ */
+function weakSecrets(resolved: Resolved, production: boolean): { warnings: ConfigWarning[]; problems: string[] } {
+  const encoder = new TextEncoder();
+  const warnings: ConfigWarning[] = [];
+  const problems: string[] = [];
+  for (const [variable, secrets] of secretsByVariable(resolved)) {
+    if (secrets.some((secret) => encoder.encode(secret).byteLength < SHORT_SECRET_BYTES)) {
+      warnings.push({ variable, message: `a secret shorter than ${SHORT_SECRET_BYTES} bytes is easy to guess` });
+    }
+    if (!secrets.some(lowEntropy)) continue;
+    const message = `low entropy: fewer than ${LOW_ENTROPY_DISTINCT} distinct characters are easy to guess`;
+    if (production) problems.push(`${variable}: ${message}`);
+    else warnings.push({ variable, message });
+  }
+  return { warnings, problems };
 }
 
 /** A signed public URL: what the sender is configured to post to, exactly. */
@@ -265,8 +304,10 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, s
     problems.push(...parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
   const settings = parseProviderSettings(resolved, problems);
+  const weak = weakSecrets(resolved, resolved.NODE_ENV === 'production');
+  problems.push(...weak.problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
-  for (const warning of shortSecretWarnings(resolved)) sources.warn?.(warning);
+  for (const warning of weak.warnings) sources.warn?.(warning);
   return { ...parsed.data, providers: settings };
 }
 

@@ -148,7 +148,7 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
         ACME_WEBHOOK_SECRET: 'sixteen-bytes-ok',
         SLACK_SIGNING_SECRET_FILE: '/run/secrets/rotation',
         // 15 characters but 16 bytes in UTF-8: bytes are what an HMAC key is made of.
-        STRIPE_WEBHOOK_SECRET: 'é'.padEnd(15, 'x'),
+        STRIPE_WEBHOOK_SECRET: 'éabcdefghijklmn',
       },
       { readFile, warn: (warning) => warnings.push(warning) },
     );

@@ -15,6 +15,7 @@ import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../ops/operator-name.ts';
+import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { providers } from '../providers/registry.ts';
 
 export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
@@ -63,7 +64,10 @@ const CLI_STATEMENT_TIMEOUT_MS = 30_000;
 
 function parseCliConfig(env: CliIo['env']): Config {
   try {
-    return parseConfig(env, { readFile: (path) => readFileSync(path, 'utf8') });
+    const config = parseConfig(env, { readFile: (path) => readFileSync(path, 'utf8') });
+    // The server's own refusals (a `purge` with a retention production would refuse deletes for good).
+    checkSenderLimits(config);
+    return config;
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;

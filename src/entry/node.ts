@@ -31,6 +31,7 @@ import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
+import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
@@ -78,6 +79,7 @@ function loadConfig(warnings: ConfigWarning[]): Config {
     const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8'), warn });
     // Before anything touches DATA_DIR: a refused embedded server leaves no data folder behind.
     checkEmbeddedDatabase(config, { warn });
+    checkSenderLimits(config, { warn });
     return config;
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);

@@ -22,6 +22,7 @@ import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
 import { maintenanceSteps } from '../ops/maintenance-steps.ts';
+import { checkSenderLimits } from '../ops/sender-limits.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { publisherFor } from '../outbox/publishers.ts';
 import { enableProviders } from '../providers/registry.ts';
@@ -69,6 +70,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   // No files here: a `_FILE` variable is refused, naming it; secrets come as `wrangler secret put`.
   const warnings: ConfigWarning[] = [];
   const config = parseConfig(variables, { warn: (warning) => warnings.push(warning) });
+  checkSenderLimits(config, { warn: (warning) => warnings.push(warning) });
   // The binding is typed as present, but wrangler.toml is edited by hand: say so instead of a TypeError.
   const hyperdrive: unknown = bindings.HYPERDRIVE;
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
