@@ -300,25 +300,29 @@ describe('group commit, nothing to apply', () => {
     const transaction = vi.spyOn(db, 'transaction');
     const payload = { data: { id: 'sub_x', status: 'active' } };
     const submissions = Array.from({ length: 6 }, () => ({
-      event: {
-        provider: 'acme',
-        eventId: uniqueId('evt'),
-        eventType: 'subscription.updated',
-        occurredAt: null,
-        payload,
-        payloadText: JSON.stringify(payload),
-        unknownSchemaVersion: false,
-      },
-      plan: { kind: 'apply' as const, handler: updated, payload },
-      arrival: { status: 'received' as const, availableAt: new Date() },
+      items: [
+        {
+          event: {
+            provider: 'acme',
+            eventId: uniqueId('evt'),
+            eventType: 'subscription.updated',
+            occurredAt: null,
+            payload,
+            payloadText: JSON.stringify(payload),
+            unknownSchemaVersion: false,
+          },
+          plan: { kind: 'apply' as const, handler: updated, payload },
+          arrival: { status: 'received' as const, availableAt: new Date() },
+        },
+      ],
       deadline: new Deadline(10_000),
     }));
     try {
       // The first starts a batch at once; the five that wait for it go together in the next.
       const results = await Promise.all(submissions.map((submission) => committer.submit(submission)));
-      expect(results).toEqual(submissions.map(() => ({ outcome: 'queued', attempt: 1 })));
+      expect(results).toEqual(submissions.map(() => [{ outcome: 'queued', attempt: 1 }]));
       expect(transaction).not.toHaveBeenCalled();
-      const ids = submissions.map((submission) => submission.event.eventId);
+      const ids = submissions.map((submission) => submission.items[0]?.event.eventId ?? '');
       expect(await transactionsOf(ids.slice(1))).toBe(1);
       for (const id of ids) expect(await eventRow(sql, id)).toMatchObject({ status: 'received', attempt_count: 0 });
     } finally {

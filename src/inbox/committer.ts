@@ -1,5 +1,6 @@
 // Group commit for the intake: deliveries that passed every check before the database share one
-// transaction, and each still gets its own answer. No timer: when no batch is in flight a delivery
+// transaction, and each still gets its own answer. A delivery is its events (one, or a sender's batch),
+// committed together: never split across batches. No timer: when no batch is in flight a delivery
 // starts one at once, so a quiet service answers as fast as without batching; while one is in
 // flight, what arrives waits for it and then goes together (one BEGIN, one claim statement, one
 // COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
@@ -11,7 +12,7 @@
 // - exactly one application: a batch never holds two deliveries of one key (id or content digest);
 //   the later one waits for a later batch, where it meets the first one's committed row;
 // - a handler that throws rolls the batch back, and its deliveries are then processed one at a time
-//   (processEvent), so only the failing one is answered 500 and recorded `failed`;
+//   (processDelivery), so only the failing one is answered 500 and its failing event recorded `failed`;
 // - a delivery answered 503 because its deadline passed is never committed: a batch checks every
 //   member's deadline before COMMIT, and one that expired sends the others to a new batch;
 // - a database outage answers 503 to every member and commits nothing; a deadlock with another
@@ -21,27 +22,14 @@ import { isRetryableConflict, isTransientDatabaseError } from '../db/errors.ts';
 import { AppError } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { Deadline } from './deadline.ts';
-import {
-  type Arrival,
-  type InboxEvent,
-  insertOrTakeBack,
-  insertOrTakeBackAll,
-  rowKeys,
-  type StoredRow,
-} from './event-rows.ts';
-import { type Plan, type Processed, processEvent } from './process.ts';
+import { insertOrTakeBackAll, rowKeys, type StoredRow } from './event-rows.ts';
+import { appliesNow, type Committed, committedAs, type PlannedEvent, processDelivery } from './process.ts';
 
-/** One delivery waiting for its batch. */
+/** One delivery waiting for its batch: its events, none sharing a key, and its deadline. */
 export interface Submission {
-  event: InboxEvent;
-  plan: Plan;
-  /** What its row becomes: applied now, or `received` for the async worker. */
-  arrival: Arrival;
+  items: readonly PlannedEvent[];
   deadline: Deadline;
 }
-
-/** `queued`: stored `received` for the worker (async mode); else as one-at-a-time processing. */
-export type Committed = Processed | { outcome: 'queued'; attempt: number };
 
 export interface CommitterOptions {
   /** Most deliveries in one transaction (INTAKE_BATCH_MAX). */
@@ -55,7 +43,7 @@ export interface CommitterOptions {
 interface Member extends Submission {
   /** Set just before COMMIT is sent: from then on the answer waits for the commit. */
   decided: boolean;
-  resolve(result: Committed): void;
+  resolve(results: Committed[]): void;
   reject(error: unknown): void;
 }
 
@@ -73,10 +61,13 @@ export class IntakeCommitter {
     private readonly options: CommitterOptions,
   ) {}
 
-  /** Resolves after the delivery's batch committed (or it was processed on its own); rejects as that would. */
-  submit(submission: Submission): Promise<Committed> {
+  /**
+   * Resolves after the delivery's batch committed (or it was processed on its own), with what
+   * happened to each of its events; rejects as that would.
+   */
+  submit(submission: Submission): Promise<Committed[]> {
     let member: Member | undefined;
-    const settled = new Promise<Committed>((resolve, reject) => {
+    const settled = new Promise<Committed[]>((resolve, reject) => {
       member = { ...submission, decided: false, resolve, reject };
     });
     if (member === undefined) throw new Error('unreachable: the executor runs at once');
@@ -113,7 +104,7 @@ export class IntakeCommitter {
     for (const member of this.#queue) {
       // Answered 503 already (the race in submit): nothing of it may be stored.
       if (member.deadline.expired) continue;
-      const memberKeys = rowKeys(member.event);
+      const memberKeys = member.items.flatMap((item) => rowKeys(item.event));
       if (batch.length >= this.options.maxBatch || memberKeys.some((key) => keys.has(key))) {
         left.push(member);
         continue;
@@ -132,7 +123,7 @@ export class IntakeCommitter {
         const results = needsTransaction(batch)
           ? await this.db.transaction((tx) => this.#commit(tx, batch))
           : await this.#storeAtOnce(batch);
-        for (const [index, member] of batch.entries()) member.resolve(results[index] as Committed);
+        for (const [index, member] of batch.entries()) member.resolve(results[index] ?? []);
         return;
       } catch (error) {
         if (error instanceof MemberExpired) return this.#requeue(batch);
@@ -148,17 +139,25 @@ export class IntakeCommitter {
     }
   }
 
-  /** Claims every member's row, applies the claimed ones, and decides to commit. */
-  async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[]> {
-    const rows = await insertOrTakeBackAll(tx, batch);
+  /** Claims every member's rows, applies the claimed ones, and decides to commit. */
+  async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[][]> {
+    const rows = await insertOrTakeBackAll(
+      tx,
+      batch.flatMap((member) => member.items),
+    );
+    const byMember = perMember(batch, rows);
     // Started together: their writes of this tick share statements (domain/subscriptions.ts), and any
     // others are pipelined on the transaction's connection.
-    const applied = await Promise.allSettled(batch.map((member, index) => applyClaimed(tx, member, rows[index])));
+    const applied = await Promise.allSettled(
+      batch.flatMap((member, index) =>
+        member.items.map((item, at) => applyClaimed(tx, item, byMember[index]?.[at] ?? null)),
+      ),
+    );
     const failure = applied.find((result) => result.status === 'rejected');
     if (failure !== undefined) throw failure.reason;
     if (batch.some((member) => member.deadline.expired)) throw new MemberExpired();
     for (const member of batch) member.decided = true;
-    return batch.map((member, index) => committed(member, rows[index] ?? null));
+    return results(batch, byMember);
   }
 
   /**
@@ -166,10 +165,13 @@ export class IntakeCommitter {
    * ignored and parked events): its one statement is its own transaction, so it costs one round trip
    * instead of three. Decided before it is sent: from then on each answer waits for its commit.
    */
-  async #storeAtOnce(batch: readonly Member[]): Promise<Committed[]> {
+  async #storeAtOnce(batch: readonly Member[]): Promise<Committed[][]> {
     for (const member of batch) member.decided = true;
-    const rows = await insertOrTakeBackAll(this.db, batch);
-    return batch.map((member, index) => committed(member, rows[index] ?? null));
+    const rows = await insertOrTakeBackAll(
+      this.db,
+      batch.flatMap((member) => member.items),
+    );
+    return results(batch, perMember(batch, rows));
   }
 
   /** A batch rolled back because a member's time ran out: the others go first in the next batch. */
@@ -179,12 +181,7 @@ export class IntakeCommitter {
 
   async #alone(member: Member): Promise<void> {
     try {
-      if (member.arrival.status === 'received') {
-        const row = await member.deadline.race(insertOrTakeBack(this.db, member.event, member.arrival));
-        member.resolve(committed(member, row));
-      } else {
-        member.resolve(await processEvent(this.db, member.deadline, member.event, member.plan));
-      }
+      member.resolve(await processDelivery(this.db, member.deadline, member.items));
     } catch (error) {
       member.reject(error);
     }
@@ -196,24 +193,28 @@ export class IntakeCommitter {
  * rows with a content digest, whose failed twins are taken back in a second statement.
  */
 function needsTransaction(batch: readonly Member[]): boolean {
-  return batch.some(
-    (member) =>
-      member.event.contentDigest !== undefined ||
-      (member.plan.kind === 'apply' && member.arrival.status !== 'received'),
+  return batch.some((member) =>
+    member.items.some((item) => item.event.contentDigest !== undefined || appliesNow(item)),
   );
 }
 
-/** Runs the member's handler when its row was claimed for applying now. */
-async function applyClaimed(tx: Transaction, member: Member, row: StoredRow | null | undefined): Promise<void> {
-  if (row === null || row === undefined || member.plan.kind !== 'apply' || member.arrival.status === 'received') return;
-  const stored = { ...member.event, eventId: row.eventId };
-  await member.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, member.plan.payload);
+/** The claim's rows (one per event, members in order) split back into each member's. */
+function perMember(batch: readonly Member[], rows: readonly (StoredRow | null)[]): (StoredRow | null)[][] {
+  let at = 0;
+  return batch.map((member) => {
+    const own = rows.slice(at, at + member.items.length);
+    at += member.items.length;
+    return own;
+  });
 }
 
-function committed(member: Member, row: StoredRow | null): Committed {
-  if (row === null) return { outcome: 'duplicate' };
-  const attempt = row.attemptCount + 1;
-  return member.arrival.status === 'received'
-    ? { outcome: 'queued', attempt }
-    : { outcome: member.arrival.status, attempt };
+function results(batch: readonly Member[], byMember: readonly (StoredRow | null)[][]): Committed[][] {
+  return batch.map((member, index) => member.items.map((item, at) => committedAs(item, byMember[index]?.[at] ?? null)));
+}
+
+/** Runs the event's handler when its row was claimed for applying now. */
+async function applyClaimed(tx: Transaction, item: PlannedEvent, row: StoredRow | null): Promise<void> {
+  if (row === null || item.plan.kind !== 'apply' || !appliesNow(item)) return;
+  const stored = { ...item.event, eventId: row.eventId };
+  await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);
 }

@@ -4,8 +4,8 @@
 //
 // | from                                | to                              | by                       | statement            |
 // | ----------------------------------- | ------------------------------- | ------------------------ | -------------------- |
-// | (none), failed                      | completed, ignored, parked      | sync intake              | insertOrTakeBack     |
-// | (none), failed                      | received                        | async intake             | insertOrTakeBack     |
+// | (none), failed                      | completed, ignored, parked      | sync intake              | insertOrTakeBackAll  |
+// | (none), failed                      | received                        | async intake             | insertOrTakeBackAll  |
 // | (none), failed                      | failed (attempt_count + 1)      | sync intake, on failure  | recordDeliveryFailure|
 // | received, failed, processing (expired lease) | processing             | worker                   | claimDue             |
 // | processing                          | received                        | worker (not started)     | releaseClaim         |
@@ -175,12 +175,6 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
     for (const row of taken) found(row);
   }
   return rows.map((row) => byId.get(storedKeyString(row.event.provider, row.event.eventId)) ?? null);
-}
-
-/** One delivery's insertOrTakeBackAll. */
-export async function insertOrTakeBack(db: Executor, event: InboxEvent, arrival: Arrival): Promise<StoredRow | null> {
-  const [row] = await insertOrTakeBackAll(db, [{ event, arrival }]);
-  return row ?? null;
 }
 
 /** The keys a delivery's row is unique under: a twin shares one of them. */

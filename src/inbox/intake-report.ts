@@ -20,6 +20,13 @@ const answers: Record<Answered, { status: 200 | 202; body: string }> = {
   parked: { status: 202, body: '{"received":true,"queued":true}' },
 };
 
+/** What happened to one event of a delivery. */
+export interface StoredEvent {
+  event: InboxEvent;
+  outcome: Answered;
+  attempt?: number | undefined;
+}
+
 export function answer(c: Context, outcome: Answered): Response {
   const { status, body } = answers[outcome];
   return c.body(body, status, { 'content-type': 'application/json' });
@@ -86,8 +93,14 @@ export class DeliveryReport {
     this.#fields = { ...this.#fields, reason };
   }
 
-  carries(event: InboxEvent, traceId: string): void {
-    this.#fields = { ...this.#fields, event_id: event.eventId, event_type: event.eventType, trace_id: traceId };
+  /** The delivery's events: one is named in the line; a sender's batch is counted (its ids are many). */
+  carries(events: readonly InboxEvent[], traceId: string): void {
+    const [only] = events;
+    const named =
+      events.length === 1 && only !== undefined
+        ? { event_id: only.eventId, event_type: only.eventType }
+        : { event_count: events.length };
+    this.#fields = { ...this.#fields, ...named, trace_id: traceId };
   }
 
   /** A protocol message the scheme answered itself (Slack's url_verification): nothing stored. */
@@ -99,22 +112,28 @@ export class DeliveryReport {
     });
   }
 
-  stored(event: InboxEvent, outcome: Answered, attempt: number | undefined): void {
+  /** Each event counted under its own type; one line for the delivery, with the answer it got. */
+  stored(events: readonly StoredEvent[], answered: Answered): void {
     const { logger, metrics } = this.deps;
     const durationMs = elapsedMs(this.#started);
-    const fields = { ...this.#fields, outcome, attempt, duration_ms: durationMs };
-    metrics.countEvent(
-      event.provider,
-      event.eventType,
-      outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
-    );
-    // A re-queued failed event is retried by the worker, which counts it then.
-    if (outcome !== 'queued' && attempt !== undefined && attempt > 1) {
-      metrics.countEvent(event.provider, event.eventType, 'retried');
+    const [only] = events;
+    const attempt = events.length === 1 ? only?.attempt : undefined;
+    const fields = { ...this.#fields, outcome: answered, attempt, duration_ms: durationMs };
+    for (const { event, outcome, attempt: its } of events) {
+      metrics.countEvent(
+        event.provider,
+        event.eventType,
+        outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
+      );
+      // A re-queued failed event is retried by the worker, which counts it then.
+      if (outcome !== 'queued' && its !== undefined && its > 1) {
+        metrics.countEvent(event.provider, event.eventType, 'retried');
+      }
     }
-    metrics.observeProcessing(event.provider, durationMs / 1000);
-    if (outcome === 'parked') logger.warn('event parked: unknown api_version', { ...fields, alert: true });
-    else logger.info(outcome === 'queued' ? 'event queued' : 'event processed', fields);
+    if (only !== undefined) metrics.observeProcessing(only.event.provider, durationMs / 1000);
+    if (events.some((event) => event.outcome === 'parked')) {
+      logger.warn('event parked: unknown api_version', { ...fields, alert: true });
+    } else logger.info(answered === 'queued' ? 'event queued' : 'event processed', fields);
   }
 
   /** A sender that went away (or broke the stream) before its body arrived: not our error. */
@@ -135,7 +154,9 @@ export class DeliveryReport {
     if (provider === undefined) return;
     const outcome = error instanceof AppError ? error.code : 'unavailable';
     const attempt = error instanceof ProcessingFailure ? error.attempt : undefined;
-    if (attempt !== undefined) this.deps.metrics.countEvent(provider, String(this.#fields.event_type), 'failed');
+    if (error instanceof ProcessingFailure) {
+      this.deps.metrics.countEvent(provider, error.eventType ?? String(this.#fields.event_type), 'failed');
+    }
     const why = error instanceof AppError ? error.why : {};
     const fields = { ...this.#fields, ...why, outcome, attempt, duration_ms: elapsedMs(this.#started) };
     if (senderMistakes.has(outcome)) logSampled(this.deps, 'warn', 'event not accepted', fields);

@@ -15,13 +15,20 @@ import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
 import { printableLine } from '../lib/text.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
-import { acceptEvent, backlogGate } from './accept.ts';
+import type { AuthenticatedEvent } from '../providers/types.ts';
+import { backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
-import type { Arrival, InboxEvent } from './event-rows.ts';
+import { type Arrival, type InboxEvent, storedKeyString } from './event-rows.ts';
 import type { IntakeLoad } from './intake-load.ts';
-import { type Answered, answer, DeliveryReport, REJECTION_LINES_PER_MINUTE } from './intake-report.ts';
-import { finalStatus, type Plan, planFor, processEvent } from './process.ts';
+import {
+  type Answered,
+  answer,
+  DeliveryReport,
+  REJECTION_LINES_PER_MINUTE,
+  type StoredEvent,
+} from './intake-report.ts';
+import { type Committed, finalStatus, type Plan, type PlannedEvent, planFor, processDelivery } from './process.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
 export interface IntakeDeps {
@@ -37,7 +44,10 @@ export interface IntakeDeps {
   metrics: Metrics;
   /** Deliveries in flight, shared with an in-process async worker that defers to a saturated intake. */
   intakeLoad?: IntakeLoad;
-  /** Test and tracing hook: runs after validation, just before the database claim. */
+  /**
+   * Test and tracing hook: runs after validation, just before the database claim; once per delivery,
+   * with its first event.
+   */
   beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
   /**
    * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
@@ -89,6 +99,36 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
     c.req.header('content-length') !== undefined && c.req.header('transfer-encoding') === undefined
       ? next()
       : counted(c, next);
+}
+
+const DUPLICATE: Committed = { outcome: 'duplicate' };
+
+interface Planned {
+  event: InboxEvent;
+  plan: Plan;
+}
+
+/**
+ * A batch's events without repeats of one id: the first is stored, and a repeat is its duplicate
+ * (one statement cannot write a row twice, and applying it twice is what deduplication prevents).
+ */
+function distinct(events: readonly InboxEvent[]): InboxEvent[] {
+  const seen = new Set<string>();
+  return events.filter((event) => {
+    const key = storedKeyString(event.provider, event.eventId);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * The one answer for a delivery's events: stored for later work (202) if any was queued or parked,
+ * else received (200) if any was new, and `duplicate` only when every event had been seen.
+ */
+const ANSWER_ORDER: readonly Answered[] = ['queued', 'parked', 'completed', 'ignored', 'duplicate'];
+function deliveryOutcome(outcomes: readonly Answered[]): Answered {
+  return ANSWER_ORDER.find((outcome) => outcomes.includes(outcome)) ?? 'duplicate';
 }
 
 export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
@@ -148,7 +188,10 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     }
   }
 
-  /** Signature (401) and payload (400): the authenticated event, or the protocol answer to give. */
+  /**
+   * Signature (401) and payload (400): the authenticated events (one, or each of a sender's batch),
+   * or the protocol answer to give.
+   */
   async function authenticate(c: Context<IntakeEnv>, body: Uint8Array<ArrayBuffer>, report: DeliveryReport) {
     const { provider, keys, url } = c.get('enabled');
     // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
@@ -163,45 +206,48 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     if (verification.outcome === 'invalid_payload') {
       throw new AppError('invalid_payload', { why: { field: verification.field } });
     }
-    if (verification.outcome !== 'verified') throw new AppError(verification.outcome);
-    // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
-    const text = payloadText(body);
-    if (text === undefined) throw new AppError('invalid_payload');
-    const event: InboxEvent = {
-      provider: provider.name,
-      ...verification.event,
-      payloadText: text,
-      // Whatever a scheme read, a time the database cannot hold is no time rather than a failed write.
-      occurredAt: storableTime(verification.event.occurredAt),
-    };
-    report.carries(event, traceIdOf(c.req.header('traceparent'), deps.newId));
-    return { outcome: 'verified' as const, event };
+    if (verification.outcome === 'unauthorized') throw new AppError('unauthorized');
+    let authenticated: readonly (AuthenticatedEvent & { payloadText: string })[];
+    if (verification.outcome === 'verified_batch') authenticated = verification.events;
+    else {
+      // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
+      const text = payloadText(body);
+      if (text === undefined) throw new AppError('invalid_payload');
+      authenticated = [{ ...verification.event, payloadText: text }];
+    }
+    const events = authenticated.map(
+      (event): InboxEvent => ({
+        provider: provider.name,
+        ...event,
+        // Whatever a scheme read, a time the database cannot hold is no time rather than a failed write.
+        occurredAt: storableTime(event.occurredAt),
+      }),
+    );
+    report.carries(events, traceIdOf(c.req.header('traceparent'), deps.newId));
+    return { outcome: 'verified' as const, events };
   }
 
   /**
-   * Sync mode applies the event now; async mode stores what the worker will apply and answers 202.
+   * Sync mode applies the events now; async mode stores what the worker will apply and answers 202.
    * Parked and ignored events have no work for the worker, so they take the synchronous path (one
-   * insert in their final state) in both modes.
+   * insert in their final state) in both modes. Every event of the delivery is stored in one
+   * transaction (or one group commit), or none is.
    */
-  async function store(
-    db: Database,
-    deadline: Deadline,
-    event: InboxEvent,
-    plan: Plan,
-  ): Promise<{ outcome: Answered; attempt?: number | undefined }> {
-    const queue = backlog !== undefined && plan.kind === 'apply';
-    if (deps.groupCommit !== undefined) {
-      if (queue) await deadline.race(backlog.check(db));
-      const arrival: Arrival = queue
-        ? { status: 'received', availableAt: new Date(deps.clock()) }
-        : { status: finalStatus[plan.kind] };
-      return committerFor(db, deps.groupCommit).submit({ event, plan, arrival, deadline });
+  async function store(db: Database, deadline: Deadline, planned: readonly Planned[]): Promise<Committed[]> {
+    const items = planned.map(({ event, plan }): PlannedEvent => {
+      const arrival: Arrival =
+        backlog !== undefined && plan.kind === 'apply'
+          ? { status: 'received', availableAt: new Date(deps.clock()) }
+          : { status: finalStatus[plan.kind] };
+      return { event, plan, arrival };
+    });
+    if (backlog !== undefined && items.some((item) => item.arrival.status === 'received')) {
+      await deadline.race(backlog.check(db));
     }
-    if (!queue) return processEvent(db, deadline, event, plan);
-    const accepted = await acceptEvent(db, deadline, backlog, event, deps.clock);
-    return accepted.outcome === 'duplicate'
-      ? { outcome: 'duplicate' }
-      : { outcome: 'queued', attempt: (accepted.attempts ?? 0) + 1 };
+    // The statement may still commit after the deadline answered 503: the provider's retry then meets
+    // a duplicate (200), so an event is never lost, and never answered 2xx before it is stored.
+    if (deps.groupCommit !== undefined) return committerFor(db, deps.groupCommit).submit({ items, deadline });
+    return processDelivery(db, deadline, items);
   }
 
   // Whichever step refused or failed the delivery (admit, the streamed size limit, the handler), its
@@ -236,11 +282,15 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         if (authenticated.status === 204) return c.body(null, 204);
         return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
       }
-      const { event } = authenticated;
-      const plan = planFor(deps.handlers, event);
-      await deps.beforeClaim?.({ provider: event.provider, eventId: event.eventId });
-      const { outcome, attempt } = await store(c.var.db, deadline, event, plan);
-      report.stored(event, outcome, attempt);
+      // Every event's handler schema before any database work: one invalid event refuses the delivery.
+      const planned = distinct(authenticated.events).map((event) => ({ event, plan: planFor(deps.handlers, event) }));
+      const [first] = planned;
+      if (first !== undefined)
+        await deps.beforeClaim?.({ provider: first.event.provider, eventId: first.event.eventId });
+      const results = await store(c.var.db, deadline, planned);
+      const stored = planned.map(({ event }, index): StoredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
+      const outcome = deliveryOutcome(stored.map((result) => result.outcome));
+      report.stored(stored, outcome);
       return answer(c, outcome);
     } finally {
       deadline.clear();

@@ -1,13 +1,21 @@
-// Synchronous processing of one authenticated event: claim its id, apply the domain change and
-// complete the claim in a single transaction; on a handler failure, roll back and record the failure
-// in a transaction of its own. Also what both modes decide before any database work (the plan).
+// Processing of one delivery's authenticated events on their own (no group commit): claim their ids,
+// apply the domain changes and complete the claims in a single transaction; on a handler failure, roll
+// back and record the failure in a transaction of its own. Also what both modes decide before any
+// database work (the plan).
 import type { Database } from '../db/client.ts';
 import { describeCause, isTransientDatabaseError } from '../db/errors.ts';
 import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
-import { type AppliedStatus, type InboxEvent, insertOrTakeBack, recordDeliveryFailure } from './event-rows.ts';
+import {
+  type AppliedStatus,
+  type Arrival,
+  type InboxEvent,
+  insertOrTakeBackAll,
+  recordDeliveryFailure,
+  type StoredRow,
+} from './event-rows.ts';
 
 /** What a delivery's answer says happened to its event. */
 export type DeliveryOutcome = 'completed' | 'ignored' | 'parked' | 'duplicate';
@@ -33,12 +41,16 @@ export const finalStatus = { apply: 'completed', ignored: 'ignored', parked: 'pa
   AppliedStatus
 >;
 
-/** A handler failed; `lastError` is the cause as recorded in the row, and its log line says the same. */
+/**
+ * A handler failed; `lastError` is the cause as recorded in the row, and its log line says the same.
+ * `eventType` is the failing event's (in a batch, the one whose row was recorded `failed`).
+ */
 export class ProcessingFailure extends AppError {
   constructor(
     readonly attempt: number,
     cause: unknown,
     lastError: string,
+    readonly eventType?: string,
   ) {
     super('processing_failed', { cause, why: { error: lastError } });
   }
@@ -50,21 +62,55 @@ export interface Processed {
   attempt?: number;
 }
 
-export async function processEvent(
+/** `queued`: stored `received` for the worker (async mode); else what applying it now did. */
+export type Committed = Processed | { outcome: 'queued'; attempt: number };
+
+/** One event of a delivery, planned, and what its row becomes: applied now, or `received` for the worker. */
+export interface PlannedEvent {
+  event: InboxEvent;
+  plan: Plan;
+  arrival: Arrival;
+}
+
+/** Whether the event's handler runs in the delivery's own transaction (sync mode, or nothing to queue). */
+export const appliesNow = (item: PlannedEvent) => item.plan.kind === 'apply' && item.arrival.status !== 'received';
+
+/** What a delivery's answer says about one event, from the row its claim wrote (null: a duplicate). */
+export function committedAs(item: PlannedEvent, row: StoredRow | null): Committed {
+  if (row === null) return { outcome: 'duplicate' };
+  const attempt = row.attemptCount + 1;
+  return item.arrival.status === 'received'
+    ? { outcome: 'queued', attempt }
+    : { outcome: item.arrival.status, attempt };
+}
+
+/**
+ * Processes one delivery's events (one, or a sender's batch) in one transaction of their own: claims
+ * every row in one statement, applies the claimed ones in the sender's order, and commits them all or
+ * none. The events must not share a key. When a handler fails, everything rolls back and the failure
+ * is recorded on that event's row alone (the others were not stored): the sender's retry of the whole
+ * delivery then stores the others and takes the failed one back.
+ */
+export async function processDelivery(
   db: Database,
   deadline: Deadline,
-  event: InboxEvent,
-  plan: Plan,
-): Promise<Processed> {
+  items: readonly PlannedEvent[],
+): Promise<Committed[]> {
+  let failing = items[0]?.event;
   try {
-    return await transactionBefore(db, deadline, async (tx): Promise<Processed> => {
-      const claimed = await insertOrTakeBack(tx, event, { status: finalStatus[plan.kind] });
-      if (claimed === null) return { outcome: 'duplicate' };
-      if (plan.kind === 'apply') {
-        const stored = { ...event, eventId: claimed.eventId };
-        await plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, plan.payload);
+    return await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
+      const rows = await insertOrTakeBackAll(tx, items);
+      const results: Committed[] = [];
+      for (const [index, item] of items.entries()) {
+        const claimed = rows[index] ?? null;
+        if (claimed !== null && item.plan.kind === 'apply' && appliesNow(item)) {
+          failing = item.event;
+          const stored = { ...item.event, eventId: claimed.eventId };
+          await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);
+        }
+        results.push(committedAs(item, claimed));
       }
-      return { outcome: finalStatus[plan.kind], attempt: claimed.attemptCount + 1 };
+      return results;
     });
   } catch (error) {
     if (error instanceof AppError) throw error;
@@ -72,10 +118,10 @@ export async function processEvent(
     const lastError = describeCause(error);
     let attempt: number;
     try {
-      attempt = await recordDeliveryFailure(db, event, lastError);
+      attempt = failing === undefined ? 0 : await recordDeliveryFailure(db, failing, lastError);
     } catch (recordError) {
       throw new AppError('unavailable', { cause: recordError });
     }
-    throw new ProcessingFailure(attempt, error, lastError);
+    throw new ProcessingFailure(attempt, error, lastError, failing?.eventType);
   }
 }

@@ -120,3 +120,72 @@ function isStorable(root: JsonValue): boolean {
   }
   return true;
 }
+
+/** A slice of a JSON text: [start, end). */
+interface Span {
+  start: number;
+  end: number;
+}
+
+const isJsonSpace = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+
+function trimmed(text: string, start: number, end: number): Span {
+  let from = start;
+  let to = end;
+  while (from < to && isJsonSpace(text.charCodeAt(from))) from += 1;
+  while (to > from && isJsonSpace(text.charCodeAt(to - 1))) to -= 1;
+  return { start: from, end: to };
+}
+
+/**
+ * The direct members of the container `span` holds in `text`, which must be valid JSON: each value's
+ * span, with its member name for an object (null for an array's elements). One pass, no recursion:
+ * brackets inside strings are skipped, and only commas and colons at the container's own level split.
+ */
+function members(text: string, span: Span): Array<{ key: string | null; value: Span }> {
+  const isObject = text.charCodeAt(span.start) === 0x7b;
+  const found: Array<{ key: string | null; value: Span }> = [];
+  let depth = 0;
+  let inString = false;
+  let partStart = span.start + 1;
+  let colon = -1;
+  const close = (at: number) => {
+    const whole = trimmed(text, partStart, at);
+    if (whole.start === whole.end) return;
+    if (!isObject) found.push({ key: null, value: whole });
+    else found.push({ key: JSON.parse(text.slice(partStart, colon)) as string, value: trimmed(text, colon + 1, at) });
+  };
+  for (let at = span.start + 1; at < span.end - 1; at += 1) {
+    const code = text.charCodeAt(at);
+    if (inString) {
+      if (code === 0x5c) at += 1;
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x7b || code === 0x5b) depth += 1;
+    else if (code === 0x7d || code === 0x5d) depth -= 1;
+    else if (depth === 0 && code === 0x3a && colon < partStart) colon = at;
+    else if (depth === 0 && code === 0x2c) {
+      close(at);
+      partStart = at + 1;
+    }
+  }
+  close(span.end - 1);
+  return found;
+}
+
+/**
+ * The exact text of each element of the array at `path` (object member names; empty: the document
+ * itself) in the JSON `text`, as the sender wrote it: what an event of a batch is stored as, so its
+ * numbers stay exact without re-serialising anything. A repeated member name means its last
+ * occurrence, as JSON.parse and jsonb read it. Undefined when `text` has no array there.
+ */
+export function arrayElementTexts(text: string, path: readonly string[]): string[] | undefined {
+  let span: Span | undefined = trimmed(text, 0, text.length);
+  for (const name of path) {
+    if (text.charCodeAt(span.start) !== 0x7b) return undefined;
+    span = members(text, span).findLast((member) => member.key === name)?.value;
+    if (span === undefined) return undefined;
+  }
+  if (text.charCodeAt(span.start) !== 0x5b) return undefined;
+  return members(text, span).map((member) => text.slice(member.value.start, member.value.end));
+}

@@ -5,7 +5,7 @@
 // key tried (rotation), one reason-free 401, and a digest of the signed body backing any id the
 // signature does not cover.
 import { refusedField } from '../lib/errors.ts';
-import { type ExactJson, LosslessNumber, parseJsonPayload } from '../lib/json.ts';
+import { arrayElementTexts, type ExactJson, LosslessNumber, parseJsonText, payloadText } from '../lib/json.ts';
 import { occurrenceTime } from '../lib/occurrence.ts';
 import { derToP1363, importPublicKey } from './asymmetric.ts';
 import {
@@ -41,6 +41,8 @@ import {
 } from './hmac.ts';
 import { anyObject, MAX_SIGNATURES, parseEntries, tokenHeader } from './scheme.ts';
 import type {
+  AuthenticatedEvent,
+  BatchedEvent,
   Credentials,
   Delivery,
   UnauthorizedReason,
@@ -362,8 +364,9 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     const authentication = await authenticate(delivery, header, keys, time);
     if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
 
-    const payload = parseJsonPayload(body);
-    if (payload === undefined) return { outcome: 'invalid_payload' };
+    const bodyText = payloadText(body);
+    const payload = bodyText === undefined ? undefined : parseJsonText(bodyText);
+    if (bodyText === undefined || payload === undefined) return { outcome: 'invalid_payload' };
     const checked = schema.safeParse(payload);
     if (!checked.success) return { outcome: 'invalid_payload', field: refusedField(checked.error) };
     if (from !== undefined && 'path' in from && timestamp !== undefined) {
@@ -381,34 +384,52 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     });
     if (reply !== undefined) return { outcome: 'respond', ...reply };
 
-    const source = description.id;
     // The body's digest is a second key where a captured body could otherwise come back: under
     // an id the signature does not cover, or at any age where no time is signed (the inbox keeps
     // such rows past retention). Hashed only where it keys the event, or is the id itself.
     const timeSigned = authentication.timestamp !== null || (from !== undefined && 'path' in from);
+    const source = description.id;
     const secondKey = ('header' in source && !authentication.idSigned) || !timeSigned;
-    const bodyDigest = secondKey || 'bodyDigest' in source ? await sha256Hex(body) : undefined;
-    const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, payload);
-    const typeSource = description.type;
-    const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, payload);
-    const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(payload, description.typeSuffix));
-    const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
-    if (eventId === null) return { outcome: 'invalid_payload', field: sourceName(source, prefix) };
-    if (eventType === null || eventType.length > 255) {
-      return { outcome: 'invalid_payload', field: sourceName(typeSource, prefix) };
+    if (description.events !== undefined) {
+      const read = (event: ExactJson) => eventOf(event, header, prefix, authentication.timestamp);
+      return batchOf(description.events.path, bodyText, payload, read, secondKey);
     }
-    const version = description.schemaVersion;
-    const versionText = version === undefined ? null : textOf(valueAt(payload, version.path));
+    const bodyDigest = secondKey || 'bodyDigest' in source ? await sha256Hex(body) : undefined;
+    const read = eventOf(payload, header, prefix, authentication.timestamp, bodyDigest);
+    if ('field' in read) return { outcome: 'invalid_payload', field: read.field };
     return {
       outcome: 'verified',
-      event: {
-        eventId,
-        eventType,
-        occurredAt: occurredAt(header, payload, authentication.timestamp),
-        payload,
-        unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
-        ...(secondKey && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}),
-      },
+      event: { ...read, ...(secondKey && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}) },
+    };
+  }
+
+  /**
+   * What `event` (the body, or one event of a batch) says: its id, type, time and schema version,
+   * or the field that is missing or unusable. `bodyDigest` is the id where the description says so.
+   */
+  function eventOf(
+    event: ExactJson,
+    header: (name: string) => string | null,
+    prefix: string,
+    signedTime: string | null,
+    bodyDigest?: string,
+  ): AuthenticatedEvent | { field: string | undefined } {
+    const source = description.id;
+    const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, event);
+    const typeSource = description.type;
+    const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, event);
+    const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(event, description.typeSuffix));
+    const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
+    if (eventId === null) return { field: sourceName(source, prefix) };
+    if (eventType === null || eventType.length > 255) return { field: sourceName(typeSource, prefix) };
+    const version = description.schemaVersion;
+    const versionText = version === undefined ? null : textOf(valueAt(event, version.path));
+    return {
+      eventId,
+      eventType,
+      occurredAt: occurredAt(header, event, signedTime),
+      payload: event,
+      unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
     };
   }
 
@@ -420,4 +441,39 @@ export function describedProvider(description: SenderDescription): WebhookProvid
   };
 
   return { name, credentials, importKeys, verify, knowsSchemaOf };
+}
+
+/**
+ * Every event of a batch, each read as `read` reads one, with its own exact text from the body; one
+ * unusable event refuses the whole delivery, so nothing of it is stored. An empty batch (LINE's check
+ * of a new URL) is answered and stores nothing.
+ */
+async function batchOf(
+  path: readonly string[],
+  text: string,
+  payload: ExactJson,
+  read: (event: ExactJson) => AuthenticatedEvent | { field: string | undefined },
+  secondKey: boolean,
+): Promise<Verification> {
+  const items = valueAt(payload, path);
+  const texts = arrayElementTexts(text, path);
+  if (!Array.isArray(items) || texts === undefined || texts.length !== items.length) {
+    return { outcome: 'invalid_payload', ...(path.length > 0 ? { field: path.join('.') } : {}) };
+  }
+  if (items.length === 0) return { outcome: 'respond', body: '{"received":true}', reason: 'empty_batch' };
+  const events: BatchedEvent[] = [];
+  for (const [index, item] of items.entries()) {
+    const event = read(item);
+    const eventText = texts[index];
+    if ('field' in event || eventText === undefined) {
+      const field = 'field' in event ? event.field : undefined;
+      return { outcome: 'invalid_payload', field: [...path, index, ...(field === undefined ? [] : [field])].join('.') };
+    }
+    // A sender that signs no time leaves a captured batch valid forever, and only stored keys keep
+    // it from being applied again: each event's row carries the digest of its signed id, which keys
+    // nothing the id does not, but keeps the row past retention as every digest-backed row is kept.
+    const contentDigest = secondKey ? await sha256Hex(utf8(event.eventId)) : undefined;
+    events.push({ ...event, payloadText: eventText, ...(contentDigest === undefined ? {} : { contentDigest }) });
+  }
+  return { outcome: 'verified_batch', events };
 }

@@ -104,6 +104,12 @@ export interface SenderDescription {
    */
   id: Source | { bodyDigest: true };
   type: Source | { constant: string };
+  /**
+   * The delivery carries several events: the array at this path (empty: the body is the array).
+   * Each element is an event stored in a row of its own, and `id`, `type`, `typeSuffix` and
+   * `occurredAt` are then paths read from each event; an empty array is answered and stores nothing.
+   */
+  events?: { path: readonly string[] };
   /** Joined to the type with `.` when present in the payload (GitHub's `action`). */
   typeSuffix?: Path;
   /** Informational: an unreadable value is stored as no time, never a refusal. */
@@ -178,6 +184,9 @@ export function descriptionProblems(description: SenderDescription): string[] {
     }
     if (signsField(parts, 'timestamp') && (from === undefined || 'path' in from)) {
       problems.push('{timestamp} is signed but no timestamp header or entry is described');
+    }
+    if (description.events !== undefined && !('path' in description.id && 'path' in description.type)) {
+      problems.push('a batch reads its id and type from each event: both must be paths');
     }
     if (signsField(parts, 'id') && !('header' in description.id))
       problems.push('{id} is signed but the id is no header');

@@ -66,8 +66,15 @@ const slackEnvelope = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('app_rate_limited') }),
 ]);
 
-/** Senders that put several events in one delivery: a non-empty array of objects. */
-const eventArray = z.array(z.looseObject({})).min(1);
+/**
+ * Senders that put several events in one delivery: an array of objects, each with its own id and
+ * type (named by `shape`), every event checked before anything is stored. Empty is allowed: it is
+ * answered and stores nothing (LINE sends one to check a new URL).
+ */
+const eventsOf = (shape: Record<string, z.ZodType<unknown>>) => z.array(z.looseObject(shape));
+
+/** An event id written as text or as a non-negative integer (HubSpot's, exact beyond 2^53). */
+const idValue = z.union([boundedString, z.int().nonnegative(), z.bigint().nonnegative()]);
 
 /** Zoom's endpoint check: answered with the token's HMAC, never stored. */
 const zoomValidation = z.looseObject({
@@ -213,10 +220,12 @@ export const senderDescriptions: readonly SenderDescription[] = [
     },
     signed: '{timestamp}{body}',
     timestamp: { from: { header: 'x-twilio-email-event-webhook-timestamp' }, format: 'unix' },
-    // A batch of events with no delivery id: the signed body's digest is the id.
-    id: { bodyDigest: true },
-    type: { constant: 'batch' },
-    payload: eventArray,
+    // An array of events, each stored under its own `sg_event_id`.
+    events: { path: [] },
+    id: { path: ['sg_event_id'] },
+    type: { path: ['event'] },
+    occurredAt: { from: { path: ['timestamp'] }, format: 'unix' },
+    payload: eventsOf({ sg_event_id: boundedString, event: boundedString }),
   },
   {
     name: 'discord',
@@ -281,10 +290,16 @@ export const senderDescriptions: readonly SenderDescription[] = [
     name: 'line',
     signature: { headers: ['x-line-signature'], encoding: 'base64', methods: [HMAC_SHA256] },
     signed: '{body}',
-    // A batch (`events`, empty when LINE checks the URL) with no delivery id.
-    id: { bodyDigest: true },
-    type: { constant: 'batch' },
-    payload: z.looseObject({ destination: boundedString, events: z.array(z.looseObject({})) }),
+    // `events` (empty when LINE checks the URL), each stored under its own `webhookEventId`; a
+    // redelivery is the same event with `deliveryContext.isRedelivery` set.
+    events: { path: ['events'] },
+    id: { path: ['webhookEventId'] },
+    type: { path: ['type'] },
+    occurredAt: { from: { path: ['timestamp'] }, format: 'unix-ms' },
+    payload: z.looseObject({
+      destination: boundedString,
+      events: eventsOf({ webhookEventId: boundedString, type: boundedString }),
+    }),
   },
   {
     name: 'easypost',
@@ -303,18 +318,27 @@ export const senderDescriptions: readonly SenderDescription[] = [
     name: 'gocardless',
     signature: { headers: ['webhook-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{body}',
-    id: { path: ['meta', 'webhook_id'] },
-    type: { constant: 'batch' },
-    payload: z.looseObject({ events: eventArray, meta: z.looseObject({ webhook_id: boundedString }) }),
+    // `events`, each stored under its own id: a retry may carry them under another `meta.webhook_id`.
+    events: { path: ['events'] },
+    id: { path: ['id'] },
+    type: { path: ['resource_type'] },
+    typeSuffix: ['action'],
+    occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    payload: z.looseObject({
+      events: eventsOf({ id: boundedString, resource_type: boundedString, action: boundedString }),
+    }),
   },
   {
     name: 'hubspot',
     signature: { headers: ['x-hubspot-signature-v3'], encoding: 'base64', methods: [HMAC_SHA256] },
     signed: '{method}{url}{body}{timestamp}',
     timestamp: { from: { header: 'x-hubspot-request-timestamp' }, format: 'unix-ms' },
-    id: { bodyDigest: true },
-    type: { constant: 'batch' },
-    payload: eventArray,
+    // An array of events, each stored under its own `eventId`; a retry raises their `attemptNumber`.
+    events: { path: [] },
+    id: { path: ['eventId'] },
+    type: { path: ['subscriptionType'] },
+    occurredAt: { from: { path: ['occurredAt'] }, format: 'unix-ms' },
+    payload: eventsOf({ eventId: idValue, subscriptionType: boundedString }),
   },
   {
     name: 'square',
@@ -403,10 +427,12 @@ export const senderDescriptions: readonly SenderDescription[] = [
       methods: [{ algorithm: 'HMAC', hash: 'SHA-1', secret: 'utf8' }],
     },
     signed: '{url}?bodySHA256={bodySha256}',
-    // A batch of CloudEvents with no delivery id.
-    id: { bodyDigest: true },
-    type: { constant: 'batch' },
-    payload: eventArray,
+    // An array of CloudEvents, each stored under its own `id`.
+    events: { path: [] },
+    id: { path: ['id'] },
+    type: { path: ['type'] },
+    occurredAt: { from: { path: ['time'] }, format: 'rfc3339' },
+    payload: eventsOf({ id: boundedString, type: boundedString }),
   },
   {
     name: 'replicate',

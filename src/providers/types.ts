@@ -40,6 +40,15 @@ export interface AuthenticatedEvent {
   contentDigest?: string;
 }
 
+/**
+ * One event of a delivery that carries several (HubSpot, LINE, SendGrid, GoCardless, Twilio Event
+ * Streams), authenticated by the delivery's signature. Its payload is the event alone, and
+ * `payloadText` its own JSON text exactly as it appears in the signed body: what its row stores.
+ */
+export interface BatchedEvent extends AuthenticatedEvent {
+  payloadText: string;
+}
+
 /** Why a delivery was not authentic: logged for operators, never told to the sender. */
 export type UnauthorizedReason =
   | 'headers_missing'
@@ -56,6 +65,8 @@ export type Verification =
    */
   | { outcome: 'invalid_payload'; field?: string }
   | { outcome: 'verified'; event: AuthenticatedEvent }
+  /** Authentic, and carrying these events (at least one; an empty batch is answered as `respond`). */
+  | { outcome: 'verified_batch'; events: readonly BatchedEvent[] }
   /**
    * Authentic, but a protocol message rather than an event (Slack's `url_verification`, Zoom's
    * `endpoint.url_validation`, Discord's ping): answered with `status` (200 when absent) and `body`

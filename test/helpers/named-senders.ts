@@ -56,6 +56,8 @@ export interface Outgoing {
   eventType: string;
   /** A header id the signature does not cover, backed by the body digest. */
   deliveryId?: string;
+  /** One event of a batch: its own JSON text, what its row stores (else the body is). */
+  payload?: string;
 }
 
 /** A publisher's own example: a secret, the exact body, the headers it signed it with. */
@@ -85,8 +87,8 @@ export interface NamedSender {
   url?: string;
   /** Whether a time is signed, so the tolerance applies. */
   signsTime: boolean;
-  /** Where the stored id comes from; `digest`: the body's SHA-256. */
-  id: 'payload' | 'signed-header' | 'unsigned-header' | 'digest';
+  /** Where the stored id comes from; `digest`: the body's SHA-256; `event`: each event's of a batch. */
+  id: 'payload' | 'signed-header' | 'unsigned-header' | 'digest' | 'event';
   /** The headers that carry the signature (or token), all removed for the missing-signature case. */
   signatureHeaders: readonly string[];
   /** A new event signed at `nowSeconds`, when the time is in the body (Linear). */
@@ -101,6 +103,57 @@ export interface NamedSender {
 }
 
 const JSON_TYPE = { 'content-type': 'application/json' };
+
+// One event of each batch sender, as it writes them; test/batches.test.ts sends several in one body.
+export const hubspotEvent = (now: number) => ({
+  eventId: Number.parseInt(randomBytes(4).toString('hex'), 16),
+  subscriptionId: 1,
+  portalId: 1,
+  occurredAt: now * 1000,
+  subscriptionType: 'contact.creation',
+  attemptNumber: 0,
+  objectId: 123,
+});
+export const lineEvent = (now: number) => ({
+  type: 'follow',
+  mode: 'active',
+  timestamp: now * 1000,
+  webhookEventId: uniqueId('01'),
+  deliveryContext: { isRedelivery: false },
+});
+export const lineBody = (events: readonly string[]) => `{"destination":"U0001","events":[${events.join(',')}]}`;
+export const sendgridEvent = (now: number) => ({
+  email: 'a@example.com',
+  timestamp: now,
+  event: 'delivered',
+  sg_event_id: uniqueId('sg'),
+  sg_message_id: 'm1',
+});
+export const gocardlessEvent = (now: number) => ({
+  id: uniqueId('EV'),
+  action: 'confirmed',
+  resource_type: 'payments',
+  created_at: iso(now),
+  links: { payment: uniqueId('PM') },
+});
+export const gocardlessBody = (events: readonly string[]) =>
+  `{"events":[${events.join(',')}],"meta":{"webhook_id":"${uniqueId('WB')}"}}`;
+export const twilioEvent = (now: number) => ({
+  specversion: '1.0',
+  type: 'com.twilio.messaging.inbound-message.received',
+  source: '/2010-04-01/Accounts/AC1/Messages/SM1.json',
+  id: uniqueId('EZ'),
+  dataschema: 'https://events-schemas.twilio.com/Messaging.InboundMessageV1/1',
+  datacontenttype: 'application/json',
+  time: iso(now),
+  data: {},
+});
+
+/** A batch carrying one event, stored under that event's id and type with its own text. */
+function batchOfOne(event: object, eventId: string, eventType: string, body: (payload: string) => string): Outgoing {
+  const payload = JSON.stringify(event);
+  return { body: body(payload), eventId, eventType, payload };
+}
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -257,15 +310,12 @@ const sendgrid: NamedSender = {
   credentials: [p256Credential(), p256Credential()],
   stranger: p256Credential(),
   signsTime: true,
-  id: 'digest',
+  id: 'event',
   signatureHeaders: ['x-twilio-email-event-webhook-signature'],
   oracleName: '`@sendgrid/eventwebhook` `verifySignature`',
   newEvent(now) {
-    const events = [
-      { email: 'a@example.com', timestamp: now, event: 'delivered', sg_event_id: uniqueId('sg'), sg_message_id: 'm1' },
-      { email: 'b@example.com', timestamp: now, event: 'open', sg_event_id: uniqueId('sg'), sg_message_id: 'm2' },
-    ];
-    return { body: JSON.stringify(events), eventType: 'batch' };
+    const event = sendgridEvent(now);
+    return batchOfOne(event, event.sg_event_id, event.event, (payload) => `[${payload}]`);
   },
   headers: (outgoing, credential, now) => ({
     ...JSON_TYPE,
@@ -447,12 +497,12 @@ const line: NamedSender = {
   variable: 'secret',
   ...hmacCredentials('', 'base64'),
   signsTime: false,
-  id: 'digest',
+  id: 'event',
   signatureHeaders: ['x-line-signature'],
   oracleName: '`@line/bot-sdk` `validateSignature`',
   newEvent(now) {
-    const event = { type: 'follow', mode: 'active', timestamp: now * 1000, webhookEventId: uniqueId('01') };
-    return { body: JSON.stringify({ destination: 'U0001', events: [event] }), eventType: 'batch' };
+    const event = lineEvent(now);
+    return batchOfOne(event, event.webhookEventId, event.type, (payload) => lineBody([payload]));
   },
   headers: (outgoing, credential) => ({ ...JSON_TYPE, 'x-line-signature': credential.sign(outgoing.body) }),
   oracle: async (outgoing, headers, credential) =>
@@ -493,17 +543,12 @@ const gocardless: NamedSender = {
   variable: 'secret',
   ...hmacCredentials('gc_', 'hex'),
   signsTime: false,
-  id: 'payload',
+  id: 'event',
   signatureHeaders: ['webhook-signature'],
   oracleName: '`gocardless-nodejs` `webhooks.parse`',
   newEvent(now) {
-    const webhookId = uniqueId('WB');
-    const events = [{ id: uniqueId('EV'), action: 'confirmed', resource_type: 'payments', created_at: iso(now) }];
-    return {
-      body: JSON.stringify({ events, meta: { webhook_id: webhookId } }),
-      eventId: webhookId,
-      eventType: 'batch',
-    };
+    const event = gocardlessEvent(now);
+    return batchOfOne(event, event.id, 'payments.confirmed', (payload) => gocardlessBody([payload]));
   },
   headers: (outgoing, credential) => ({ ...JSON_TYPE, 'webhook-signature': credential.sign(outgoing.body) }),
   oracle: (outgoing, headers, credential) =>
@@ -517,20 +562,12 @@ const hubspot: NamedSender = {
   ...hmacCredentials('', 'base64'),
   url: HUBSPOT_URL,
   signsTime: true,
-  id: 'digest',
+  id: 'event',
   signatureHeaders: ['x-hubspot-signature-v3'],
   oracleName: '`@hubspot/api-client` `Signature.isValid` (v3)',
   newEvent(now) {
-    const event = {
-      eventId: Number.parseInt(randomBytes(4).toString('hex'), 16),
-      subscriptionId: 1,
-      portalId: 1,
-      occurredAt: now * 1000,
-      subscriptionType: 'contact.creation',
-      attemptNumber: 0,
-      objectId: 123,
-    };
-    return { body: JSON.stringify([event]), eventType: 'batch' };
+    const event = hubspotEvent(now);
+    return batchOfOne(event, String(event.eventId), event.subscriptionType, (payload) => `[${payload}]`);
   },
   headers: (outgoing, credential, now) => ({
     ...JSON_TYPE,
@@ -762,21 +799,12 @@ const twilio: NamedSender = {
   })(),
   url: TWILIO_URL,
   signsTime: false,
-  id: 'digest',
+  id: 'event',
   signatureHeaders: ['x-twilio-signature'],
   oracleName: '`twilio` `validateRequestWithBody`',
   newEvent(now) {
-    const event = {
-      specversion: '1.0',
-      type: 'com.twilio.messaging.inbound-message.received',
-      source: '/2010-04-01/Accounts/AC1/Messages/SM1.json',
-      id: uniqueId('EZ'),
-      dataschema: 'https://events-schemas.twilio.com/Messaging.InboundMessageV1/1',
-      datacontenttype: 'application/json',
-      time: iso(now),
-      data: {},
-    };
-    return { body: JSON.stringify([event]), eventType: 'batch' };
+    const event = twilioEvent(now);
+    return batchOfOne(event, event.id, event.type, (payload) => `[${payload}]`);
   },
   headers: (outgoing, credential) => ({
     ...JSON_TYPE,
