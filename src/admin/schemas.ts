@@ -8,6 +8,7 @@ import { isStorableText } from '../lib/text.ts';
 import { decodeCursor } from '../ops/cursor.ts';
 import { OPERATOR_NAME_MAX, operatorNameProblem } from '../ops/operator-name.ts';
 import { parseTimeBound } from '../ops/time-bound.ts';
+import { isMessageId } from '../outbox/operator.ts';
 import { providers } from '../providers/registry.ts';
 
 const providerNames = providers.map((provider) => provider.name) as [string, ...string[]];
@@ -42,11 +43,11 @@ const timeBound = (description: string) =>
     .optional()
     .openapi({ description: `${description}: an ISO 8601 time or a duration back from now (90s, 15m, 6h, 2d)` });
 
-const cursor = (keys: number) =>
+const cursor = (keys: number, isKey?: (key: string) => boolean) =>
   z
     .string()
     .max(2048)
-    .refine((value) => decodeCursor(value, keys) !== undefined, { message: 'not a cursor' })
+    .refine((value) => decodeCursor(value, keys, isKey) !== undefined, { message: 'not a cursor' })
     .optional()
     .openapi({ description: "the previous page's next_cursor" });
 
@@ -99,7 +100,7 @@ export const outboxQuery = z
     id: textFilter(36, 'message ids starting with this'),
     since: timeBound('created at or after'),
     until: timeBound('created before'),
-    cursor: cursor(1),
+    cursor: cursor(1, isMessageId),
     limit,
   })
   .strict();

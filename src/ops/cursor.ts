@@ -5,6 +5,8 @@
 // does not decode is a bad value, never a query.
 import { type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { isStorableText } from '../lib/text.ts';
+import { EARLIEST_MS, LATEST_MS } from './time-bound.ts';
 
 export interface PageKey {
   /** Microseconds since the epoch, as PostgreSQL's own digits. */
@@ -21,8 +23,20 @@ export function encodeCursor(key: PageKey): string {
     .replace(/=+$/, '');
 }
 
-/** The cursor's key, or undefined when it is not one of ours with `keyCount` tie-breakers. */
-export function decodeCursor(cursor: string, keyCount: number): PageKey | undefined {
+/** The instants a cursor may hold, in microseconds: those a time bound may name (PostgreSQL reads them all). */
+const EARLIEST_MICROS = BigInt(EARLIEST_MS) * 1000n;
+const LATEST_MICROS = BigInt(LATEST_MS) * 1000n + 999n;
+
+/**
+ * The cursor's key, or undefined when it is not one of ours with `keyCount` tie-breakers. A client can
+ * write any cursor, so its contents are checked as strictly as a filter: a time PostgreSQL can hold,
+ * keys it can compare (no NUL, no lone surrogate) and, with `isKey`, of the key column's type.
+ */
+export function decodeCursor(
+  cursor: string,
+  keyCount: number,
+  isKey: (key: string) => boolean = isStorableText,
+): PageKey | undefined {
   try {
     const binary = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'));
     const parsed: unknown = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))));
@@ -30,6 +44,10 @@ export function decodeCursor(cursor: string, keyCount: number): PageKey | undefi
     if (!parsed.every((part) => typeof part === 'string')) return undefined;
     const [atMicros, ...keys] = parsed as string[];
     if (atMicros === undefined || !/^-?\d{1,18}$/.test(atMicros)) return undefined;
+    const at = BigInt(atMicros);
+    if (at < EARLIEST_MICROS || at > LATEST_MICROS || !keys.every((key) => isStorableText(key) && isKey(key))) {
+      return undefined;
+    }
     return { atMicros, keys };
   } catch {
     return undefined;
@@ -62,9 +80,13 @@ export class InvalidCursor extends Error {
 }
 
 /** The position a listing resumes from: none without a cursor; a cursor that does not decode is refused. */
-export function resumeFrom(cursor: string | undefined, keyCount: number): PageKey | undefined {
+export function resumeFrom(
+  cursor: string | undefined,
+  keyCount: number,
+  isKey?: (key: string) => boolean,
+): PageKey | undefined {
   if (cursor === undefined) return undefined;
-  const position = decodeCursor(cursor, keyCount);
+  const position = decodeCursor(cursor, keyCount, isKey);
   if (position === undefined) throw new InvalidCursor();
   return position;
 }

@@ -8,6 +8,7 @@ import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { isStorableText } from '../lib/text.ts';
+import { isMessageId } from '../outbox/operator.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface OutboxListing {
@@ -72,7 +73,7 @@ export function outboxJson(message: OutboxDetail) {
 
 /** Newest first, `limit` at a time; payloads are left out. */
 export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Page<OutboxListing>> {
-  const position = resumeFrom(filter.cursor, 1);
+  const position = resumeFrom(filter.cursor, 1, isMessageId);
   const rows = await db
     .select({ ...listingColumns, atMicros: micros(t.createdAt) })
     .from(t)
