@@ -23,11 +23,65 @@ const secretList = z
  */
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
+const BEARER_TOKEN_MIN = 16;
+const BEARER_SYNTAX = 'must use only letters, digits and -._~+/ (then any trailing =), as RFC 6750 says';
+
 const bearerToken = z
   .string()
-  .min(16, { message: 'must be at least 16 characters' })
-  .regex(BEARER_TOKEN, { message: 'must use only letters, digits and -._~+/ (then any trailing =), as RFC 6750 says' })
+  .min(BEARER_TOKEN_MIN, { message: `must be at least ${BEARER_TOKEN_MIN} characters` })
+  .regex(BEARER_TOKEN, { message: BEARER_SYNTAX })
   .optional();
+
+/** One named admin token (ADMIN_TOKENS): what is done with it is recorded under `operator`. */
+export interface NamedToken {
+  operator: string;
+  token: string;
+}
+
+/**
+ * A `name:token` entry of ADMIN_TOKENS, split at its last colon (a bearer token holds none, so a
+ * name may); undefined when there is no colon.
+ */
+function splitNamedToken(entry: string): NamedToken | undefined {
+  const at = entry.lastIndexOf(':');
+  return at < 0 ? undefined : { operator: entry.slice(0, at).trim(), token: entry.slice(at + 1) };
+}
+
+/** The operator names a token may carry: what operator_actions accepts from a client (src/ops/operator-name.ts). */
+const OPERATOR_NAME = /^[^\p{Cc}]{1,200}$/u;
+
+/** Why an ADMIN_TOKENS entry is refused, by rule and never by its content (it holds a token). */
+function namedTokenProblem(pair: NamedToken | undefined): string | undefined {
+  if (pair === undefined) return 'each entry must be name:token';
+  if (!OPERATOR_NAME.test(pair.operator) || !pair.operator.isWellFormed()) {
+    return 'each name must be 1 to 200 characters, no control characters';
+  }
+  if (pair.token.length < BEARER_TOKEN_MIN) return `each token must be at least ${BEARER_TOKEN_MIN} characters`;
+  return BEARER_TOKEN.test(pair.token) ? undefined : `each token ${BEARER_SYNTAX}`;
+}
+
+/**
+ * ADMIN_TOKENS: `name:token` pairs, space-separated in the variable, one a line in its file (where a
+ * name may hold spaces). A name may have several tokens (rotation by overlap); a token belongs to one
+ * name.
+ */
+const namedTokens = secretList.transform((entries, context): readonly NamedToken[] | undefined => {
+  const named: NamedToken[] = [];
+  for (const entry of entries) {
+    const pair = splitNamedToken(entry);
+    const problem = namedTokenProblem(pair);
+    if (pair === undefined || problem !== undefined) {
+      context.addIssue({ code: 'custom', message: problem ?? 'unreachable' });
+      return z.NEVER;
+    }
+    named.push(pair);
+  }
+  if (new Set(named.map((pair) => pair.token)).size !== named.length) {
+    context.addIssue({ code: 'custom', message: 'a token may belong to one name only, and be given once' });
+    return z.NEVER;
+  }
+  return named.length === 0 ? undefined : named;
+});
 
 /**
  * Whether postgres.js can read `url`: it parses the URL with the first host of a multi-host list
@@ -84,6 +138,7 @@ const envSchema = z.object({
   PAYLOAD_RETENTION_DAYS: integer(7, 0),
   EVENT_RETENTION_DAYS: integer(30, 0),
   ADMIN_TOKEN: bearerToken,
+  ADMIN_TOKENS: namedTokens,
   METRICS_TOKEN: bearerToken,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
@@ -145,6 +200,8 @@ export interface ConfigSources {
 const SECRET_LIST_VARIABLE = /^(?:[A-Z0-9]+_WEBHOOK_SECRET|SLACK_SIGNING_SECRET)$/;
 const PUBLIC_KEY_LIST_VARIABLE = /^[A-Z0-9]+_WEBHOOK_PUBLIC_KEY$/;
 const TOKEN_VARIABLES: ReadonlySet<string> = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN']);
+/** Lists of `name:token` pairs: a `_FILE` holds one a line. */
+const NAMED_TOKEN_VARIABLE = 'ADMIN_TOKENS';
 
 /** Shorter secrets are guessable offline from one captured signature; warned about, not refused. */
 export const SHORT_SECRET_BYTES = 16;
@@ -160,7 +217,10 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
   const resolved: Resolved = { ...present };
   for (const [fileVariable, path] of Object.entries(present)) {
     const variable = fileVariable.slice(0, -'_FILE'.length);
-    const list = SECRET_LIST_VARIABLE.test(variable) || PUBLIC_KEY_LIST_VARIABLE.test(variable);
+    const list =
+      SECRET_LIST_VARIABLE.test(variable) ||
+      PUBLIC_KEY_LIST_VARIABLE.test(variable) ||
+      variable === NAMED_TOKEN_VARIABLE;
     if (!fileVariable.endsWith('_FILE') || (!list && !TOKEN_VARIABLES.has(variable))) continue;
     delete resolved[fileVariable];
     if (present[variable] !== undefined) {
@@ -212,6 +272,9 @@ function secretsByVariable(resolved: Resolved): Array<[string, readonly string[]
   return Object.entries(resolved).flatMap(([variable, value]): Array<[string, readonly string[]]> => {
     if (SECRET_LIST_VARIABLE.test(variable)) return [[variable, secretList.parse(value)]];
     if (TOKEN_VARIABLES.has(variable) && typeof value === 'string') return [[variable, [value]]];
+    if (variable === NAMED_TOKEN_VARIABLE) {
+      return [[variable, secretList.parse(value).flatMap((entry) => splitNamedToken(entry)?.token ?? [])]];
+    }
     return [];
   });
 }

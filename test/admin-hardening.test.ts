@@ -1,12 +1,16 @@
 // The admin surface against hostile inputs and for the audit trail: time bounds and cursors out of
 // range are a 400 naming the field (never a 503 from a RangeError deep in a query), in the API and the
-// dashboard alike.
+// dashboard alike; named tokens (ADMIN_TOKENS) record an action under the token's owner whatever name
+// the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
+import { type ConfigError, parseConfig } from '../src/config.ts';
 import { encodeCursor } from '../src/ops/cursor.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
+import { insertMessages, operatorActionRows } from './helpers/outbox.ts';
 
-const { db } = await useTestDatabase();
+const { sql, db } = await useTestDatabase();
 const TOKEN = 'admin-token-for-tests-0123456789';
 const test = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN } });
 const bearer = { authorization: `Bearer ${TOKEN}` };
@@ -70,5 +74,116 @@ describe('time bounds and cursors out of range', () => {
   it('dashboard: a cursor holding NUL or out of range is refused as a bad value', async () => {
     expect((await get(`/admin/events?cursor=${nulCursor}`)).status).toBe(400);
     expect((await get(`/admin/events?cursor=${farCursor}`)).status).toBe(400);
+  });
+});
+
+describe('named admin tokens (ADMIN_TOKENS)', () => {
+  const SHARED = 'shared-admin-token-0123456789';
+  const ALICE_OLD = 'alice-old-token-0123456789';
+  const ALICE_NEW = 'alice-new-token-9876543210';
+  const MALLORY = 'mallory-token-0123456789ab';
+  const named = parseConfig({
+    ADMIN_TOKEN: SHARED,
+    ADMIN_TOKENS: `alice:${ALICE_OLD} alice:${ALICE_NEW} mallory:${MALLORY}`,
+  });
+  const app = buildTestApp(db, { config: { ADMIN_TOKEN: named.ADMIN_TOKEN, ADMIN_TOKENS: named.ADMIN_TOKENS } });
+  const as = async (token: string, path: string, body?: unknown) => {
+    const response = await (await app).request(path, {
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const replay = async (token: string, typed: string) => {
+    const { eventId } = await insertEvent(sql, {
+      status: 'failed',
+      lastError: 'x',
+      attempts: 1,
+      version: 2,
+      to: 'canceled',
+    });
+    expect((await as(token, `/admin/api/events/acme/${eventId}/replay`, { operator: typed })).status).toBe(200);
+    return (await operatorActionRows(sql, `acme/${eventId}`)).map((row) => row.operator);
+  };
+
+  it("records a replay under the token's owner, whatever name the request types", async () => {
+    expect(await replay(MALLORY, 'mallory-claims-to-be-alice')).toEqual(['mallory']);
+    expect(await replay(MALLORY, 'alice')).toEqual(['mallory']);
+  });
+
+  it('accepts both of an owner’s tokens while they overlap (rotation), each recorded under the owner', async () => {
+    expect(await replay(ALICE_OLD, 'someone')).toEqual(['alice']);
+    expect(await replay(ALICE_NEW, 'someone else')).toEqual(['alice']);
+  });
+
+  it('keeps the typed name for the shared ADMIN_TOKEN, and refuses a token nobody holds', async () => {
+    expect(await replay(SHARED, 'carol')).toEqual(['carol']);
+    expect(await as('nobody-holds-this-token-0123', '/admin/api/stats')).toEqual({
+      status: 401,
+      body: { error: 'unauthorized' },
+    });
+  });
+
+  it("records an outbox retry under the token's owner", async () => {
+    const [dead] = (await insertMessages(sql, 1, { status: 'dead', attempts: 9 })) as [string];
+    expect((await as(ALICE_NEW, `/admin/api/outbox/${dead}/retry`, { operator: 'mallory' })).status).toBe(200);
+    expect((await operatorActionRows(sql, dead)).map((row) => row.operator)).toEqual(['alice']);
+  });
+
+  it('logs each payload read, who and which, never the payload; a read without the payload logs nothing', async () => {
+    const test = await app;
+    const { eventId, subscription } = await insertEvent(sql, { status: 'completed', version: 2, to: 'canceled' });
+    const [message] = (await insertMessages(sql, 1, { payload: { secret_field: 'outbox-secret-value' } })) as [string];
+    const reads = () =>
+      test.logs
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.msg === 'operator read payload');
+    const before = reads().length;
+    expect((await as(MALLORY, `/admin/api/events/acme/${eventId}`)).status).toBe(200);
+    expect(reads()).toHaveLength(before);
+
+    expect((await as(MALLORY, `/admin/api/events/acme/${eventId}?payload=true`)).status).toBe(200);
+    expect((await as(SHARED, `/admin/api/outbox/${message}?payload=true`)).status).toBe(200);
+    const page = await test.request(`/admin/events/acme/${eventId}`, {
+      headers: { authorization: `Bearer ${ALICE_OLD}` },
+    });
+    expect(page.status).toBe(200);
+    expect(reads().slice(before)).toEqual([
+      expect.objectContaining({ operator: 'mallory', target_kind: 'event', target: `acme/${eventId}` }),
+      expect.objectContaining({ operator: null, token: 'ADMIN_TOKEN', target_kind: 'outbox', target: message }),
+      expect.objectContaining({ operator: 'alice', target_kind: 'event', target: `acme/${eventId}` }),
+    ]);
+    const logged = test.logs.join('\n');
+    expect(logged).not.toContain(subscription);
+    expect(logged).not.toContain('outbox-secret-value');
+    for (const token of [SHARED, ALICE_OLD, ALICE_NEW, MALLORY]) expect(logged).not.toContain(token);
+  });
+
+  it('reads ADMIN_TOKENS_FILE one pair a line (a name may hold spaces) and refuses bad entries by rule, never by value', () => {
+    const config = parseConfig(
+      { ADMIN_TOKENS_FILE: '/run/secrets/admin-tokens' },
+      { readFile: () => `\uFEFFAlice Smith:${ALICE_OLD}\n\n  \nbob:${MALLORY}\n` },
+    );
+    expect(config.ADMIN_TOKENS).toEqual([
+      { operator: 'Alice Smith', token: ALICE_OLD },
+      { operator: 'bob', token: MALLORY },
+    ]);
+    const problemsOf = (value: string) => {
+      try {
+        parseConfig({ ADMIN_TOKENS: value });
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    expect(problemsOf(ALICE_OLD)).toEqual(['ADMIN_TOKENS: each entry must be name:token']);
+    expect(problemsOf('alice:short')).toEqual(['ADMIN_TOKENS: each token must be at least 16 characters']);
+    expect(problemsOf(`alice:${ALICE_OLD} bob:${ALICE_OLD}`)).toEqual([
+      'ADMIN_TOKENS: a token may belong to one name only, and be given once',
+    ]);
+    expect(problemsOf(`:${ALICE_OLD}`)).toEqual([
+      'ADMIN_TOKENS: each name must be 1 to 200 characters, no control characters',
+    ]);
+    expect(JSON.stringify(problemsOf(`alice:${'a'.repeat(20)}`))).not.toContain('a'.repeat(20));
   });
 });

@@ -4,6 +4,7 @@
 // @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
 import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
@@ -17,6 +18,7 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { actingOperator, logPayloadRead } from './operators.ts';
 import {
   documentAnswer,
   errorSchema,
@@ -153,7 +155,8 @@ export function adminApiRoutes(deps: AdminDeps) {
   api.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',
-    description: 'ADMIN_TOKEN',
+    description:
+      'ADMIN_TOKEN (the request names its operator), or a named token of ADMIN_TOKENS (its owner is the operator)',
   });
 
   api.openapi(routes.listEvents, async (c) => {
@@ -162,17 +165,19 @@ export function adminApiRoutes(deps: AdminDeps) {
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
   });
 
-  const showEvent = async (db: Database, key: { provider: string; eventId: string }, payload: boolean) => {
+  const showEvent = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }, payload: boolean) => {
+    const db = c.var.db;
     const [event, messages] = await Promise.all([getEvent(db, key, { payload }), messagesOfEvent(db, key)]);
     if (event === undefined) throw new AppError('not_found');
+    if (payload) logPayloadRead(c, deps.logger, { kind: 'event', ...key });
     return { event: eventJson(event), messages: messages.map(outboxJson) };
   };
   api.openapi(routes.showEvent, async (c) =>
-    c.json(await showEvent(c.var.db, c.req.valid('param'), c.req.valid('query').payload === 'true'), 200),
+    c.json(await showEvent(c, c.req.valid('param'), c.req.valid('query').payload === 'true'), 200),
   );
   api.openapi(routes.showEventByQuery, async (c) => {
     const { provider, event_id: eventId, payload } = c.req.valid('query');
-    return c.json(await showEvent(c.var.db, { provider, eventId }, payload === 'true'), 200);
+    return c.json(await showEvent(c, { provider, eventId }, payload === 'true'), 200);
   });
 
   const replayOne = async (db: Database, key: { provider: string; eventId: string }, operator: string) => {
@@ -190,11 +195,12 @@ export function adminApiRoutes(deps: AdminDeps) {
     };
   };
   api.openapi(routes.replay, async (c) =>
-    c.json(await replayOne(c.var.db, c.req.valid('param'), c.req.valid('json').operator), 200),
+    c.json(await replayOne(c.var.db, c.req.valid('param'), actingOperator(c, c.req.valid('json').operator)), 200),
   );
   api.openapi(routes.replayByQuery, async (c) => {
     const { provider, event_id: eventId } = c.req.valid('query');
-    return c.json(await replayOne(c.var.db, { provider, eventId }, c.req.valid('json').operator), 200);
+    const operator = actingOperator(c, c.req.valid('json').operator);
+    return c.json(await replayOne(c.var.db, { provider, eventId }, operator), 200);
   });
 
   api.openapi(routes.listOutbox, async (c) => {
@@ -206,17 +212,18 @@ export function adminApiRoutes(deps: AdminDeps) {
   api.openapi(routes.showMessage, async (c) => {
     const { id } = c.req.valid('param');
     // Not a uuid cannot name a message: the same 404 as an unknown one.
-    const message = isMessageId(id)
-      ? await getOutboxMessage(c.var.db, id, { payload: c.req.valid('query').payload === 'true' })
-      : undefined;
+    const payload = c.req.valid('query').payload === 'true';
+    const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload }) : undefined;
     if (message === undefined) throw new AppError('not_found');
+    if (payload) logPayloadRead(c, deps.logger, { kind: 'outbox', id });
     return c.json({ message: outboxJson(message) }, 200);
   });
 
   api.openapi(routes.retry, async (c) => {
     const { id } = c.req.valid('param');
     if (!isMessageId(id)) throw new AppError('not_found');
-    const result = await retryOutbox(operatorContext(c.var.db), { ids: [id], operator: c.req.valid('json').operator });
+    const operator = actingOperator(c, c.req.valid('json').operator);
+    const result = await retryOutbox(operatorContext(c.var.db), { ids: [id], operator });
     const message = result.kind === 'retried' ? await getOutboxMessage(c.var.db, id) : undefined;
     if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
     return c.json({ retried: result.ids.length === 1, message: outboxJson(message) }, 200);

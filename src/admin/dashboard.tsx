@@ -26,6 +26,7 @@ import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
 import { EVENT_BY_QUERY } from './event-urls.ts';
+import { logPayloadRead } from './operators.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from './schemas.ts';
 
 const ATTENTION_ROWS = 10;
@@ -325,6 +326,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       messagesOfEvent(c.var.db, key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
+    logPayloadRead(c, deps.logger, { kind: 'event', ...key });
     return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
   };
   routes.get('/events/:provider/:eventId', (c) =>
@@ -355,6 +357,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const id = c.req.param('id');
     const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload: true }) : undefined;
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
+    logPayloadRead(c, deps.logger, { kind: 'outbox', id });
     return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
   });
 

@@ -1,28 +1,26 @@
-// Everything under /admin: the bearer gate (ADMIN_TOKEN, constant-time), the JSON API at /admin/api
-// and the HTML dashboard at /admin. Without ADMIN_TOKEN nothing is mounted, so every /admin path
+// Everything under /admin: the bearer gate (ADMIN_TOKEN and the named ADMIN_TOKENS, constant-time),
+// the JSON API at /admin/api and the HTML dashboard at /admin. Without any token nothing is mounted, so every /admin path
 // falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): the only
 // body any route takes is `{"operator"}`, and a valid token must not let a client make us read 50 MB.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { Config } from '../config.ts';
 import type { DatabaseEnv } from '../db/client.ts';
-import { requireBearer } from '../lib/bearer.ts';
 import { AppError } from '../lib/errors.ts';
 import { type AdminDeps, adminApiRoutes } from './api.ts';
 import { dashboardRoutes, dashboardSignIn } from './dashboard.tsx';
+import { type AdminTokens, adminGate } from './operators.ts';
 
 /** Bytes an admin request body may have: an operator name of 200 characters needs under 1 KiB. */
 export const ADMIN_MAX_BODY_BYTES = 16_384;
 
 export interface AdminRoutesDeps extends AdminDeps {
-  config: Pick<Config, 'ADMIN_TOKEN'>;
+  config: AdminTokens;
 }
 
 export function adminRoutes(deps: AdminRoutesDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
-  const token = deps.config.ADMIN_TOKEN;
-  if (token === undefined) return routes;
-  const gate = requireBearer(token);
+  const gate = adminGate(deps.config);
+  if (gate === undefined) return routes;
   // A browser's plain navigation to a dashboard page gets the sign-in page (still a 401); see dashboard.tsx.
   const signIn = dashboardSignIn();
   routes.use('/admin', signIn);
