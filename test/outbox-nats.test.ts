@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import {
   BROKER_TEST_TIMEOUT,
+  cuttableLink,
   drainOneMessage,
   natsAdmin,
   publishersForFile,
@@ -19,7 +20,7 @@ import {
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
 import { startListeningService } from './helpers/process.ts';
-import { drainThroughOutage } from './shared/broker-outages.ts';
+import { drainThroughOutage, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -152,7 +153,7 @@ describe('a NATS server killed mid-drain', () => {
       publisher: publisherOn(`${own.url()}?stream=${ownStream}&subject_prefix=${ownStream}.`),
       stop: own.kill,
       restart: own.start,
-      lastError: /^(timeout|nats: (disconnected, reconnecting|connect E[A-Z]+))$/,
+      lastError: /^(timeout while disconnected|nats: (disconnected, reconnecting|connect E[A-Z]+))$/,
     });
 
     // Read through a connection made now: the test's first one may still be reconnecting.
@@ -164,6 +165,56 @@ describe('a NATS server killed mid-drain', () => {
     expect(new Set(keys).size).toBe(100);
     expect(keys).toHaveLength(100);
     expect(published.every((key) => keys.includes(key))).toBe(true);
+  });
+});
+
+describe('a NATS outage far longer than the backoff (through a proxy the test cuts)', () => {
+  it('costs no message an attempt, and every one is published once when the server is back', async () => {
+    const own = uniqueId('OUTAGE');
+    await shared.jsm.streams.add({ name: own, subjects: [`${own}.>`], storage: StorageType.Memory });
+    try {
+      const link = await cuttableLink(4222);
+      const { probes } = await publishAcrossOutage(database, {
+        publisher: publisherOn(`nats://127.0.0.1:${link.port}?stream=${own}&subject_prefix=${own}.`),
+        outage: link,
+        consume: async () =>
+          (await readNatsStream(shared.nc, own)).map((message) => String(message.body.deduplication_key)),
+        lastError:
+          /^(timeout while disconnected|nats: (disconnected, reconnecting|connection closed before the acknowledgement|connect E[A-Z]+))$/,
+      });
+      // Each probe would have been a counted attempt before: ten times what killed a message.
+      expect(probes).toBeGreaterThanOrEqual(100);
+    } finally {
+      await shared.jsm.streams.delete(own);
+      await sql`delete from outbox_messages`;
+    }
+  }, 60_000);
+});
+
+describe("a message over the server's max_payload", () => {
+  it('is dead at once with an error naming the limit, and the rest of its batch is published', async () => {
+    const limit = shared.nc.info?.max_payload;
+    expect(limit).toBeGreaterThan(0);
+    const [big] = (await insertMessages(sql, 1, { payload: { blob: 'x'.repeat(limit ?? 0) } })) as [string];
+    const small = await insertMessages(sql, 2);
+    try {
+      const test = buildTestRelay(database.db, {
+        publisher: publisherOn(`${SHARED_NATS}?stream=${stream}&subject_prefix=${prefix}`),
+        settings: BROKER_TEST_TIMEOUT,
+      });
+      expect(await test.relay.drain()).toMatchObject({ published: 2, dead: 1, retried: 0 });
+      const [row] = await outboxRows(sql, [big]);
+      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
+      expect(row?.last_error).toMatch(
+        new RegExp(
+          `^nats: the message is \\d+ bytes with its headers, over the server's max_payload of ${limit} bytes$`,
+        ),
+      );
+      for (const other of await outboxRows(sql, small)) expect(other.status).toBe('published');
+    } finally {
+      await shared.jsm.streams.purge(stream);
+      await sql`delete from outbox_messages`;
+    }
   });
 });
 

@@ -10,7 +10,7 @@ import { uniqueId } from './helpers/acme.ts';
 import { cuttableLink, drainOneMessage, publishersForFile, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage } from './shared/broker-outages.ts';
+import { drainThroughOutage, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -120,10 +120,11 @@ describe('failures worth another try', () => {
     expect(await lonelyTopology.drainQueue()).toHaveLength(1);
   });
 
-  it('a broker that is not there', async () => {
+  it('a broker that is not there: the outage counts no attempt', async () => {
     const port = new URL(await refusingUrl()).port;
-    const { row } = await outcomeOf(`amqp://guest:guest@127.0.0.1:${port}?exchange=${names.exchange}`);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'rabbitmq: connect ECONNREFUSED' });
+    const { summary, row } = await outcomeOf(`amqp://guest:guest@127.0.0.1:${port}?exchange=${names.exchange}`);
+    expect(summary).toMatchObject({ unavailable: 1, retried: 0, stoppedBy: 'unavailable' });
+    expect(row).toMatchObject({ status: 'pending', attempts: 0, last_error: 'rabbitmq: connect ECONNREFUSED' });
   });
 });
 
@@ -134,7 +135,8 @@ describe('connections lost mid-drain', () => {
       publisher: publisherOn(`amqp://guest:guest@127.0.0.1:${link.port}?exchange=${names.exchange}`),
       stop: link.cut,
       restart: link.restore,
-      lastError: /^(timeout|rabbitmq: (E[A-Z]+|connect E[A-Z]+|connection lost before the confirm))$/,
+      lastError:
+        /^(timeout while disconnected|rabbitmq: (E[A-Z]+|connect E[A-Z]+|connection lost before the confirm))$/,
     });
 
     // Messages in flight at the cut may have arrived and then been sent again: a consumer sees
@@ -144,4 +146,18 @@ describe('connections lost mid-drain', () => {
     expect(keys.size).toBe(100);
     expect(published.every((key) => keys.has(key))).toBe(true);
   });
+});
+
+describe('a RabbitMQ outage far longer than the backoff (through a proxy the test cuts)', () => {
+  it('costs no message an attempt, and every one is published once when the broker is back', async () => {
+    const link = await cuttableLink(5672);
+    const { probes } = await publishAcrossOutage(database, {
+      publisher: publisherOn(`amqp://guest:guest@127.0.0.1:${link.port}?exchange=${names.exchange}`),
+      outage: link,
+      consume: async () => (await topology.drainQueue()).map((message) => String(message.body.deduplication_key)),
+      lastError:
+        /^(timeout while disconnected|rabbitmq: (E[A-Z]+|connect E[A-Z]+|connection lost before the confirm|[A-Za-z]*Error))$/,
+    });
+    expect(probes).toBeGreaterThanOrEqual(100);
+  }, 60_000);
 });

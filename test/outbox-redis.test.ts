@@ -6,6 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dedupMarkerKey } from '../src/outbox/publishers/redis.ts';
 import { uniqueId } from './helpers/acme.ts';
 import {
+  cuttableLink,
   drainOneMessage,
   publishersForFile,
   readRedisStream,
@@ -17,7 +18,7 @@ import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage } from './shared/broker-outages.ts';
+import { drainThroughOutage, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -118,10 +119,11 @@ describe('refusals that no retry can get past go dead at once', () => {
 });
 
 describe('failures worth another try', () => {
-  it('a server that is not there', async () => {
+  it('a server that is not there: the outage counts no attempt', async () => {
     const port = new URL(await refusingUrl()).port;
-    const { row } = await outcomeOf(`redis://127.0.0.1:${port}?stream=${stream}`);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'redis: ECONNREFUSED' });
+    const { summary, row } = await outcomeOf(`redis://127.0.0.1:${port}?stream=${stream}`);
+    expect(summary).toMatchObject({ unavailable: 1, retried: 0, stoppedBy: 'unavailable' });
+    expect(row).toMatchObject({ status: 'pending', attempts: 0, last_error: 'redis: ECONNREFUSED' });
   });
 
   it('a server out of memory', async () => {
@@ -145,7 +147,8 @@ describe('a Redis server killed mid-drain', () => {
       publisher: publisherOn(`${url}?stream=${stream}`),
       stop: own.kill,
       restart: own.start,
-      lastError: /^(timeout|redis: (connection lost before the reply|disconnected, reconnecting|E[A-Z]+))$/,
+      lastError:
+        /^(timeout while disconnected|redis: (connection lost before the reply|disconnected, reconnecting|E[A-Z]+))$/,
     });
 
     const entries = await readRedisStream(redisAdmin(url), stream);
@@ -154,6 +157,21 @@ describe('a Redis server killed mid-drain', () => {
     expect(new Set(keys).size).toBe(100);
     expect(published.every((key) => keys.includes(key))).toBe(true);
   });
+});
+
+describe('a Redis outage far longer than the backoff (through a proxy the test cuts)', () => {
+  it('costs no message an attempt, and every one is published once when the server is back', async () => {
+    const own = uniqueId(`${stream}-outage`);
+    const link = await cuttableLink(6379);
+    const { probes } = await publishAcrossOutage(database, {
+      publisher: publisherOn(`redis://127.0.0.1:${link.port}?stream=${own}`),
+      outage: link,
+      consume: async () => (await readRedisStream(shared, own)).map((entry) => String(entry.body.deduplication_key)),
+      lastError:
+        /^(timeout while disconnected|redis: (connection lost before the reply|disconnected, reconnecting|E[A-Z]+))$/,
+    });
+    expect(probes).toBeGreaterThanOrEqual(100);
+  }, 60_000);
 });
 
 describe('webhook-inbox drain with a Redis target', () => {

@@ -4,9 +4,10 @@
 import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
-import { fetchPost, type Publisher } from '../src/outbox/publishers.ts';
+import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers.ts';
 import { undiciPost } from '../src/outbox/undici-post.ts';
 import { uniqueId } from './helpers/acme.ts';
+import { cuttableLink } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import {
   buildTestRelay,
@@ -17,6 +18,7 @@ import {
   outboxRows,
 } from './helpers/outbox.ts';
 import { refusingUrl, type SinkAnswer, startSink } from './helpers/sink.ts';
+import { publishAcrossOutage } from './shared/broker-outages.ts';
 
 const database = await useTestDatabase();
 const { db, sql } = database;
@@ -398,11 +400,15 @@ describe.each([
     }
   });
 
-  it('records a refused connection by its code', async () => {
+  it('records a refused connection by its code, and counts no attempt: the target is out of reach', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
     const test = buildTestRelay(db, { target: await refusingUrl(), post });
-    await test.relay.drain();
-    expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'network ECONNREFUSED' });
+    expect(await test.relay.drain()).toMatchObject({ unavailable: 1, retried: 0, stoppedBy: 'unavailable' });
+    expect(await outboxRow(sql, id)).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      last_error: 'network ECONNREFUSED',
+    });
   });
 
   it('does not retry a message twice within one pass, even with a zero delay', async () => {
@@ -425,6 +431,19 @@ describe.each([
     await buildTestRelay(db, { publisher: broken }).relay.drain();
     expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'publisher RangeError' });
   });
+});
+
+describe('an HTTP target out of reach far longer than the backoff (through a proxy the test cuts)', () => {
+  it('costs no message an attempt, and the sink gets every one once when it is back', async () => {
+    const link = await cuttableLink(Number(new URL(sink.url).port));
+    const { probes } = await publishAcrossOutage(database, {
+      publisher: httpPublisher({ url: `http://127.0.0.1:${link.port}/outbox`, clock: Date.now, post: undiciPost }),
+      outage: link,
+      consume: async () => sink.requests.map((request) => String(request.headers['idempotency-key'])),
+      lastError: /^network (ECONNREFUSED|ECONNRESET)$/,
+    });
+    expect(probes).toBeGreaterThanOrEqual(100);
+  }, 60_000);
 });
 
 describe('two relays draining at once', () => {

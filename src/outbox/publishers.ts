@@ -28,7 +28,12 @@ export type PublishOutcome =
   /** Worth trying again later; `retryAfterMs` when the target said when. */
   | { outcome: 'retry'; error: string; retryAfterMs?: number }
   /** Trying again cannot help (the target refused this message): dead at once. */
-  | { outcome: 'permanent'; error: string };
+  | { outcome: 'permanent'; error: string }
+  /**
+   * The target as a whole could not be reached (refused, unreachable, not connected): nothing was
+   * said about this message, so it counts no attempt; the relay backs off as a whole and probes.
+   */
+  | { outcome: 'unavailable'; error: string };
 
 export interface Publisher {
   /** For logs: `http`, `log`, or the broker's name. */
@@ -75,9 +80,27 @@ export function classifyStatus(status: number, retryAfter: string | null, nowMs:
 }
 
 /**
- * A category for a request that got no answer: `timeout`, or `network <code>` from the error or its
- * cause (fetch wraps ECONNREFUSED and friends in a TypeError). Never the message: it can quote the
- * URL, and with it credentials in the target's userinfo.
+ * Failures to open a connection at all: the request never left, so they say nothing about the
+ * message and count no attempt. A connection that breaks once the request went out (ECONNRESET,
+ * undici's UND_ERR_SOCKET) does count: the target may have reacted to that very message.
+ */
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * A category for a request that got no answer: `timeout` (counted: the request was sent), `network
+ * <code>` from the error or its cause (fetch wraps ECONNREFUSED and friends in a TypeError), the
+ * target unavailable when no connection could be opened. Never the message: it can quote the URL,
+ * and with it credentials in the target's userinfo.
  */
 export function classifyNetworkError(error: unknown, signal: AbortSignal): PublishOutcome {
   if (signal.aborted) return { outcome: 'retry', error: 'timeout' };
@@ -85,7 +108,8 @@ export function classifyNetworkError(error: unknown, signal: AbortSignal): Publi
   // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
   const first = cause instanceof AggregateError ? (cause.errors[0] as unknown) : undefined;
   const code = errorCode(cause) ?? errorCode(first) ?? errorCode(error);
-  return { outcome: 'retry', error: code === undefined ? 'network error' : `network ${code}` };
+  if (code === undefined) return { outcome: 'retry', error: 'network error' };
+  return { outcome: CONNECT_FAILURES.has(code) ? 'unavailable' : 'retry', error: `network ${code}` };
 }
 
 /** Longest answer body read (and thrown away) so the connection can be reused. */

@@ -2,14 +2,17 @@
 // bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement
 // (two when some failed), with the next batch claimed while this one publishes.
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
-// message goes out again under the same Idempotency-Key. Runtime-neutral (no Node APIs): the Node
-// entry, the CLI and the Workers cron all drive the same `drain`.
+// message goes out again under the same Idempotency-Key. A target that cannot be reached at all (an
+// outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
+// off and probes with one message until the target answers again. Runtime-neutral (no Node APIs):
+// the Node entry, the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { type Lease, leaseCovers, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX } from '../db/schema.ts';
+import type { BackoffPolicy } from '../lib/backoff.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -19,7 +22,7 @@ import { printableLine } from '../lib/text.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers.ts';
 
-type PublishFailure = Exclude<PublishOutcome, { outcome: 'published' }>;
+type PublishFailure = Extract<PublishOutcome, { outcome: 'retry' | 'permanent' }>;
 
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
@@ -31,7 +34,18 @@ export interface RelaySettings extends QueueSettings {
    * batch while the target takes this one. Each batch holds its own lease.
    */
   batchesInFlight: number;
+  /**
+   * The relay's own backoff while its target is unreachable (capped exponential, full jitter): how
+   * long until it probes again. Defaults to OUTBOX_BACKOFF_BASE_MS up to `OUTAGE_PROBE_MAX_MS`.
+   */
+  outageBackoff?: BackoffPolicy;
 }
+
+/**
+ * The longest wait between two probes of an unreachable target by default: OUTBOX_BACKOFF_MAX_MS
+ * (an hour) is a message's patience, and a relay should notice a target that came back sooner.
+ */
+export const OUTAGE_PROBE_MAX_MS = 30_000;
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
 export const DEFAULT_BATCH_SIZE = 500;
@@ -55,6 +69,10 @@ export function relaySettings(
     concurrency: DEFAULT_CONCURRENCY,
     batchesInFlight: DEFAULT_BATCHES_IN_FLIGHT,
     budgetMs: DEFAULT_BUDGET_MS,
+    outageBackoff: {
+      baseMs: config.OUTBOX_BACKOFF_BASE_MS,
+      maxMs: Math.min(config.OUTBOX_BACKOFF_MAX_MS, OUTAGE_PROBE_MAX_MS),
+    },
     ...overrides,
   };
 }
@@ -80,8 +98,14 @@ export interface DrainSummary {
   dead: number;
   /** Claimed but not started (the lease or the budget would not cover the call): free again at once. */
   released: number;
+  /**
+   * Given back uncounted because the target could not be reached (or was found unreachable before
+   * they started): due again when the relay next probes.
+   */
+  unavailable: number;
   batches: number;
-  stoppedBy: 'drained' | 'budget' | 'aborted';
+  /** `unavailable`: the target is out of reach, and the relay waits until its next probe. */
+  stoppedBy: 'drained' | 'budget' | 'aborted' | 'unavailable';
   elapsedMs: number;
 }
 
@@ -95,6 +119,54 @@ export function createRelay(deps: RelayDeps): Relay {
   const { db, publisher, clock, logger, settings } = deps;
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
+  const outageBackoff = settings.outageBackoff ?? {
+    baseMs: settings.backoff.baseMs,
+    maxMs: Math.min(settings.backoff.maxMs, OUTAGE_PROBE_MAX_MS),
+  };
+
+  /**
+   * The target is out of reach, as far as this relay knows: how many probes failed in a row, and when
+   * the next may start. Kept across drains; the first answer about any message clears it.
+   */
+  let outage: { failures: number; probeAtMs: number; sinceMs: number } | undefined;
+
+  /** A publish found the target unreachable: start the outage, or back off further after a failed probe. */
+  function noteUnavailable(error: string): void {
+    const nowMs = clock();
+    // The rest of a batch that failed together is the same outage, not another failed probe.
+    if (outage !== undefined && nowMs < outage.probeAtMs) return;
+    const failures = (outage?.failures ?? 0) + 1;
+    const delayMs = retryDelayMs(outageBackoff, failures, deps.random);
+    // At least a millisecond: the rest of this wave must see the probe time still ahead.
+    outage = { failures, probeAtMs: nowMs + Math.max(1, delayMs), sinceMs: outage?.sinceMs ?? nowMs };
+    logger.warn('outbox target unavailable, backing off', {
+      relay: id,
+      publisher: publisher.kind,
+      error: printableLine(error, LAST_ERROR_MAX),
+      failed_probes: failures - 1,
+      delay_ms: delayMs,
+    });
+  }
+
+  /** Any answer about a message (published, refused, retried) shows the target reachable. */
+  function noteReachable(): void {
+    if (outage === undefined) return;
+    logger.info('outbox target reachable again', {
+      relay: id,
+      publisher: publisher.kind,
+      outage_ms: clock() - outage.sinceMs,
+    });
+    outage = undefined;
+  }
+
+  /** A message given back uncounted during an outage: due again at the next probe, not before. */
+  function heldForOutage(message: ClaimedMessage, dueBy: Date, error?: string): OutcomeRow {
+    const availableMs = Math.max(outage?.probeAtMs ?? 0, dueBy.getTime() + 1);
+    return outcomeRow(message.id, 'pending', {
+      available_at: at(availableMs),
+      ...(error === undefined ? {} : { last_error: printableLine(error, LAST_ERROR_MAX) }),
+    });
+  }
 
   /** The row a failed publish leaves: rescheduled with backoff, or dead. */
   function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
@@ -134,9 +206,11 @@ export function createRelay(deps: RelayDeps): Relay {
 
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
     const startedMs = clock();
-    const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0 };
+    const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0, unavailable: 0 };
     // Only messages due when the pass began: one rescheduled during it waits for the next pass.
     const dueBy = new Date(startedMs);
+    const waiting = outage !== undefined && startedMs < outage.probeAtMs;
+    if (waiting) return { ...summary, batches: 0, stoppedBy: 'unavailable', elapsedMs: 0 };
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -151,6 +225,13 @@ export function createRelay(deps: RelayDeps): Relay {
       const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
       const publishInLane = async (message: ClaimedMessage) => {
         const nowMs = clock();
+        if (outage !== undefined && nowMs < outage.probeAtMs) {
+          // Found unreachable while this one waited for its lane: not started, nothing counted.
+          // (A probe starts once probeAtMs has come, so it is not held here.)
+          others.push(heldForOutage(message, dueBy));
+          summary.unavailable += 1;
+          return;
+        }
         if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
           // Not started, so nothing happened: give it back without counting an attempt.
           others.push(outcomeRow(message.id, 'pending'));
@@ -163,6 +244,13 @@ export function createRelay(deps: RelayDeps): Relay {
         } catch (error) {
           result = thrown(error);
         }
+        if (result.outcome === 'unavailable') {
+          noteUnavailable(result.error);
+          others.push(heldForOutage(message, dueBy, result.error));
+          summary.unavailable += 1;
+          return;
+        }
+        noteReachable();
         let counted: 'published' | 'retried' | 'dead' = 'published';
         if (result.outcome === 'published') published.push(message.id);
         else {
@@ -180,20 +268,42 @@ export function createRelay(deps: RelayDeps): Relay {
       await recordOutcomes(db, id, { published, publishedAt: new Date(clock()), others });
     }
 
-    const progress = await drainOverlapped({
-      nowMs: clock,
-      budgetMs: options.budgetMs ?? settings.budgetMs,
-      signal: options.signal,
-      inFlight: settings.batchesInFlight,
-      batch: async (deadlineMs) => {
-        const lease = takeLease(id, clock(), settings.leaseMs);
-        const messages = await claimMessages(db, lease, dueBy, settings.batchSize);
-        summary.claimed += messages.length;
-        return { claimed: messages.length, limit: settings.batchSize, done: publishBatch(messages, lease, deadlineMs) };
-      },
-    });
+    const budgetMs = options.budgetMs ?? settings.budgetMs;
+    const claimBatch = async (limit: number, deadlineMs: number) => {
+      const lease = takeLease(id, clock(), settings.leaseMs);
+      const messages = await claimMessages(db, lease, dueBy, limit);
+      summary.claimed += messages.length;
+      return { claimed: messages.length, limit, done: publishBatch(messages, lease, deadlineMs) };
+    };
 
-    const result: DrainSummary = { ...summary, ...progress, elapsedMs: clock() - startedMs };
+    let probes = 0;
+    if (outage !== undefined && !options.signal?.aborted) {
+      // The target was out of reach: one message first, and the rest only once it is answered.
+      const probe = await claimBatch(1, startedMs + budgetMs);
+      await probe.done;
+      probes = 1;
+    }
+    const progress =
+      outage === undefined
+        ? await drainOverlapped({
+            nowMs: clock,
+            budgetMs: budgetMs - (clock() - startedMs),
+            signal: options.signal,
+            inFlight: settings.batchesInFlight,
+            // Once the target is found unreachable, no further batch is claimed this pass.
+            batch: (deadlineMs) =>
+              outage === undefined
+                ? claimBatch(settings.batchSize, deadlineMs)
+                : Promise.resolve({ claimed: 0, limit: settings.batchSize, done: Promise.resolve() }),
+          })
+        : { batches: 0, stoppedBy: 'drained' as const };
+
+    const result: DrainSummary = {
+      ...summary,
+      batches: progress.batches + probes,
+      stoppedBy: outage === undefined ? progress.stoppedBy : 'unavailable',
+      elapsedMs: clock() - startedMs,
+    };
     if (result.claimed > 0) logger.info('outbox drained', { relay: id, ...result });
     return result;
   }

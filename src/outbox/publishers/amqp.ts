@@ -7,7 +7,7 @@
 import { type ChannelModel, type ConfirmChannel, connect, type Message } from 'amqplib';
 import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted } from './broker.ts';
+import { ConnectionSlot, errorName, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
 
 type AmqpTarget = Extract<OutboxTarget, { kind: 'amqp' }>;
 
@@ -25,6 +25,8 @@ interface Link {
 /** Reply codes from the AMQP 0-9-1 spec that say the configuration is wrong, not the moment. */
 const ACCESS_REFUSED = 403;
 const NOT_FOUND = 404;
+/** The broker is shutting down (or an operator closed the connection): the broker's state, not the message's. */
+const CONNECTION_FORCED = 320;
 
 export interface AmqpPublisherOptions {
   target: AmqpTarget;
@@ -94,7 +96,10 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
       return retry('rabbitmq: nacked (a queue is full with overflow reject-publish, or the broker failed to store it)');
     }
     const closedBy = link.closedBy;
-    if (closedBy === undefined) return retry('rabbitmq: connection lost before the confirm');
+    // The connection went (a socket error carries no reply code): nothing was said about the message.
+    if (closedBy === undefined) return unavailable('rabbitmq: connection lost before the confirm');
+    if (closedBy.code === undefined || closedBy.code === CONNECTION_FORCED)
+      return unavailable(`rabbitmq: ${closedBy.text}`);
     if (closedBy.code === NOT_FOUND)
       return permanent(`rabbitmq: ${closedBy.text}: declare exchange ${exchange} (the service never creates it)`);
     if (closedBy.code === ACCESS_REFUSED)
@@ -103,8 +108,9 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
   }
 
   function publishOn(link: Link, message: OutboxMessage): Promise<PublishOutcome> {
+    // A resource alarm blocks the whole connection and the message is never sent: the broker's state.
     if (link.blocked !== undefined)
-      return Promise.resolve(retry(`rabbitmq: publishing blocked by the broker (${link.blocked})`));
+      return Promise.resolve(unavailable(`rabbitmq: publishing blocked by the broker (${link.blocked})`));
     // The transport form: a short string holds under 256 bytes, the exact key travels in the body.
     const key = message.transportKey;
     return new Promise((resolve) => {
@@ -138,7 +144,7 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
         );
       } catch (error) {
         // The channel closed between taking it and publishing on it.
-        resolve(link.closedBy === undefined ? retry(`rabbitmq: ${errorName(error)}`) : failed(link, false));
+        resolve(link.closedBy === undefined ? unavailable(`rabbitmq: ${errorName(error)}`) : failed(link, false));
       }
     });
   }
@@ -152,7 +158,7 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
     if (/NOT.ALLOWED|Expected ConnectionOpenOk; got <ConnectionClose/.test(text)) {
       return permanent('rabbitmq: the vhost in OUTBOX_TARGET_URL does not exist or the user may not use it');
     }
-    return retry(`rabbitmq: connect ${systemCode(error) ?? errorName(error)}`);
+    return unavailable(`rabbitmq: connect ${systemCode(error) ?? errorName(error)}`);
   }
 
   return {
@@ -162,6 +168,11 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
       return untilAborted(
         signal,
         slot.with((link) => publishOn(link, message), connectFailed),
+        // Counted only when the connection was open and still is: the broker had the message.
+        () => {
+          const link = slot.ready();
+          return link !== undefined && link.closedBy === undefined;
+        },
       );
     },
     close: () => slot.close(),

@@ -10,6 +10,16 @@ export const retry = (error: string, retryAfterMs?: number): PublishOutcome =>
 
 export const permanent = (error: string): PublishOutcome => ({ outcome: 'permanent', error });
 
+/** The broker as a whole is out of reach: no attempt counted, the relay backs off as a whole. */
+export const unavailable = (error: string): PublishOutcome => ({ outcome: 'unavailable', error });
+
+/**
+ * A publish's timeout: counted when the connection was up (the broker had the message and did not
+ * answer for it), not when it was down or still opening (nobody could have answered).
+ */
+export const timedOut = (connected: boolean): PublishOutcome =>
+  connected ? retry('timeout') : unavailable('timeout while disconnected');
+
 /** The calls waiting on each signal, so a signal shared by a batch's publishes carries one listener. */
 const waitingOn = new WeakMap<AbortSignal, Set<() => void>>();
 
@@ -38,11 +48,18 @@ export function whenAborted(signal: AbortSignal, aborted: () => void): () => voi
   return () => calls.delete(aborted);
 }
 
-/** `work`'s outcome, or a retryable `timeout` once `signal` aborts (the broker may still store it: same key). */
-export function untilAborted(signal: AbortSignal, work: Promise<PublishOutcome>): Promise<PublishOutcome> {
-  if (signal.aborted) return Promise.resolve(retry('timeout'));
+/**
+ * `work`'s outcome, or a timeout once `signal` aborts (the broker may still store it: same key),
+ * counted or not as `connected` says at that moment (always counted without it).
+ */
+export function untilAborted(
+  signal: AbortSignal,
+  work: Promise<PublishOutcome>,
+  connected: () => boolean = () => true,
+): Promise<PublishOutcome> {
+  if (signal.aborted) return Promise.resolve(timedOut(connected()));
   return new Promise((resolve) => {
-    const forget = whenAborted(signal, () => resolve(retry('timeout')));
+    const forget = whenAborted(signal, () => resolve(timedOut(connected())));
     const settle = (outcome: PublishOutcome) => {
       forget();
       resolve(outcome);

@@ -11,12 +11,23 @@ import {
   createInbox,
   headers,
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
   PermissionViolationError,
 } from '@nats-io/transport-node';
 import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted, whenAborted } from './broker.ts';
+import {
+  ConnectionSlot,
+  errorName,
+  permanent,
+  retry,
+  systemCode,
+  timedOut,
+  unavailable,
+  untilAborted,
+  whenAborted,
+} from './broker.ts';
 
 type NatsTarget = Extract<OutboxTarget, { kind: 'nats' }>;
 
@@ -114,7 +125,8 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
           if (status.type === 'disconnect') {
             link.connected = false;
             // Answers to what was sent may never come; the same keys go out again later, deduplicated.
-            settleWaiting(link, retry('nats: disconnected, reconnecting'));
+            // The connection failed, not the messages: no attempt is counted.
+            settleWaiting(link, unavailable('nats: disconnected, reconnecting'));
           } else if (status.type === 'reconnect') {
             link.connected = true;
           } else if (status.type === 'error' && status.error instanceof PermissionViolationError) {
@@ -131,7 +143,7 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
       })().catch(() => {});
       void nc.closed().then(() => {
         slot.forget(link);
-        settleWaiting(link, retry('nats: connection closed before the acknowledgement'));
+        settleWaiting(link, unavailable('nats: connection closed before the acknowledgement'));
       });
       return link;
     },
@@ -188,7 +200,7 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
   }
 
   function publishOn(link: Link, message: OutboxMessage, signal: AbortSignal): Promise<PublishOutcome> {
-    if (signal.aborted) return Promise.resolve(retry('timeout'));
+    if (signal.aborted) return Promise.resolve(timedOut(link.connected));
     const subject = `${target.subjectPrefix}${message.topic}`;
     const h = headers();
     h.set('Nats-Msg-Id', message.transportKey);
@@ -201,7 +213,7 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
     return new Promise((resolve) => {
       const forget = whenAborted(signal, () => {
         link.waiting.delete(token);
-        resolve(retry('timeout'));
+        resolve(timedOut(link.connected));
       });
       link.waiting.set(token, {
         subject,
@@ -210,13 +222,11 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
           resolve(outcome);
         },
       });
+      const data = encoder.encode(messageBody(message));
       try {
-        link.nc.publish(subject, encoder.encode(messageBody(message)), {
-          reply: `${link.replyPrefix}${token}`,
-          headers: h,
-        });
+        link.nc.publish(subject, data, { reply: `${link.replyPrefix}${token}`, headers: h });
       } catch (error) {
-        link.waiting.get(token)?.settle(retry(`nats: ${systemCode(error) ?? errorName(error)}`));
+        link.waiting.get(token)?.settle(publishRefused(link, error, data.length + headerBytes(h)));
         link.waiting.delete(token);
       }
     });
@@ -224,10 +234,33 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
 
   const encoder = new TextEncoder();
 
+  /** The bytes `h` takes on the wire (`NATS/1.0`, a line per value, a blank line), which max_payload counts. */
+  function headerBytes(h: MsgHdrs): number {
+    let text = 'NATS/1.0\r\n';
+    for (const [name, values] of h) for (const value of values) text += `${name}: ${value}\r\n`;
+    return encoder.encode(`${text}\r\n`).length;
+  }
+
+  /**
+   * The client refused to send: a message over the server's max_payload (body and headers) never
+   * fits, whatever the retries; else the connection was lost under us.
+   */
+  function publishRefused(link: Link, error: unknown, bytes: number): PublishOutcome {
+    const limit = link.nc.info?.max_payload;
+    if (limit !== undefined && bytes > limit) {
+      return permanent(
+        `nats: the message is ${bytes} bytes with its headers, over the server's max_payload of ${limit} bytes`,
+      );
+    }
+    return link.connected && !link.nc.isClosed()
+      ? retry(`nats: ${systemCode(error) ?? errorName(error)}`)
+      : unavailable(`nats: ${systemCode(error) ?? errorName(error)}`);
+  }
+
   function connectFailed(error: unknown): PublishOutcome {
     return error instanceof AuthorizationError
       ? permanent('nats: the server refused the credentials in OUTBOX_TARGET_URL')
-      : retry(`nats: connect ${systemCode(error) ?? errorName(error)}`);
+      : unavailable(`nats: connect ${systemCode(error) ?? errorName(error)}`);
   }
 
   return {
@@ -239,17 +272,19 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
       if (link !== undefined) {
         return link.connected
           ? publishOn(link, message, signal)
-          : Promise.resolve(retry('nats: disconnected, reconnecting'));
+          : Promise.resolve(unavailable('nats: disconnected, reconnecting'));
       }
+      // Still opening the connection: a timeout here is the server's, not the message's.
       return untilAborted(
         signal,
         slot
           .get()
           .then(
             (opened) =>
-              opened.connected ? publishOn(opened, message, signal) : retry('nats: disconnected, reconnecting'),
+              opened.connected ? publishOn(opened, message, signal) : unavailable('nats: disconnected, reconnecting'),
             connectFailed,
           ),
+        () => false,
       );
     },
     close: () => slot.close(),

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { OutboxMessage, Publisher, PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, untilAborted } from './broker.ts';
+import { ConnectionSlot, errorName, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
 
 type RedisTarget = Extract<OutboxTarget, { kind: 'redis' }>;
 
@@ -55,16 +55,20 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
         return retry('redis: out of memory (maxmemory reached): trim the stream or raise the limit');
       case undefined:
         // ioredis's words (no code on them) for commands in flight when the connection drops, and
-        // for a command sent while it is down (the offline queue is off).
+        // for a command sent while it is down (the offline queue is off): the connection's failure,
+        // no attempt counted; so is a socket error (ECONNREFUSED…) opening it.
         if (error instanceof Error && /^(Connection is closed|Reached the max retries)/.test(error.message)) {
-          return retry('redis: connection lost before the reply');
+          return unavailable('redis: connection lost before the reply');
         }
         if (error instanceof Error && error.message.startsWith("Stream isn't writeable")) {
-          return retry('redis: disconnected, reconnecting');
+          return unavailable('redis: disconnected, reconnecting');
         }
-        return retry(`redis: ${systemCode(error) ?? errorName(error)}`);
+        return systemCode(error) === undefined
+          ? retry(`redis: ${errorName(error)}`)
+          : unavailable(`redis: ${systemCode(error)}`);
       default:
-        // READONLY (a replica), LOADING, BUSY, MASTERDOWN…: the server's state, not the message.
+        // READONLY (a replica), LOADING, BUSY, MASTERDOWN…: the server answered the command, so it
+        // counts as an attempt like any refusal, and is retried.
         return retry(`redis: ${replyCode(error)}`);
     }
   }
@@ -135,9 +139,10 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
         signal,
         slot.with(
           (client) =>
-            client.status === 'ready' ? addOnce(client, message) : retry('redis: disconnected, reconnecting'),
+            client.status === 'ready' ? addOnce(client, message) : unavailable('redis: disconnected, reconnecting'),
           (error: unknown) => refused(error),
         ),
+        () => slot.ready()?.status === 'ready',
       );
     },
     close: () => slot.close(),
