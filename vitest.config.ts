@@ -25,7 +25,17 @@ export default defineConfig({
       },
       {
         plugins: [cloudflareTest(workerPoolOptions)],
-        test: { name: 'workers', include: ['test/worker/**/*.test.ts'], ...timeouts },
+        test: {
+          name: 'workers',
+          include: ['test/worker/**/*.test.ts'],
+          ...timeouts,
+          // Two known ways for @cloudflare/vitest-pool-workers 0.23 to leave workerd running and the
+          // run unfinished after every test passed (seen once in .ci/run): files in parallel
+          // runtimes (cloudflare/workers-sdk#14903) and a Worker's console line relayed while a
+          // file closes (#15498, #15719). Six files one after another cost about ten seconds.
+          fileParallelism: false,
+          disableConsoleIntercept: true,
+        },
       },
     ],
   },
