@@ -194,6 +194,28 @@ describe("Box's two signature headers", () => {
     expect((await post('box', outgoing.body, headers)).status).toBe(200);
     expect((await eventRow(sql, outgoing.eventId ?? '', 'box'))?.event_type).toBe('FILE.UPLOADED');
   });
+
+  it.each([
+    ['empty', ''],
+    ['blank', '  '],
+    ['absent', undefined],
+  ])(
+    'accepts a valid primary beside an %s secondary, and still refuses a wrong primary beside it',
+    async (_name, secondary) => {
+      const now = nowSeconds();
+      const outgoing = box.newEvent(now);
+      const withSecondary = (headers: Record<string, string>) =>
+        secondary === undefined ? headers : { ...headers, 'box-signature-secondary': secondary };
+      expect((await post('box', outgoing.body, withSecondary(box.headers(outgoing, box.stranger, now)))).status).toBe(
+        401,
+      );
+      expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+      expect(
+        (await post('box', outgoing.body, withSecondary(box.headers(outgoing, box.credentials[0], now)))).status,
+      ).toBe(200);
+      expect(await countEvents(sql, outgoing.eventId)).toBe(1);
+    },
+  );
 });
 
 describe("GitLab's two tokens, configured side by side", () => {

@@ -178,7 +178,9 @@ function readSignatures(spec: SignatureSpec, header: (name: string) => string | 
   const read: SignedHeaders = { signatures: [], timestamps: [] };
   for (const name of spec.headers) {
     const value = header(name);
-    if (value === null) continue;
+    // An empty or blank header carries no signature, as an absent one: Box sends an empty
+    // `box-signature-secondary` beside a valid primary. A delivery left with none is still refused.
+    if (value === null || value.trim() === '') continue;
     if (spec.list === undefined) {
       const text = spec.prefix === undefined ? value : afterPrefix(value, spec.prefix);
       const method = spec.methods[0];
