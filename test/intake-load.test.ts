@@ -106,6 +106,69 @@ describe('intake load', () => {
     expect(intakeLoad.inFlight).toBe(0);
   });
 
+  it('does not count unsigned bodies still trickling in: the worker goes at once beside sixteen of them', async () => {
+    // Saturated at one: a single delivery counted as load would make the worker wait.
+    const intakeLoad = new IntakeLoad(1);
+    const held = deferred();
+    const reached = deferred();
+    const test = await buildTestApp(db, {
+      intakeLoad,
+      config: { PROCESSING_MODE: 'async' },
+      beforeClaim: async () => {
+        reached.resolve();
+        await held.promise;
+      },
+    });
+    // A byte at a time, as the attack sent them (every 20 ms here), until the test ends the upload.
+    const uploads = Array.from({ length: 16 }, () => {
+      let ticker: NodeJS.Timeout | undefined;
+      let end = () => {};
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{'));
+          ticker = setInterval(() => controller.enqueue(new TextEncoder().encode(' ')), 20);
+          end = () => {
+            clearInterval(ticker);
+            controller.enqueue(new TextEncoder().encode('}'));
+            controller.close();
+          };
+        },
+      });
+      const answer = test.request('/webhooks/acme', {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+        duplex: 'half',
+      });
+      return { answer, end: () => end() };
+    });
+    try {
+      intakeLoad.meanInFlightSinceLastLook();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // Without them: nothing in flight, over the whole window the worker looks at.
+      expect(intakeLoad.inFlight).toBe(0);
+      expect(intakeLoad.meanInFlightSinceLastLook()).toBe(0);
+      const { worker } = buildTestWorker(db, {
+        intakeLoad,
+        clock: Date.now,
+        settings: { maxDeferMs: 300, budgetMs: 400 },
+      });
+      expect((await worker.work()).deferredMs).toBeLessThan(100);
+
+      // A genuine delivery beside them is what counts, and all it counts.
+      const genuine = deliver(test);
+      await reached.promise;
+      expect(intakeLoad.inFlight).toBe(1);
+      held.resolve();
+      expect((await genuine).status).toBe(202);
+    } finally {
+      for (const upload of uploads) upload.end();
+    }
+    // Unsigned once they end: refused, never counted.
+    for (const upload of uploads) expect((await upload.answer).status).toBe(401);
+    expect(intakeLoad.inFlight).toBe(0);
+  });
+
   it('a worker beside a saturated intake waits, then still applies the batch', async () => {
     const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
     const event = acmeEvent();

@@ -40,7 +40,10 @@ export class IntakeLoad {
     this.#lookedAt = this.#changedAt;
   }
 
-  /** A delivery started; pair with `leave` in a finally. */
+  /**
+   * An authentic, valid delivery starts its database work; pair with `leave` in a finally. Not
+   * earlier: an upload still arriving or unsigned is work nobody may make the worker wait for.
+   */
   enter(): void {
     this.#account();
     this.#inFlight += 1;
