@@ -36,6 +36,7 @@ import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { enableProviders, unknownSenderNames } from '../providers/registry.ts';
+import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
@@ -264,8 +265,9 @@ async function main(): Promise<void> {
     });
   });
 
-  // Connections beyond this are closed as they arrive: memory stays bounded whatever a client opens.
-  server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+  // Memory stays bounded whatever a client opens, and a full pool first closes a connection
+  // overdue with its request: slow uploads cannot lock genuine senders out.
+  shedAtCapacity(server, config.HTTP_MAX_CONNECTIONS);
 
   let stopping = false;
   const shutdown = (signal: string) => {
