@@ -3,7 +3,9 @@
 // other worker can take it over and apply it a second time. The counter handler is deliberately not
 // idempotent, so a double application would show up as a fact in the database.
 import { expect, it } from 'vitest';
+import { takeLease } from '../src/db/lease.ts';
 import { defineHandler } from '../src/domain/handlers.ts';
+import { claimDue, releaseClaim } from '../src/inbox/event-rows.ts';
 import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -62,4 +64,26 @@ it('a worker whose lease expired mid-apply keeps the event: nobody else applies 
   expect(await firstPass).toMatchObject({ completed: 1 });
   expect((await second.worker.work()).claimed).toBe(0);
   expect(await counter.value()).toBe(1);
+});
+
+it("a worker whose lease expired and was taken over cannot give back the new holder's claim", async () => {
+  const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+  const event = acmeEvent();
+  await deliver(test, event);
+  const key = { provider: 'acme', eventId: event.id };
+  const leaseMs = 30_000;
+  const dueBy = new Date(TEST_NOW_MS);
+  const holderOf = async () =>
+    (await sql`select status::text as status, locked_by from webhook_events where event_id = ${event.id}`)[0];
+
+  expect(await claimDue(db, takeLease('worker-a', TEST_NOW_MS, leaseMs), dueBy, 10)).toHaveLength(1);
+  // Worker A stalled past its lease; worker B claims the row under a lease of its own.
+  const later = TEST_NOW_MS + leaseMs + 1;
+  expect(await claimDue(db, takeLease('worker-b', later, leaseMs), dueBy, 10)).toHaveLength(1);
+
+  // A wakes up and gives back what it believes is its claim: B's stays.
+  await releaseClaim(db, 'worker-a', key);
+  expect(await holderOf()).toEqual({ status: 'processing', locked_by: 'worker-b' });
+  await releaseClaim(db, 'worker-b', key);
+  expect(await holderOf()).toEqual({ status: 'received', locked_by: null });
 });

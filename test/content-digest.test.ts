@@ -14,6 +14,7 @@ import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, eventRow, providerRows } from './helpers/facts.ts';
+import { outboxRowsByKeyPrefix } from './helpers/outbox.ts';
 import { allSchemeSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -98,6 +99,44 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ event_id: eventId, status: 'completed', attempt_count: 2, last_error: null });
   });
+
+  // Both intake paths: a group-commit batch, and one delivery on its own.
+  it.each([
+    ['in a batch', { maxBatch: 64, lanes: 4 }],
+    ['on its own', undefined],
+  ])(
+    'hands the handler the first, stored id of a body taken back under a new id, and keys its message by it (%s)',
+    async (_path, groupCommit) => {
+      const { body, eventId } = sender.newEvent();
+      const broken = await buildTestApp(db, {
+        providers,
+        handlers: { [sender.name]: { [eventType]: failing } },
+        groupCommit,
+      });
+      expect((await deliver(broken, body, eventId)).status).toBe(500);
+
+      const seen: string[] = [];
+      const recording = defineHandler({
+        schema: z.unknown(),
+        async apply({ event, enqueue }) {
+          seen.push(event.eventId);
+          await enqueue({ topic: 'test.seen', payload: { eventId: event.eventId } });
+        },
+      });
+      const fixed = await buildTestApp(db, {
+        providers,
+        handlers: { [sender.name]: { [eventType]: recording } },
+        groupCommit,
+      });
+      const secondId = crypto.randomUUID();
+      expect(await (await deliver(fixed, body, secondId)).text()).toBe('{"received":true}');
+
+      expect(seen).toEqual([eventId]);
+      const messages = await outboxRowsByKeyPrefix(sql, `${sender.name}:`);
+      expect(messages.filter((row) => row.deduplication_key.includes(secondId))).toEqual([]);
+      expect(messages.filter((row) => row.deduplication_key === `${sender.name}:${eventId}:test.seen`)).toHaveLength(1);
+    },
+  );
 
   it('never lets another signed body take over a failed delivery by reusing its id', async () => {
     const counter = await newCounter(sql);

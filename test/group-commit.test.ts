@@ -331,3 +331,42 @@ describe('group commit, nothing to apply', () => {
     }
   });
 });
+
+describe('group commit, async mode', () => {
+  it('never stores a delivery answered 503 because its deadline passed while it waited for a batch', async () => {
+    const test = await buildTestApp(db, {
+      groupCommit: { maxBatch: 64, lanes: 1 },
+      config: { PROCESSING_MODE: 'async', HANDLER_DEADLINE_MS: 1000 },
+    });
+    // A second connection holds an uncommitted row under the first delivery's id: that delivery's
+    // insert waits for it, and with it the intake's only lane.
+    const first = acmeEvent();
+    const locked = deferred();
+    const release = deferred();
+    const holder = sql
+      .begin(async (tx) => {
+        await tx`insert into webhook_events (provider, event_id, event_type, status, payload)
+          values ('acme', ${first.id}, ${first.type}, 'received', '{}'::jsonb)`;
+        locked.resolve();
+        await release.promise;
+        throw new Error('rolled back on purpose');
+      })
+      .catch(() => undefined);
+    await locked.promise;
+    const firstAnswer = send(test, first);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    const late = acmeEvent();
+    expect(await send(test, late)).toEqual({ status: 503, body: '{"error":"unavailable"}' });
+    release.resolve();
+    await holder;
+    expect((await firstAnswer).status).toBe(202);
+    // Sent after the lane was freed, so answered only once whatever batch the late one could have joined is done.
+    const after = acmeEvent();
+    expect((await send(test, after)).status).toBe(202);
+
+    expect(await eventRow(sql, late.id)).toBeUndefined();
+    expect(await eventRow(sql, first.id)).toMatchObject({ status: 'received' });
+    expect(await eventRow(sql, after.id)).toMatchObject({ status: 'received' });
+  });
+});

@@ -420,7 +420,7 @@ describe.each([
     for (const row of await outboxRows(sql, ids)) expect(row.attempts).toBe(1);
   });
 
-  it('treats a publisher that throws as a retryable failure named by class only', async () => {
+  it('treats a publisher that throws as a retryable failure named by class only: pending, never dead', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
     const broken: Publisher = {
       kind: 'broken',
@@ -429,7 +429,12 @@ describe.each([
       },
     };
     await buildTestRelay(db, { publisher: broken }).relay.drain();
-    expect(await outboxRow(sql, id)).toMatchObject({ attempts: 1, last_error: 'publisher RangeError' });
+    expect(await outboxRow(sql, id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_error: 'publisher RangeError',
+      published_at: null,
+    });
   });
 });
 

@@ -284,6 +284,51 @@ describe('SendGrid signatures are strict DER', () => {
     expect(response.status).toBe(401);
     expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
   });
+
+  it('verifies genuine signatures whose r, or whose s, is shorter than 32 bytes (each about one in 256)', async () => {
+    const sendgrid = sender('sendgrid');
+    const outgoing = sendgrid.newEvent(nowSeconds());
+    /** Bytes of a DER INTEGER's value, its sign-padding zero left out. */
+    const valueBytes = (der: Buffer, at: number) => {
+      const length = der[at + 1] ?? 0;
+      return der[at + 2] === 0 ? length - 1 : length;
+    };
+    // ECDSA signing draws a fresh nonce each time: sign until r comes out short, and s, DER-encoded
+    // as node:crypto and SendGrid write it (the INTEGER one or more bytes shorter).
+    const short: { r?: Record<string, string>; s?: Record<string, string> } = {};
+    for (let tries = 0; tries < 50_000 && (short.r === undefined || short.s === undefined); tries += 1) {
+      const headers = sendgrid.headers(outgoing, sendgrid.credentials[0], nowSeconds());
+      const der = Buffer.from(headers['x-twilio-email-event-webhook-signature'] ?? '', 'base64');
+      const rAt = 2;
+      const sAt = rAt + 2 + (der[rAt + 1] ?? 0);
+      if (valueBytes(der, rAt) < 32) short.r ??= headers;
+      if (valueBytes(der, sAt) < 32) short.s ??= headers;
+    }
+    for (const headers of [short.r, short.s]) {
+      if (headers === undefined) throw new Error('no short r or s in 50,000 signatures');
+      expect(await sendgrid.oracle?.(outgoing, headers, sendgrid.credentials[0])).toBe(true);
+      expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
+    }
+    expect(await countEvents(sql, outgoing.eventId)).toBe(1);
+  });
+});
+
+describe("Linear's signed time", () => {
+  it('refuses a signed body without webhookTimestamp: it could otherwise be replayed at any age', async () => {
+    const linear = sender('linear');
+    const outgoing = linear.newEvent(nowSeconds());
+    const { webhookTimestamp: _dropped, ...untimed } = JSON.parse(outgoing.body) as Record<string, unknown>;
+    const body = JSON.stringify(untimed);
+    const headers = linear.headers({ ...outgoing, body }, linear.credentials[0], nowSeconds());
+
+    const response = await post('linear', body, headers);
+    expect(response.status).toBe(401);
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+    // The same event with its signed time is accepted.
+    expect(
+      (await post('linear', outgoing.body, linear.headers(outgoing, linear.credentials[0], nowSeconds()))).status,
+    ).toBe(200);
+  });
 });
 
 describe('senders that cannot be enabled as configured', () => {
