@@ -5,7 +5,7 @@ import { expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
+import { eventRow, holdSubscriptionLock, subscriptionRow } from './helpers/facts.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
 
@@ -44,14 +44,7 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
   await sql`insert into subscriptions (external_id, status, provider_version, updated_at)
     values (${subscription}, 'trialing', 1, now())`;
 
-  const held = deferred();
-  const lockTaken = deferred();
-  const holder = sql.begin(async (tx) => {
-    await tx`select 1 from subscriptions where external_id = ${subscription} for update`;
-    lockTaken.resolve();
-    await held.promise;
-  });
-  await lockTaken.promise;
+  const lock = await holdSubscriptionLock(sql, subscription);
 
   const worker = run(
     process.execPath,
@@ -71,8 +64,7 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
     expect(await worker.exited).toEqual({ code: null, signal: 'SIGKILL' });
   } finally {
     worker.child.kill('SIGKILL');
-    held.resolve();
-    await holder;
+    await lock.release();
   }
   // The orphaned backend gets the lock, finds its client gone, and rolls back.
   for (const pid of blocked) await until(async () => !(await backendAlive(pid)));

@@ -24,6 +24,13 @@ const TRANSIENT_NODE_CODES = new Set([
 /** SQLSTATE classes that say "the database could not do it now", not "this can never work". */
 const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
+/**
+ * SQLSTATEs of a statement given up on because it waited too long: statement_timeout (57014, also a
+ * cancel request) and lock_timeout or NOWAIT (55P03, lock_not_available). The rest of class 55 (an
+ * object in the wrong state) is no wait and stays permanent, so 55P03 is listed on its own.
+ */
+const TIMEOUTS = new Set(['57014', '55P03']);
+
 function errorChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
   for (let current = error; current !== undefined && chain.length < 8; ) {
@@ -41,7 +48,7 @@ function sqlStateOf(error: unknown): string | undefined {
 export function isTransientDatabaseError(error: unknown): boolean {
   return errorChain(error).some((link) => {
     const sqlState = sqlStateOf(link);
-    if (sqlState !== undefined) return TRANSIENT_SQLSTATE_CLASSES.has(sqlState.slice(0, 2));
+    if (sqlState !== undefined) return TRANSIENT_SQLSTATE_CLASSES.has(sqlState.slice(0, 2)) || TIMEOUTS.has(sqlState);
     const code = errorCode(link);
     return code !== undefined && TRANSIENT_NODE_CODES.has(code);
   });
@@ -56,6 +63,15 @@ const RETRYABLE_CONFLICTS = new Set(['40P01', '40001']);
  */
 export function isRetryableConflict(error: unknown): boolean {
   return errorChain(error).some((link) => RETRYABLE_CONFLICTS.has(sqlStateOf(link) ?? ''));
+}
+
+/**
+ * Whether a statement was given up on after waiting (a lock held elsewhere, or a slow statement), read
+ * through Drizzle's wrapper: the group committer then retries the batch's deliveries one at a time,
+ * since most of them did not wait on whatever this one did.
+ */
+export function isTimeout(error: unknown): boolean {
+  return errorChain(error).some((link) => TIMEOUTS.has(sqlStateOf(link) ?? ''));
 }
 
 /** The cause at the bottom of the chain: the error that actually happened, not its wrappers. */

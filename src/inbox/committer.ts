@@ -16,9 +16,15 @@
 // - a delivery answered 503 because its deadline passed is never committed: a batch checks every
 //   member's deadline before COMMIT, and one that expired sends the others to a new batch;
 // - a database outage answers 503 to every member and commits nothing; a deadlock with another
-//   batch (handlers change rows in their own order) is retried, the rows already in key order.
+//   batch (handlers change rows in their own order) is retried, the rows already in key order;
+// - a member stuck on a lock held elsewhere costs only its own answer: a batch's statements may run
+//   for half the time its members have left, and a batch that times out (or meets a lock timeout) is
+//   processed one delivery at a time, each bounded by its own deadline. Which member waited cannot be
+//   read from the error (the batch's changes share statements), so each runs alone: the innocent ones
+//   commit in milliseconds, and only those that wait again are answered 503 when their time is up.
 import type { Database, Transaction } from '../db/client.ts';
-import { isRetryableConflict, isTransientDatabaseError } from '../db/errors.ts';
+import { isRetryableConflict, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
+import { limitStatements } from '../db/timeouts.ts';
 import { AppError } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { Deadline } from './deadline.ts';
@@ -128,11 +134,12 @@ export class IntakeCommitter {
       } catch (error) {
         if (error instanceof MemberExpired) return this.#requeue(batch);
         if (isRetryableConflict(error) && attempt < MAX_CONFLICT_RETRIES) continue;
-        if (isTransientDatabaseError(error)) {
+        // A timeout is transient too, but it says something waited, not that the database is gone.
+        if (isTransientDatabaseError(error) && !isTimeout(error)) {
           for (const member of batch) member.reject(new AppError('unavailable', { cause: error }));
           return;
         }
-        // A handler (or a row) failed: find out which, one delivery at a time.
+        // A handler (or a row) failed, or a statement waited too long: find out which delivery, one at a time.
         await Promise.all(batch.map((member) => this.#alone(member)));
         return;
       }
@@ -141,10 +148,17 @@ export class IntakeCommitter {
 
   /** Claims every member's rows, applies the claimed ones, and decides to commit. */
   async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[][]> {
-    const rows = await insertOrTakeBackAll(
-      tx,
-      batch.flatMap((member) => member.items),
-    );
+    // Half of what the most patient member has left, so that after a timeout it can still run alone.
+    // A member with less than that would have expired in the batch all the same. Sent with the claim
+    // (pipelined), so it costs no round trip of its own.
+    const longest = Math.max(...batch.map((member) => member.deadline.remainingMs));
+    const [, rows] = await Promise.all([
+      limitStatements(tx, longest / 2),
+      insertOrTakeBackAll(
+        tx,
+        batch.flatMap((member) => member.items),
+      ),
+    ]);
     const byMember = perMember(batch, rows);
     // Started together: their writes of this tick share statements (domain/subscriptions.ts), and any
     // others are pipelined on the transaction's connection.
@@ -180,8 +194,10 @@ export class IntakeCommitter {
   }
 
   async #alone(member: Member): Promise<void> {
+    // Answered 503 already (the race in submit): a transaction of its own could only roll back.
+    if (member.deadline.expired) return member.reject(new AppError('unavailable'));
     try {
-      member.resolve(await processDelivery(this.db, member.deadline, member.items));
+      member.resolve(await processDelivery(this.db, member.deadline, member.items, { boundByDeadline: true }));
     } catch (error) {
       member.reject(error);
     }

@@ -8,8 +8,11 @@ export class Deadline {
   #expired = false;
   readonly #onExpire = new Set<() => void>();
   readonly #timer: ReturnType<typeof setTimeout>;
+  /** When the timer fires, on the same monotonic clock as timers (not the injectable wall clock). */
+  readonly #endsAt: number;
 
   constructor(milliseconds: number) {
+    this.#endsAt = performance.now() + milliseconds;
     this.#timer = setTimeout(() => {
       this.#expired = true;
       for (const listener of this.#onExpire) listener();
@@ -19,6 +22,11 @@ export class Deadline {
   /** Whether the delivery has been (or is being) answered 503 for lack of time. */
   get expired(): boolean {
     return this.#expired;
+  }
+
+  /** Milliseconds left before the delivery is answered 503; 0 once expired. */
+  get remainingMs(): number {
+    return this.#expired ? 0 : Math.max(0, Math.floor(this.#endsAt - performance.now()));
   }
 
   throwIfExpired(): void {

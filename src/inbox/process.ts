@@ -4,6 +4,7 @@
 // database work (the plan).
 import type { Database } from '../db/client.ts';
 import { describeCause, isTransientDatabaseError } from '../db/errors.ts';
+import { limitStatements } from '../db/timeouts.ts';
 import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
 import { enqueuerFor } from '../outbox/enqueue.ts';
@@ -90,16 +91,24 @@ export function committedAs(item: PlannedEvent, row: StoredRow | null): Committe
  * none. The events must not share a key. When a handler fails, everything rolls back and the failure
  * is recorded on that event's row alone (the others were not stored): the sender's retry of the whole
  * delivery then stores the others and takes the failed one back.
+ *
+ * `boundByDeadline`: its statements time out when the delivery's deadline passes rather than at the
+ * connection's statement_timeout, so a run that waits on a lock gives its connection back as soon as
+ * its answer is 503 anyway (the group committer's retry of a batch, where the deadline is part spent).
  */
 export async function processDelivery(
   db: Database,
   deadline: Deadline,
   items: readonly PlannedEvent[],
+  options: { boundByDeadline?: boolean } = {},
 ): Promise<Committed[]> {
   let failing = items[0]?.event;
   try {
     return await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
-      const rows = await insertOrTakeBackAll(tx, items);
+      const [, rows] = await Promise.all([
+        options.boundByDeadline === true ? limitStatements(tx, deadline.remainingMs) : undefined,
+        insertOrTakeBackAll(tx, items),
+      ]);
       const results: Committed[] = [];
       for (const [index, item] of items.entries()) {
         const claimed = rows[index] ?? null;

@@ -76,3 +76,28 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   });
   return { promise, resolve };
 }
+
+/**
+ * A second connection holding a subscription's row lock (`select … for update` in an open
+ * transaction), as a slow handler or an operator's session elsewhere would; resolves once it is held.
+ */
+export async function holdSubscriptionLock(
+  sql: postgres.Sql,
+  externalId: string,
+): Promise<{ release(): Promise<void> }> {
+  const taken = deferred();
+  const released = deferred();
+  const transaction = sql.begin(async (tx) => {
+    await tx`select 1 from subscriptions where external_id = ${externalId} for update`;
+    taken.resolve();
+    await released.promise;
+  });
+  // A failed lock must not leave the caller waiting for `taken`.
+  await Promise.race([taken.promise, transaction]);
+  return {
+    release: async () => {
+      released.resolve();
+      await transaction;
+    },
+  };
+}
