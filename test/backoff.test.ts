@@ -79,7 +79,8 @@ describe('classifyNetworkError', () => {
       cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
     });
     expect(classifyNetworkError(refused, aborted)).toEqual({ outcome: 'retry', error: 'timeout' });
-    expect(classifyNetworkError(refused, live)).toEqual({ outcome: 'retry', error: 'network ECONNREFUSED' });
+    // A refused connection says nothing about the message: the target is out of reach, no attempt counts.
+    expect(classifyNetworkError(refused, live)).toEqual({ outcome: 'unavailable', error: 'network ECONNREFUSED' });
     expect(classifyNetworkError(new TypeError('fetch failed'), live)).toEqual({
       outcome: 'retry',
       error: 'network error',

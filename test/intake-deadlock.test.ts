@@ -57,8 +57,9 @@ describe('intake batches that deadlock', () => {
     );
 
     for (const answer of answers) expect(answer).toEqual({ status: 200, body: '{"received":true}' });
-    // Three runs: both first runs, one of which PostgreSQL aborted, and the victim's second run.
-    expect(runs).toBe(3);
+    // At least three runs: both first runs, one of which PostgreSQL aborted, and the victim's second
+    // run; on a loaded machine a retry may meet the other batch again and run once more.
+    expect(runs).toBeGreaterThanOrEqual(3);
     expect(applied.sort()).toEqual(events.map((event) => event.id).sort());
     for (const event of events) {
       expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 0, last_error: null });
