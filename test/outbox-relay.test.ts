@@ -52,6 +52,16 @@ describe('a drain', () => {
     expect(sink.requests).toHaveLength(3);
   });
 
+  it('publishes oldest first whatever order the rows were written in', async () => {
+    const written = Date.now();
+    const [newer] = await insertMessages(sql, 1, { createdAt: new Date(written - 30_000) });
+    const [older] = await insertMessages(sql, 1, { createdAt: new Date(written - 60_000) });
+    const test = buildTestRelay(db, { target: sink.url, settings: { concurrency: 1 } });
+
+    expect(await test.relay.drain()).toMatchObject({ claimed: 2, published: 2 });
+    expect(sink.requests.map((request) => request.messageId)).toEqual([older, newer]);
+  });
+
   it('leaves messages that are not due yet', async () => {
     const [later] = await insertMessages(sql, 1, { availableAt: new Date(Date.now() + 60_000) });
     const test = buildTestRelay(db, { target: sink.url });

@@ -107,3 +107,26 @@ describe('subscription changes of one tick share a statement', () => {
     expect(await subscriptionRow(sql, second)).toMatchObject({ provider_version: '1' });
   });
 });
+
+describe('a change asked for without an announcement', () => {
+  it('is applied beside announced ones, and only the announced ones write a message', async () => {
+    const prefix = uniqueId('evt');
+    const [quiet, announced] = [uniqueId('sub'), uniqueId('sub')];
+    const before = Number((await sql`select count(*)::int as n from outbox_messages`)[0]?.n);
+
+    const changed = await db.transaction((tx) =>
+      Promise.all([
+        applySubscriptionChange(tx, change(quiet, 1)),
+        applySubscriptionChange(tx, change(announced, 1), {
+          source: { provider: 'acme', eventId: `${prefix}_0` },
+          message: subscriptionChanged(change(announced, 1)),
+        }),
+      ]),
+    );
+
+    expect(changed).toEqual([true, true]);
+    expect(await subscriptionRow(sql, quiet)).toMatchObject({ provider_version: '1' });
+    expect(Number((await sql`select count(*)::int as n from outbox_messages`)[0]?.n)).toBe(before + 1);
+    expect(await outboxRowsByKeyPrefix(sql, `acme:${prefix}_`)).toHaveLength(1);
+  });
+});
