@@ -19,6 +19,20 @@ function saturated(at: number): IntakeLoad {
   return load;
 }
 
+/** An async app counting into `intakeLoad` whose deliveries stop before the claim until `held` resolves. */
+async function heldAsyncApp(intakeLoad: IntakeLoad) {
+  const held = deferred();
+  const reached = deferred();
+  const test = await buildTestApp(db, {
+    intakeLoad,
+    config: { PROCESSING_MODE: 'async' },
+    beforeClaim: async () => {
+      reached.resolve();
+      await held.promise;
+    },
+  });
+  return { test, held, reached };
+}
 describe('intake load', () => {
   it('goes at once when the intake is below saturation', async () => {
     const load = new IntakeLoad(3);
@@ -85,16 +99,7 @@ describe('intake load', () => {
 
   it('is the number of deliveries the intake route has in flight', async () => {
     const intakeLoad = new IntakeLoad(4);
-    const held = deferred();
-    const reached = deferred();
-    const test = await buildTestApp(db, {
-      intakeLoad,
-      config: { PROCESSING_MODE: 'async' },
-      beforeClaim: async () => {
-        reached.resolve();
-        await held.promise;
-      },
-    });
+    const { test, held, reached } = await heldAsyncApp(intakeLoad);
     const answer = deliver(test);
     await reached.promise;
     expect(intakeLoad.inFlight).toBe(1);
@@ -109,16 +114,7 @@ describe('intake load', () => {
   it('does not count unsigned bodies still trickling in: the worker goes at once beside sixteen of them', async () => {
     // Saturated at one: a single delivery counted as load would make the worker wait.
     const intakeLoad = new IntakeLoad(1);
-    const held = deferred();
-    const reached = deferred();
-    const test = await buildTestApp(db, {
-      intakeLoad,
-      config: { PROCESSING_MODE: 'async' },
-      beforeClaim: async () => {
-        reached.resolve();
-        await held.promise;
-      },
-    });
+    const { test, held, reached } = await heldAsyncApp(intakeLoad);
     // A byte at a time, as the attack sent them (every 20 ms here), until the test ends the upload.
     const uploads = Array.from({ length: 16 }, () => {
       let ticker: NodeJS.Timeout | undefined;
