@@ -448,6 +448,55 @@ describe.each([
   });
 });
 
+describe("an outage on the relay's clock", () => {
+  it('holds every message to the probe time, probes with one, backs off per failed probe, then drains', async () => {
+    const ids = await insertMessages(sql, 3);
+    let reachable = false;
+    const tried: string[] = [];
+    const publisher: Publisher = {
+      kind: 'switched',
+      publish: async (message) => {
+        tried.push(message.id);
+        return reachable ? { outcome: 'published' } : { outcome: 'unavailable', error: 'network ECONNREFUSED' };
+      },
+    };
+    // Jitter 0.5 of a ceiling that doubles from 1000 ms: 500 ms after the first failure, 1000 after the second.
+    const test = buildTestRelay(db, {
+      publisher,
+      settings: { concurrency: 1, outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+    });
+    const start = test.now();
+    const availableAt = async () => (await outboxRows(sql, ids)).map((row) => [ms(row.available_at), row.attempts]);
+    const logged = (message: string) =>
+      test.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === message);
+
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 0, stoppedBy: 'unavailable' });
+    expect(tried).toHaveLength(1);
+    expect(await availableAt()).toEqual(ids.map(() => [start + 500, 0]));
+
+    test.setNow(start + 499);
+    expect(await test.relay.drain()).toMatchObject({ claimed: 0, batches: 0, stoppedBy: 'unavailable' });
+    expect(tried).toHaveLength(1);
+
+    test.setNow(start + 500);
+    expect(await test.relay.drain()).toMatchObject({ claimed: 1, stoppedBy: 'unavailable' });
+    expect(tried).toHaveLength(2);
+    expect((await availableAt()).filter(([at]) => at === start + 1500)).toEqual([[start + 1500, 0]]);
+    expect(logged('outbox target unavailable, backing off').map((line) => [line.failed_probes, line.delay_ms])).toEqual(
+      [
+        [0, 500],
+        [1, 1000],
+      ],
+    );
+
+    test.setNow(start + 1500);
+    reachable = true;
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 3, stoppedBy: 'drained' });
+    for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'published', attempts: 0 });
+    expect(logged('outbox target reachable again').map((line) => line.outage_ms)).toEqual([1500]);
+  });
+});
+
 describe('an HTTP target out of reach far longer than the backoff (through a proxy the test cuts)', () => {
   it('costs no message an attempt, and the sink gets every one once when it is back', async () => {
     const link = await cuttableLink(Number(new URL(sink.url).port));
