@@ -139,6 +139,79 @@ describe('async worker', () => {
     expect(worker.metrics.render([])).toMatch(/outcome="retried"} 1/);
   });
 
+  it('retries after the pass even when the jitter draws no delay: one attempt per pass', async () => {
+    const test = await asyncApp();
+    const event = acmeEvent();
+    await deliver(test, event);
+    // Batches of one, so the lane would claim again at once in the same pass if the row were due.
+    const worker = buildTestWorker(db, { handlers: flaky(99), random: () => 0, settings: { lanes: 1, batchSize: 1 } });
+
+    expect(await worker.worker.work()).toMatchObject({ claimed: 1, failed: 1 });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'failed', attempt_count: 1 });
+    // Just past the pass's cut-off, so the next pass takes it.
+    expect((await leaseOf(event.id))?.available_at.getTime()).toBe(TEST_NOW_MS + 1);
+    worker.setNow(TEST_NOW_MS + 1);
+    expect(await worker.worker.work()).toMatchObject({ claimed: 1, failed: 1 });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'failed', attempt_count: 2 });
+    await sql`update webhook_events set status = 'completed' where event_id = ${event.id}`;
+  });
+
+  it('parks again, without applying it, a queued event whose schema version this service does not know', async () => {
+    const test = await asyncApp();
+    const subscription = uniqueId('sub');
+    const event = acmeEvent({ api_version: '2031-01-01', data: { id: subscription, status: 'active' } });
+    expect((await deliver(test, event)).status).toBe(202);
+    // Queued again as it is (as an operator's replay to the queue would), still of an unknown version.
+    await sql`update webhook_events set status = 'received', available_at = ${new Date(TEST_NOW_MS)},
+      completed_at = null where event_id = ${event.id}`;
+
+    const worker = buildTestWorker(db);
+    expect(await worker.worker.work()).toMatchObject({ claimed: 1, parked: 1, completed: 0 });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'parked', attempt_count: 0 });
+    expect(await subscriptionRow(sql, subscription)).toBeUndefined();
+  });
+
+  it('releases an event whose application hit a database error: no attempt counted, due again after a backoff', async () => {
+    const test = await asyncApp();
+    const event = acmeEvent();
+    await deliver(test, event);
+    let calls = 0;
+    const lostConnection: HandlerMap = {
+      acme: {
+        'subscription.updated': defineHandler({
+          schema: z.unknown(),
+          async apply() {
+            calls += 1;
+            throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+          },
+        }),
+      },
+    };
+    const worker = buildTestWorker(db, { handlers: lostConnection, random: () => 0.5 });
+
+    expect(await worker.worker.work()).toMatchObject({ claimed: 1, released: 1, failed: 0, completed: 0 });
+    expect(calls).toBe(1);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0, last_error: null });
+    // The backoff of the attempt it would have been (full jitter at 0.5 of the base, 1000 ms).
+    expect(await leaseOf(event.id)).toMatchObject({ locked_by: null, locked_until: null });
+    expect((await leaseOf(event.id))?.available_at.getTime()).toBe(TEST_NOW_MS + 500);
+    expect(worker.logs.filter((line) => line.msg === 'inbox event released after a database error')).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        worker: worker.worker.id,
+        provider: 'acme',
+        event_id: event.id,
+        event_type: 'subscription.updated',
+        attempt: 1,
+      }),
+    ]);
+
+    // Applied by a later pass once due.
+    const later = buildTestWorker(db, { now: TEST_NOW_MS + 500 });
+    expect(await later.worker.work()).toMatchObject({ claimed: 1, completed: 1 });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed', attempt_count: 0 });
+  });
+
   it('dead-letters after INBOX_MAX_ATTEMPTS failures', async () => {
     const test = await asyncApp();
     const event = acmeEvent();

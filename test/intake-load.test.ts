@@ -3,7 +3,7 @@
 // the intake is not saturated. Real timers with short bounds: the wait is what is under test.
 import { describe, expect, it } from 'vitest';
 import { deferToIntake, IntakeLoad } from '../src/inbox/intake-load.ts';
-import { acmeEvent } from './helpers/acme.ts';
+import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow } from './helpers/facts.ts';
@@ -203,5 +203,47 @@ describe('intake load', () => {
     // A batch claimed as the budget ran out is given back unstarted.
     expect(summary.completed + summary.released).toBe(summary.claimed);
     expect(summary.stoppedBy).toBe('budget');
+  });
+
+  /** An intake saturated at one delivery in flight, on a clock of its own that stands still. */
+  function heldSaturated(): IntakeLoad {
+    const load = new IntakeLoad(1, () => 0);
+    load.enter();
+    return load;
+  }
+
+  it('lanes waiting for the intake start nothing once the pass has spent its budget', async () => {
+    const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+    const event = acmeEvent();
+    expect((await deliver(test, event)).status).toBe(202);
+    const load = heldSaturated();
+    const worker = buildTestWorker(db, {
+      intakeLoad: load,
+      settings: { lanes: 2, maxDeferMs: 60_000, budgetMs: 1000 },
+    });
+
+    // Both lanes are waiting for the intake as soon as the pass has begun.
+    const pass = worker.worker.work();
+    // The budget is spent, to the millisecond, when the intake frees up.
+    worker.setNow(TEST_NOW_MS + 1000);
+    load.leave();
+    expect(await pass).toMatchObject({ claimed: 0, released: 0, batches: 0, stoppedBy: 'budget' });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0 });
+  });
+
+  it('lanes waiting for the intake stop at once when the signal aborts, starting nothing', async () => {
+    const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+    const event = acmeEvent();
+    expect((await deliver(test, event)).status).toBe(202);
+    const worker = buildTestWorker(db, {
+      intakeLoad: heldSaturated(),
+      settings: { lanes: 2, maxDeferMs: 60_000, budgetMs: 60_000 },
+    });
+    const controller = new AbortController();
+
+    const pass = worker.worker.work({ signal: controller.signal });
+    controller.abort();
+    expect(await pass).toMatchObject({ claimed: 0, released: 0, batches: 0, stoppedBy: 'aborted' });
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0 });
   });
 });

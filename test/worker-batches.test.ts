@@ -4,12 +4,20 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
+import {
+  DEFAULT_WORKER_BATCH_SIZE,
+  DEFAULT_WORKER_BUDGET_MS,
+  DEFAULT_WORKER_LANES,
+  DEFAULT_WORKER_MAX_DEFER_MS,
+  type WorkSummary,
+  workerSettings,
+  workUntilCaughtUp,
+} from '../src/inbox/worker.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
-import { acmeEvent, uniqueId } from './helpers/acme.ts';
+import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { subscriptionRow } from './helpers/facts.ts';
+import { deferred, subscriptionRow } from './helpers/facts.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -54,6 +62,166 @@ async function messagesFor(eventIds: readonly string[]): Promise<number> {
     select count(*)::int as n from outbox_messages where deduplication_key in ${sql(keys)}`;
   return row?.n ?? 0;
 }
+
+/** The real acme handler, calling `onApply` after each event's writes. */
+function observed(onApply: () => void): HandlerMap {
+  const real = defaultHandlers.acme?.['subscription.updated'];
+  if (real === undefined) throw new Error('no default handler');
+  return {
+    acme: {
+      'subscription.updated': defineHandler({
+        schema: z.unknown(),
+        async apply(context, payload) {
+          await real.apply(context, payload);
+          onApply();
+        },
+      }),
+    },
+  };
+}
+
+/**
+ * Holds an EXCLUSIVE lock on webhook_events (reads go on, writes wait) until `release`: a worker's
+ * claim then waits, and the test can move the clock or abort while it does.
+ */
+async function holdInboxTable() {
+  const locked = deferred();
+  const release = deferred();
+  const holder = sql.begin(async (tx) => {
+    await tx`lock table webhook_events in exclusive mode`;
+    locked.resolve();
+    await release.promise;
+  });
+  await locked.promise;
+  return {
+    /** Resolves once a statement of another session waits for the lock. */
+    async waiter() {
+      for (;;) {
+        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_locks
+          where not granted and relation = 'webhook_events'::regclass`;
+        if ((row?.n ?? 0) > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    async release() {
+      release.resolve();
+      await holder;
+    },
+  };
+}
+
+describe('workerSettings', () => {
+  const config = {
+    INBOX_MAX_ATTEMPTS: 7,
+    INBOX_BACKOFF_BASE_MS: 2000,
+    INBOX_BACKOFF_MAX_MS: 600_000,
+    INBOX_LEASE_MS: 60_000,
+    HANDLER_DEADLINE_MS: 10_000,
+  };
+
+  it('takes attempts, backoff, lease and apply timeout from the configuration, the rest from the defaults', () => {
+    expect(workerSettings(config)).toEqual({
+      maxAttempts: 7,
+      backoff: { baseMs: 2000, maxMs: 600_000 },
+      leaseMs: 60_000,
+      applyTimeoutMs: 10_000,
+      batchSize: DEFAULT_WORKER_BATCH_SIZE,
+      lanes: DEFAULT_WORKER_LANES,
+      maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,
+      budgetMs: DEFAULT_WORKER_BUDGET_MS,
+    });
+    expect(workerSettings(config, { lanes: 1, batchSize: 5 })).toMatchObject({
+      lanes: 1,
+      batchSize: 5,
+      maxAttempts: 7,
+    });
+  });
+
+  it('holds the apply timeout to half the lease, so that an application can still start inside one', () => {
+    const settings = workerSettings({ ...config, HANDLER_DEADLINE_MS: 45_000, INBOX_LEASE_MS: 60_001 });
+    expect(settings.applyTimeoutMs).toBe(30_000);
+    expect(settings.applyTimeoutMs).toBeLessThan(settings.leaseMs);
+  });
+});
+
+describe('a pass', () => {
+  it('sums itself up in its summary and one `inbox worked` line, its time on the worker clock', async () => {
+    const { eventIds } = await queue(3);
+    let now = TEST_NOW_MS;
+    // Each application takes 100 ms of the worker's clock.
+    const test = buildTestWorker(db, {
+      handlers: observed(() => {
+        now += 100;
+      }),
+      clock: () => now,
+      settings: { lanes: 1, batchSize: 10 },
+    });
+
+    const summary = await test.worker.work();
+    expect(summary).toMatchObject({ claimed: 3, completed: 3, batches: 1, stoppedBy: 'drained', elapsedMs: 300 });
+    const applied = test.logs.filter((line) => line.msg === 'inbox event applied');
+    expect(applied.map((line) => line.event_id).sort()).toEqual([...eventIds].sort());
+    // Applied as a batch, on their first attempt.
+    for (const line of applied) expect(line).toMatchObject({ batch_size: 3, attempt: 1 });
+    const worked = test.logs.filter((line) => line.msg === 'inbox worked');
+    expect(worked).toEqual([expect.objectContaining({ ...summary, worker: test.worker.id })]);
+
+    // A pass that found nothing to do says nothing.
+    expect(await test.worker.work()).toMatchObject({ claimed: 0, batches: 1, stoppedBy: 'drained', elapsedMs: 0 });
+    expect(test.logs.filter((line) => line.msg === 'inbox worked')).toHaveLength(1);
+  });
+
+  it('gives back at once, uncounted, a batch whose claim came back after the pass ran out of budget', async () => {
+    const { eventIds } = await queue(3);
+    const applied: string[] = [];
+    const test = buildTestWorker(db, {
+      handlers: observed(() => applied.push('applied')),
+      // A full batch: the pass would go on to claim another, if the budget allowed.
+      settings: { lanes: 1, batchSize: 3, budgetMs: 1000 },
+    });
+    const table = await holdInboxTable();
+    let pass: Promise<WorkSummary> | undefined;
+    try {
+      pass = test.worker.work();
+      await table.waiter();
+      // The claim is waiting; by the time it comes back the budget is spent, to the millisecond.
+      test.setNow(TEST_NOW_MS + 1000);
+    } finally {
+      await table.release();
+    }
+    expect(await pass).toMatchObject({ claimed: 3, released: 3, completed: 0, failed: 0, stoppedBy: 'budget' });
+    expect(applied).toEqual([]);
+    const rows = await rowsOf(eventIds);
+    for (const row of rows) expect(row).toMatchObject({ status: 'received', attempt_count: 0 });
+
+    // Free again at once: the next pass applies them.
+    expect(await test.worker.work()).toMatchObject({ claimed: 3, completed: 3 });
+  });
+
+  it('gives back at once, uncounted, a batch whose claim came back after the signal aborted', async () => {
+    const { eventIds } = await queue(3);
+    const applied: string[] = [];
+    const test = buildTestWorker(db, {
+      handlers: observed(() => applied.push('applied')),
+      settings: { lanes: 1, batchSize: 3 },
+    });
+    const controller = new AbortController();
+    const table = await holdInboxTable();
+    let pass: Promise<WorkSummary> | undefined;
+    try {
+      pass = test.worker.work({ signal: controller.signal });
+      await table.waiter();
+      controller.abort();
+    } finally {
+      await table.release();
+    }
+    expect(await pass).toMatchObject({ claimed: 3, released: 3, completed: 0, stoppedBy: 'aborted' });
+    expect(applied).toEqual([]);
+    for (const row of await rowsOf(eventIds)) expect(row).toMatchObject({ status: 'received', attempt_count: 0 });
+
+    expect(await test.worker.work()).toMatchObject({ claimed: 3, completed: 3 });
+  });
+});
 
 describe('batched applications', () => {
   it('applies a batch in one transaction: every row completed at the same commit, one message each', async () => {
@@ -162,5 +330,20 @@ describe('workUntilCaughtUp', () => {
     const aborted = scripted([100]);
     await workUntilCaughtUp(aborted.worker, 100, AbortSignal.abort());
     expect(aborted.passes).toEqual([]);
+  });
+
+  it('hands its signal to every pass, and stops once it aborts even after a full batch', async () => {
+    const controller = new AbortController();
+    const signals: Array<AbortSignal | undefined> = [];
+    const worker = {
+      async work(options: { signal?: AbortSignal } = {}) {
+        signals.push(options.signal);
+        // A shutdown during the second pass, which still claimed a full batch.
+        if (signals.length === 2) controller.abort();
+        return { claimed: 100 } as WorkSummary;
+      },
+    };
+    await workUntilCaughtUp(worker, 100, controller.signal);
+    expect(signals).toEqual([controller.signal, controller.signal]);
   });
 });
