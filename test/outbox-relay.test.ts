@@ -5,10 +5,19 @@ import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers.ts';
+import {
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_BATCHES_IN_FLIGHT,
+  DEFAULT_BUDGET_MS,
+  DEFAULT_CONCURRENCY,
+  OUTAGE_PROBE_MAX_MS,
+  relaySettings,
+} from '../src/outbox/relay.ts';
 import { undiciPost } from '../src/outbox/undici-post.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { cuttableLink } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { deferred } from './helpers/facts.ts';
 import {
   buildTestRelay,
   documentedTransportKey,
@@ -33,6 +42,7 @@ afterEach(async () => {
 });
 
 const ms = (date: Date | null | undefined) => date?.getTime();
+type PublishOutcomeUnavailable = { outcome: 'unavailable'; error: string };
 
 describe('a drain', () => {
   it('publishes due messages oldest first, records published_at and leaves attempts at 0', async () => {
@@ -448,6 +458,109 @@ describe.each([
   });
 });
 
+describe('relaySettings', () => {
+  const config = {
+    OUTBOX_MAX_ATTEMPTS: 9,
+    OUTBOX_BACKOFF_BASE_MS: 2000,
+    OUTBOX_BACKOFF_MAX_MS: 3_600_000,
+    OUTBOX_LEASE_MS: 60_000,
+    OUTBOX_TIMEOUT_MS: 5000,
+  };
+
+  it('takes attempts, backoff, lease and timeout from the configuration, the rest from the defaults', () => {
+    expect(relaySettings(config)).toEqual({
+      maxAttempts: 9,
+      backoff: { baseMs: 2000, maxMs: 3_600_000 },
+      leaseMs: 60_000,
+      timeoutMs: 5000,
+      batchSize: DEFAULT_BATCH_SIZE,
+      concurrency: DEFAULT_CONCURRENCY,
+      batchesInFlight: DEFAULT_BATCHES_IN_FLIGHT,
+      budgetMs: DEFAULT_BUDGET_MS,
+      // A message waits up to an hour; the relay probes an unreachable target far more often.
+      outageBackoff: { baseMs: 2000, maxMs: OUTAGE_PROBE_MAX_MS },
+    });
+    expect(relaySettings(config, { concurrency: 1 })).toMatchObject({ concurrency: 1, maxAttempts: 9 });
+  });
+
+  it('probes no later than the backoff a message would wait, when that is the shorter', () => {
+    expect(relaySettings({ ...config, OUTBOX_BACKOFF_MAX_MS: 10_000 }).outageBackoff).toEqual({
+      baseMs: 2000,
+      maxMs: 10_000,
+    });
+  });
+});
+
+describe('a drain as a whole', () => {
+  const logged = (test: { logs: string[] }, message: string) =>
+    test.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === message);
+
+  it('sums itself up in its summary and one `outbox drained` line, its time on the relay clock', async () => {
+    await insertMessages(sql, 3);
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 1 },
+      publisher: {
+        kind: 'slow',
+        publish: async () => {
+          test.advance(250);
+          return { outcome: 'published' };
+        },
+      },
+    });
+    const summary = await test.relay.drain();
+    expect(summary).toMatchObject({ claimed: 3, published: 3, batches: 1, stoppedBy: 'drained', elapsedMs: 750 });
+    expect(logged(test, 'outbox drained')).toEqual([expect.objectContaining({ ...summary, relay: test.relay.id })]);
+
+    // A drain that found nothing says nothing.
+    expect(await test.relay.drain()).toMatchObject({ claimed: 0, batches: 1, elapsedMs: 0 });
+    expect(logged(test, 'outbox drained')).toHaveLength(1);
+  });
+
+  it('starts no publish once its budget is spent, to the millisecond: the rest go back uncounted', async () => {
+    const ids = await insertMessages(sql, 3);
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 1, budgetMs: 1000 },
+      publisher: {
+        kind: 'slow',
+        publish: async () => {
+          test.advance(1000);
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 1, released: 2 });
+    const [first, ...others] = await outboxRows(sql, ids);
+    expect(first?.status).toBe('published');
+    for (const row of others) expect(row).toMatchObject({ status: 'pending', attempts: 0, locked_by: null });
+  });
+
+  it('hands a pipelining publisher a whole batch at once, under one shared timeout, whatever `concurrency` says', async () => {
+    await insertMessages(sql, 3);
+    const signals: AbortSignal[] = [];
+    let publishing = 0;
+    let most = 0;
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 1 },
+      publisher: {
+        kind: 'pipelining',
+        pipelined: true,
+        publish: async (_message, signal) => {
+          signals.push(signal);
+          publishing += 1;
+          most = Math.max(most, publishing);
+          await new Promise((resolve) => setImmediate(resolve));
+          publishing -= 1;
+          return { outcome: 'published' };
+        },
+      },
+    });
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 3 });
+    expect(most).toBe(3);
+    expect(signals).toHaveLength(3);
+    expect(new Set(signals).size).toBe(1);
+  });
+});
+
 describe("an outage on the relay's clock", () => {
   it('holds every message to the probe time, probes with one, backs off per failed probe, then drains', async () => {
     const ids = await insertMessages(sql, 3);
@@ -494,6 +607,137 @@ describe("an outage on the relay's clock", () => {
     expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 3, stoppedBy: 'drained' });
     for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'published', attempts: 0 });
     expect(logged('outbox target reachable again').map((line) => line.outage_ms)).toEqual([1500]);
+  });
+});
+
+describe('an outage, further', () => {
+  const logged = (test: { logs: string[] }, message: string) =>
+    test.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === message);
+  const down: PublishOutcomeUnavailable = { outcome: 'unavailable', error: 'network ECONNREFUSED' };
+
+  it('counts the publishes that failed together as one failed probe, and holds those still waiting for a lane', async () => {
+    const ids = await insertMessages(sql, 3);
+    // The first two are both in flight before either answers.
+    const bothStarted = deferred();
+    let started = 0;
+    const test = buildTestRelay(db, {
+      settings: { concurrency: 2, outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+      publisher: {
+        kind: 'down',
+        publish: async () => {
+          started += 1;
+          if (started === 2) bothStarted.resolve();
+          await bothStarted.promise;
+          return down;
+        },
+      },
+    });
+    const start = test.now();
+    expect(await test.relay.drain()).toMatchObject({
+      claimed: 3,
+      unavailable: 3,
+      published: 0,
+      released: 0,
+      stoppedBy: 'unavailable',
+    });
+    expect(started).toBe(2);
+    // One failure of the outage: jitter 0.5 of the first ceiling (1000 ms), for all three.
+    expect(
+      logged(test, 'outbox target unavailable, backing off').map((line) => [line.failed_probes, line.delay_ms]),
+    ).toEqual([[0, 500]]);
+    for (const row of await outboxRows(sql, ids)) {
+      expect(row).toMatchObject({ status: 'pending', attempts: 0, locked_by: null });
+      expect(ms(row.available_at)).toBe(start + 500);
+    }
+  });
+
+  it('caps its own backoff at OUTAGE_PROBE_MAX_MS when its settings give none, however patient a message is', async () => {
+    const ids = await insertMessages(sql, 1);
+    const test = buildTestRelay(db, {
+      settings: { backoff: { baseMs: 40_000, maxMs: 3_600_000 } },
+      publisher: { kind: 'down', publish: async () => down },
+    });
+    const start = test.now();
+    expect(await test.relay.drain()).toMatchObject({ unavailable: 1, stoppedBy: 'unavailable' });
+    // Jitter 0.5 of min(40 s, 30 s).
+    expect(ms((await outboxRows(sql, ids))[0]?.available_at)).toBe(start + OUTAGE_PROBE_MAX_MS / 2);
+  });
+
+  it('holds a message past the cut-off of the pass even when the clock stepped back during it', async () => {
+    const ids = await insertMessages(sql, 1);
+    const test = buildTestRelay(db, {
+      settings: { outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+      publisher: {
+        kind: 'down',
+        publish: async () => {
+          test.advance(-10_000);
+          return down;
+        },
+      },
+    });
+    const start = test.now();
+    expect(await test.relay.drain()).toMatchObject({ unavailable: 1, stoppedBy: 'unavailable' });
+    // The probe time (500 ms after a clock 10 s back) is before the pass began: not due again in it.
+    expect(ms((await outboxRows(sql, ids))[0]?.available_at)).toBe(start + 1);
+  });
+
+  it('counts a failed probe as the batch of its drain, and claims nothing after it', async () => {
+    await insertMessages(sql, 3);
+    const test = buildTestRelay(db, {
+      settings: { outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+      publisher: { kind: 'down', publish: async () => down },
+    });
+    const start = test.now();
+    await test.relay.drain();
+    test.setNow(start + 500);
+    expect(await test.relay.drain()).toMatchObject({
+      claimed: 1,
+      unavailable: 1,
+      batches: 1,
+      stoppedBy: 'unavailable',
+    });
+  });
+
+  it('counts an answered probe as a batch, then drains the rest within what is left of the budget', async () => {
+    const ids = await insertMessages(sql, 3);
+    let reachable = false;
+    const test = buildTestRelay(db, {
+      settings: { budgetMs: 1000, outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+      publisher: {
+        kind: 'switched',
+        publish: async () => (reachable ? { outcome: 'published' } : down),
+      },
+    });
+    const start = test.now();
+    await test.relay.drain();
+    test.setNow(start + 500);
+    reachable = true;
+    // The probe, then the other two in one batch.
+    expect(await test.relay.drain()).toMatchObject({ claimed: 3, published: 3, batches: 2, stoppedBy: 'drained' });
+    for (const row of await outboxRows(sql, ids)) expect(row.status).toBe('published');
+  });
+
+  it("spends the probe's time from the drain's budget: a probe that took all of it ends the drain", async () => {
+    const ids = await insertMessages(sql, 3);
+    let reachable = false;
+    const test = buildTestRelay(db, {
+      settings: { budgetMs: 1000, outageBackoff: { baseMs: 1000, maxMs: 8000 } },
+      publisher: {
+        kind: 'slow-to-answer',
+        publish: async () => {
+          if (!reachable) return down;
+          test.advance(1000);
+          return { outcome: 'published' };
+        },
+      },
+    });
+    const start = test.now();
+    await test.relay.drain();
+    test.setNow(start + 500);
+    reachable = true;
+    expect(await test.relay.drain()).toMatchObject({ claimed: 1, published: 1, batches: 1, stoppedBy: 'budget' });
+    const rows = await outboxRows(sql, ids);
+    expect(rows.filter((row) => row.status === 'pending')).toHaveLength(2);
   });
 });
 

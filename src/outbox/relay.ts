@@ -161,6 +161,7 @@ export function createRelay(deps: RelayDeps): Relay {
 
   /** A message given back uncounted during an outage: due again at the next probe, not before. */
   function heldForOutage(message: ClaimedMessage, dueBy: Date, error?: string): OutcomeRow {
+    // Stryker disable next-line OptionalChaining: the outage is always set here (noteUnavailable has just set it, or the caller checked it), with nothing awaited in between; the optional chain only satisfies the type.
     const availableMs = Math.max(outage?.probeAtMs ?? 0, dueBy.getTime() + 1);
     return outcomeRow(message.id, 'pending', {
       available_at: at(availableMs),
@@ -200,6 +201,7 @@ export function createRelay(deps: RelayDeps): Relay {
    * it comes from client libraries serialising the payload, whose messages can quote it or a URL.
    */
   const thrown = (error: unknown): PublishOutcome => ({
+    // Stryker disable next-line StringLiteral: this outcome is only compared with 'unavailable' and, in failedOutcome, with 'permanent'; any other failure is rescheduled, so an empty outcome is retried just the same.
     outcome: 'retry',
     error: `publisher ${error instanceof Error ? error.name : typeof error}`,
   });
