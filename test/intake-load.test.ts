@@ -231,6 +231,23 @@ describe('intake load', () => {
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0 });
   });
 
+  it("the first lane's wait for the intake ends with the pass, however long its bound", async () => {
+    const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
+    const event = acmeEvent();
+    expect((await deliver(test, event)).status).toBe(202);
+    const worker = buildTestWorker(db, {
+      intakeLoad: saturated(1),
+      // The real clock: the pass's budget and the wait are measured in the same time.
+      clock: Date.now,
+      settings: { lanes: 1, maxDeferMs: 60_000, budgetMs: 100 },
+    });
+
+    const summary = await worker.worker.work();
+    expect(summary).toMatchObject({ claimed: 0, batches: 0, stoppedBy: 'budget' });
+    expect(summary.deferredMs).toBeLessThan(60_000);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0 });
+  });
+
   it('lanes waiting for the intake stop at once when the signal aborts, starting nothing', async () => {
     const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
     const event = acmeEvent();
