@@ -370,3 +370,148 @@ describe('group commit, async mode', () => {
     expect(await eventRow(sql, after.id)).toMatchObject({ status: 'received' });
   });
 });
+
+describe('group commit, lanes and batch bounds', () => {
+  const payload = { data: { id: 'sub_lanes', status: 'active' } };
+  /** One delivery of one acme event: held until `hold` resolves, else stored `ignored` (nothing to apply). */
+  const submission = (hold?: Promise<void>) => ({
+    items: [
+      {
+        event: {
+          provider: 'acme',
+          eventId: uniqueId('evt'),
+          eventType: hold === undefined ? 'nothing.handles.this' : 'subscription.created',
+          occurredAt: null,
+          payload,
+          payloadText: JSON.stringify(payload),
+          unknownSchemaVersion: false,
+        },
+        plan:
+          hold === undefined
+            ? { kind: 'ignored' as const }
+            : { kind: 'apply' as const, handler: defineHandler({ schema: z.unknown(), apply: () => hold }), payload },
+        arrival: { status: hold === undefined ? ('ignored' as const) : ('completed' as const) },
+      },
+    ],
+    deadline: new Deadline(10_000),
+  });
+
+  it('opens another lane only once a quarter of a batch waits, and never more lanes than allowed', async () => {
+    const sizes: number[] = [];
+    // maxBatch 8: a second lane opens when two deliveries wait; at most two lanes.
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 2, onBatch: (size) => sizes.push(size) });
+    const hold = deferred();
+    const submissions = [submission(hold.promise), ...Array.from({ length: 4 }, () => submission())];
+    try {
+      // A batch starts synchronously inside submit (onBatch is told before its first statement).
+      const held = committer.submit(submissions[0] as ReturnType<typeof submission>);
+      expect(sizes).toEqual([1]);
+      const second = committer.submit(submissions[1] as ReturnType<typeof submission>);
+      expect(sizes).toEqual([1]); // one waiting: less than a quarter of a batch, the busy lane will take it
+      const third = committer.submit(submissions[2] as ReturnType<typeof submission>);
+      expect(sizes).toEqual([1, 2]); // two waiting: the second lane takes both
+      const rest = submissions.slice(3).map((s) => committer.submit(s));
+      expect(sizes).toEqual([1, 2]); // both lanes busy: a third is never opened
+      // The second lane commits while the first is still held.
+      expect(await Promise.all([second, third])).toEqual([
+        [{ outcome: 'ignored', attempt: 1 }],
+        [{ outcome: 'ignored', attempt: 1 }],
+      ]);
+      await Promise.all(rest);
+      hold.resolve();
+      expect(await held).toEqual([{ outcome: 'completed', attempt: 1 }]);
+      expect(sizes).toEqual([1, 2, 2]);
+    } finally {
+      hold.resolve();
+      for (const s of submissions) s.deadline.clear();
+    }
+  });
+
+  it('puts at most maxBatch deliveries in one batch', async () => {
+    const sizes: number[] = [];
+    const committer = new IntakeCommitter(db, { maxBatch: 2, lanes: 1, onBatch: (size) => sizes.push(size) });
+    const hold = deferred();
+    const submissions = [submission(hold.promise), ...Array.from({ length: 3 }, () => submission())];
+    try {
+      const answers = submissions.map((s) => committer.submit(s));
+      hold.resolve();
+      await Promise.all(answers);
+      expect(sizes).toEqual([1, 2, 1]);
+    } finally {
+      hold.resolve();
+      for (const s of submissions) s.deadline.clear();
+    }
+  });
+
+  it('starts no empty batch when every delivery waiting for the lane was already answered 503', async () => {
+    const sizes: number[] = [];
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1, onBatch: (size) => sizes.push(size) });
+    const hold = deferred();
+    const held = submission(hold.promise);
+    const late = { ...submission(), deadline: new Deadline(1) };
+    const after = submission();
+    try {
+      const heldAnswer = committer.submit(held);
+      // Waits behind the held batch until its deadline answers it 503: it is then dropped from the queue.
+      await expect(committer.submit(late)).rejects.toMatchObject({ code: 'unavailable' });
+      hold.resolve();
+      await heldAnswer;
+      expect(await committer.submit(after)).toEqual([{ outcome: 'ignored', attempt: 1 }]);
+      expect(sizes).toEqual([1, 1]);
+      expect(await eventRow(sql, late.items[0]?.event.eventId ?? '')).toBeUndefined();
+    } finally {
+      hold.resolve();
+      for (const s of [held, late, after]) s.deadline.clear();
+    }
+  });
+
+  it('queues, and never applies at the intake, an async event whose digest makes its batch a transaction', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const applied: string[] = [];
+    const recording = defineHandler({
+      schema: z.unknown(),
+      apply: async ({ event }) => void applied.push(event.eventId),
+    });
+    const base = submission();
+    const item = base.items[0];
+    if (item === undefined) throw new Error('no item');
+    const queued = {
+      ...base,
+      items: [
+        {
+          event: {
+            ...item.event,
+            eventType: 'subscription.updated',
+            contentDigest: createHash('sha256').update(item.event.eventId).digest('hex'),
+          },
+          plan: { kind: 'apply' as const, handler: recording, payload },
+          arrival: { status: 'received' as const, availableAt: new Date() },
+        },
+      ],
+    };
+    try {
+      expect(await committer.submit(queued)).toEqual([{ outcome: 'queued', attempt: 1 }]);
+      expect(applied).toEqual([]);
+      expect(await eventRow(sql, item.event.eventId)).toMatchObject({ status: 'received', attempt_count: 0 });
+    } finally {
+      base.deadline.clear();
+    }
+  });
+
+  it('retries a batch that lost a serialization race three times, then answers 503 and stores nothing', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const conflict = Object.assign(new Error('could not serialize access'), { name: 'PostgresError', code: '40001' });
+    const transaction = vi.spyOn(db, 'transaction').mockRejectedValue(conflict);
+    const member = submission(Promise.resolve());
+    try {
+      // Every transaction loses the race: the batch is tried four times in all (not once, not forever),
+      // then, the conflict being the database's trouble and not the delivery's, answered 503.
+      await expect(committer.submit(member)).rejects.toMatchObject({ code: 'unavailable' });
+      expect(transaction).toHaveBeenCalledTimes(4);
+      expect(await eventRow(sql, member.items[0]?.event.eventId ?? '')).toBeUndefined();
+    } finally {
+      transaction.mockRestore();
+      member.deadline.clear();
+    }
+  });
+});
