@@ -164,6 +164,7 @@ describe('Slack protocol messages', () => {
     const response = await send(slackSender, body);
     expect(await response.text()).toBe('{"received":true}');
     expect((await providerRows(sql, 'slack')).length).toBe(before);
+    expect(test.logs.some((line) => line.includes('"reason":"app_rate_limited"'))).toBe(true);
   });
 
   it('stores event_callback under its event_id, typed by the inner event', async () => {

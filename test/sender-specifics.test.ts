@@ -63,6 +63,26 @@ describe("Zoom's endpoint.url_validation", () => {
         .digest('hex'),
     });
     expect((await providerRows(sql, 'zoom')).length).toBe(before);
+    expect(app.logs.some((line) => line.includes('"reason":"endpoint.url_validation"'))).toBe(true);
+  });
+
+  it('is stored as an ordinary event, not answered, when it carries no plainToken', async () => {
+    // Only a validation Zoom's own receiver would answer gets a token back: one without a plainToken
+    // is an event like any other (no answer to sign, and no 500).
+    const body = JSON.stringify({ payload: {}, event_ts: Date.now(), event: 'endpoint.url_validation' });
+    const headers = zoom.headers(
+      { body, eventType: 'endpoint.url_validation' },
+      zoomSecrets.credentials[0],
+      nowSeconds(),
+    );
+    const before = (await providerRows(sql, 'zoom')).length;
+
+    const response = await post('zoom', body, headers);
+    expect(response.status).toBe(200);
+    expect(await response.text()).not.toContain('encryptedToken');
+    const rows = await providerRows(sql, 'zoom');
+    expect(rows.length).toBe(before + 1);
+    expect(rows.at(-1)).toMatchObject({ event_type: 'endpoint.url_validation', status: 'ignored' });
   });
 
   it('is refused like any delivery when its signature is not ours', async () => {
@@ -90,6 +110,7 @@ describe("Discord's ping", () => {
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');
     expect((await providerRows(sql, 'discord')).length).toBe(before);
+    expect(app.logs.some((line) => line.includes('"reason":"ping"'))).toBe(true);
   });
 
   it('is the one 401 unsigned, or signed with 63 bytes', async () => {
