@@ -63,7 +63,7 @@ function writerFor(db: Executor): DataLoader<PendingChange, boolean> {
   let writer = writers.get(db);
   if (writer === undefined) {
     // No cache: two equal changes are two requests, each answered by its own turn.
-    // Stryker disable next-line ObjectLiteral: each load's key is a fresh object, so the default cache (by identity) never hits either
+    // Stryker disable next-line ObjectLiteral,BooleanLiteral: each load's key is a fresh object, so the default cache (by identity) never hits either
     writer = new DataLoader((pending) => applyInTurns(db, pending), { cache: false });
     writers.set(db, writer);
   }
