@@ -40,17 +40,20 @@ describe("Zoom's endpoint.url_validation", () => {
   const zoom = sender('zoom');
   const validation = (plainToken: string) =>
     JSON.stringify({ payload: { plainToken }, event_ts: Date.now(), event: 'endpoint.url_validation' });
-
-  it("is answered as Zoom's own receiver answers it, and nothing is stored", async () => {
-    const body = validation('qgg8vlvZRS6UYooatFL8Aw');
+  /** Posts a signed `endpoint.url_validation` body; with the headers sent and Zoom's row count before. */
+  async function postValidation(body: string) {
     const headers = zoom.headers(
       { body, eventType: 'endpoint.url_validation' },
       zoomSecrets.credentials[0],
       nowSeconds(),
     );
     const before = (await providerRows(sql, 'zoom')).length;
+    return { headers, before, response: await post('zoom', body, headers) };
+  }
 
-    const response = await post('zoom', body, headers);
+  it("is answered as Zoom's own receiver answers it, and nothing is stored", async () => {
+    const body = validation('qgg8vlvZRS6UYooatFL8Aw');
+    const { headers, before, response } = await postValidation(body);
     expect(response.status).toBe(200);
     const answer = await response.json();
     const oracle = await zoomOracle(body, headers, zoomSecrets.credentials[0]);
@@ -70,14 +73,7 @@ describe("Zoom's endpoint.url_validation", () => {
     // Only a validation Zoom's own receiver would answer gets a token back: one without a plainToken
     // is an event like any other (no answer to sign, and no 500).
     const body = JSON.stringify({ payload: {}, event_ts: Date.now(), event: 'endpoint.url_validation' });
-    const headers = zoom.headers(
-      { body, eventType: 'endpoint.url_validation' },
-      zoomSecrets.credentials[0],
-      nowSeconds(),
-    );
-    const before = (await providerRows(sql, 'zoom')).length;
-
-    const response = await post('zoom', body, headers);
+    const { before, response } = await postValidation(body);
     expect(response.status).toBe(200);
     expect(await response.text()).not.toContain('encryptedToken');
     const rows = await providerRows(sql, 'zoom');

@@ -22,22 +22,29 @@ import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
 
-/** The real acme handler, except for the subscriptions named, whose events throw `failure()` after writing. */
-function failingFor(subscriptions: ReadonlySet<string>, failure: () => Error): HandlerMap {
+/** The real acme handler, then `after` with the event's payload, once its writes are done. */
+function afterRealHandler(after: (payload: unknown) => void): HandlerMap {
   const real = defaultHandlers.acme?.['subscription.updated'];
   if (real === undefined) throw new Error('no default handler');
-  const subscriptionOf = z.object({ data: z.object({ id: z.string() }) });
   return {
     acme: {
       'subscription.updated': defineHandler({
         schema: z.unknown(),
         async apply(context, payload) {
           await real.apply(context, payload);
-          if (subscriptions.has(subscriptionOf.parse(payload).data.id)) throw failure();
+          after(payload);
         },
       }),
     },
   };
+}
+
+/** The real acme handler, except for the subscriptions named, whose events throw `failure()` after writing. */
+function failingFor(subscriptions: ReadonlySet<string>, failure: () => Error): HandlerMap {
+  const subscriptionOf = z.object({ data: z.object({ id: z.string() }) });
+  return afterRealHandler((payload) => {
+    if (subscriptions.has(subscriptionOf.parse(payload).data.id)) throw failure();
+  });
 }
 
 /** Queues `count` events for fresh subscriptions through the async intake; answers their subscription ids. */
@@ -65,19 +72,7 @@ async function messagesFor(eventIds: readonly string[]): Promise<number> {
 
 /** The real acme handler, calling `onApply` after each event's writes. */
 function observed(onApply: () => void): HandlerMap {
-  const real = defaultHandlers.acme?.['subscription.updated'];
-  if (real === undefined) throw new Error('no default handler');
-  return {
-    acme: {
-      'subscription.updated': defineHandler({
-        schema: z.unknown(),
-        async apply(context, payload) {
-          await real.apply(context, payload);
-          onApply();
-        },
-      }),
-    },
-  };
+  return afterRealHandler(() => onApply());
 }
 
 /**
