@@ -9,7 +9,7 @@ export type Bytes = Uint8Array<ArrayBuffer>;
  */
 export type VerifyKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
 
-/** The digests HMAC schemes use; SHA-1 only where a sender still signs with it (Twilio, Intercom). */
+/** The digests HMAC schemes use; SHA-1 only where a sender still signs with it (Twilio). */
 export type HmacHash = 'SHA-1' | 'SHA-256' | 'SHA-512';
 
 /** Bytes of each HMAC digest: a signature of another length is malformed, not merely wrong. */
