@@ -1,6 +1,7 @@
 // The relay against real PostgreSQL and a real HTTP sink: what a drain claims, publishes and records
 // for each class of answer; backoff, Retry-After and dead letters on an injected clock; leases,
-// budgets and two relays draining at once.
+// budgets and two relays draining at once. One test is a performance guard, read from
+// pg_prepared_statements: the claim and outcome statements are prepared once per connection.
 import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';

@@ -1,7 +1,8 @@
-// The hot statements run prepared (executePrepared in src/db/client.ts): PostgreSQL parses and plans
-// each once per connection, and a batch of any size reuses it, because its rows travel as one JSON
-// parameter. A connection opened with `prepare: false` (a pooler that cannot hold them) runs them
-// unnamed, as before.
+// A performance guard, read from pg_prepared_statements: the hot statements run prepared
+// (executePrepared in src/db/prepared.ts), so PostgreSQL parses and plans each once per connection,
+// and a batch of any size reuses it, because its rows travel as one JSON parameter. A failure here
+// means statements are parsed and planned again on every call, not that a row is written wrongly. A
+// connection opened with `prepare: false` (a pooler that cannot hold them) runs them unnamed.
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type Database, type Transaction } from '../src/db/client.ts';
 import { insertOrTakeBackAll } from '../src/inbox/event-rows.ts';
