@@ -1,3 +1,5 @@
+// A performance guard, read from the planner (EXPLAIN): a failure means claims get slower as the
+// queue grows, not that they claim the wrong rows (other tests cover which rows are claimed).
 // The claims of the inbox worker and the outbox relay are planned as a walk of their queue's partial
 // index in order, even when the statistics still describe an empty queue (a burst arrived since the
 // last ANALYZE). Otherwise the planner reads every waiting row and sorts them to claim one batch.
