@@ -280,7 +280,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const test = await buildTestApp(db, {
       providers,
       handlers: countingHandlers(),
-      beforeClaim: barrier(parties),
+      beforeStore: barrier(parties),
       groupCommit,
     });
     const batch = events(5);

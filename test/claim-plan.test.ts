@@ -8,8 +8,8 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { Database, Executor } from '../src/db/client.ts';
 import { claimInQueueOrder, takeLease } from '../src/db/lease.ts';
-import { claimStatement as inboxClaim } from '../src/inbox/event-rows.ts';
-import { claimStatement as outboxClaim } from '../src/outbox/message-rows.ts';
+import { claimDueStatement as inboxClaim } from '../src/inbox/event-rows.ts';
+import { claimMessagesStatement as outboxClaim } from '../src/outbox/message-rows.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
 const { sql: client, db } = await useTestDatabase();

@@ -1,6 +1,6 @@
 // GitHub and Shopify sign neither their delivery id nor a time: the same signed body must be a
 // duplicate whatever id it comes under, change nothing, and never take over another delivery's row.
-// Also the two-key claim under concurrency, across real connections.
+// Also the two-key insert under concurrency, across real connections.
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -34,8 +34,8 @@ const cases: Array<[string, Sender, string]> = [
 ];
 
 describe.each(cases)('%s', (_name, sender, eventType) => {
-  const app = async (handlers: HandlerMap, beforeClaim?: () => Promise<void>) =>
-    buildTestApp(db, { providers, handlers, beforeClaim });
+  const app = async (handlers: HandlerMap, beforeStore?: () => Promise<void>) =>
+    buildTestApp(db, { providers, handlers, beforeStore });
   const deliver = async (test: TestApp, body: string, id: string) =>
     test.request(`/webhooks/${sender.name}`, {
       method: 'POST',
@@ -160,7 +160,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
     expect(await counter.value()).toBe(1);
   });
 
-  it('applies once when twenty deliveries of one body under twenty ids reach the claim together', async () => {
+  it('applies once when twenty deliveries of one body under twenty ids reach the insert together', async () => {
     const counter = await newCounter(sql);
     const parties = 20;
     const test = await app({ [sender.name]: { [eventType]: counter.handler } }, barrier(parties));

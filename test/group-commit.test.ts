@@ -1,7 +1,7 @@
 // Group commit (src/inbox/committer.ts) through the app: deliveries that wait while a batch holds the
 // intake's only lane go together in the next transaction, and every promise of the one-at-a-time path
 // still holds per delivery. A blocking handler holds the lane open until the test has queued what it
-// wants in one batch; `beforeClaim` tells when each delivery has reached the committer.
+// wants in one batch; `beforeStore` tells when each delivery has reached the committer.
 import { createHash } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -68,7 +68,7 @@ async function harness(
     metrics,
     groupCommit: { maxBatch: 64, lanes: 1 },
     config: { HANDLER_DEADLINE_MS: options.deadlineMs ?? 10_000 },
-    beforeClaim: async () => {
+    beforeStore: async () => {
       count += 1;
       for (const waiter of waiters) if (count >= waiter.count) waiter.resolve();
     },

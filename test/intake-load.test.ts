@@ -19,14 +19,14 @@ function saturated(at: number): IntakeLoad {
   return load;
 }
 
-/** An async app counting into `intakeLoad` whose deliveries stop before the claim until `held` resolves. */
+/** An async app counting into `intakeLoad` whose deliveries stop before the insert until `held` resolves. */
 async function heldAsyncApp(intakeLoad: IntakeLoad) {
   const held = deferred();
   const reached = deferred();
   const test = await buildTestApp(db, {
     intakeLoad,
     config: { PROCESSING_MODE: 'async' },
-    beforeClaim: async () => {
+    beforeStore: async () => {
       reached.resolve();
       await held.promise;
     },

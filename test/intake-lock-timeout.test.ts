@@ -96,7 +96,7 @@ describe('a batch that meets a row lock held elsewhere', () => {
       metrics,
       groupCommit: { maxBatch: 64, lanes: 1 },
       config: { HANDLER_DEADLINE_MS: DEADLINE_MS },
-      beforeClaim: async ({ eventId }) => {
+      beforeStore: async ({ eventId }) => {
         if (!deliveries.some((event) => event.id === eventId)) return;
         await gate();
         through += 1;

@@ -44,10 +44,10 @@ describe('POST /webhooks/acme, synchronous mode', () => {
     expect((await eventRow(sql, event.id))?.completed_at).toEqual(firstRow?.completed_at);
   });
 
-  it('changes state once when twenty requests with one id reach the claim together', async () => {
+  it('changes state once when twenty requests with one id reach the insert together', async () => {
     const counter = await counting();
     const parties = 20;
-    const test = await buildTestApp(db, { handlers: counter.handlers, beforeClaim: barrier(parties) });
+    const test = await buildTestApp(db, { handlers: counter.handlers, beforeStore: barrier(parties) });
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
     const { port } = server.address() as AddressInfo;
@@ -101,7 +101,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
     expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'canceled', provider_version: '3' });
   });
 
-  it('rolls back the claim and the state when the domain handler fails, then recovers on redelivery', async () => {
+  it('rolls back the insert and the state when the domain handler fails, then recovers on redelivery', async () => {
     const subscription = uniqueId('sub');
     const failing = failingAfterDefault('subscription.updated', 'ledger refused the change');
     const event = acmeEvent({ version: 2, data: { id: subscription, status: 'active', card: '4242424242424242' } });
@@ -131,12 +131,12 @@ describe('POST /webhooks/acme, synchronous mode', () => {
   it('answers 2xx to the provider retry that follows a lost response', async () => {
     const { handlers, value } = await counting();
     let dropConnection: () => void = () => {};
-    const claimReached = new Promise<void>((resolve) => {
+    const storeReached = new Promise<void>((resolve) => {
       dropConnection = resolve;
     });
     const test = await buildTestApp(db, {
       handlers,
-      beforeClaim: async () => dropConnection(),
+      beforeStore: async () => dropConnection(),
     });
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
@@ -149,7 +149,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
       // The provider gives up on the first attempt (its timeout) while we are processing it.
       const abort = new AbortController();
       const lost = fetch(url, { method: 'POST', body, headers, signal: abort.signal }).catch((error: unknown) => error);
-      await claimReached;
+      await storeReached;
       abort.abort();
       expect(await lost).toBeInstanceOf(Error);
       await expect.poll(async () => (await eventRow(sql, event.id))?.status).toBe('completed');

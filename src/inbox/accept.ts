@@ -1,6 +1,6 @@
 // Asynchronous intake (PROCESSING_MODE=async): the backlog gate. Above INBOX_MAX_BACKLOG `received`
 // rows, new events are refused with 503; the events themselves are stored as `received` by the
-// intake's claim (committer.ts, or process.ts on its own), committed before the 202.
+// intake's insert (committer.ts, or process.ts on its own), committed before the 202.
 import { sql } from 'drizzle-orm';
 import type { Database } from '../db/client.ts';
 import { executePrepared } from '../db/prepared.ts';

@@ -2,7 +2,7 @@
 // transaction, and each still gets its own answer. A delivery is its events (one, or a sender's batch),
 // committed together: never split across batches. No timer: when no batch is in flight a delivery
 // starts one at once, so a quiet service answers as fast as without batching; while one is in
-// flight, what arrives waits for it and then goes together (one BEGIN, one claim statement, one
+// flight, what arrives waits for it and then goes together (one BEGIN, one insert statement, one
 // COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
 // transactions) opens only when the queue is long enough to fill a good share of a batch: so the
 // batches stay large while a lone slow batch (a lock wait) cannot hold up a busy intake. A batch with
@@ -148,10 +148,10 @@ export class IntakeCommitter {
     }
   }
 
-  /** Claims every member's rows, applies the claimed ones, and decides to commit. */
+  /** Inserts every member's rows, applies the written ones, and decides to commit. */
   async #commit(tx: Transaction, batch: readonly Member[]): Promise<Committed[][]> {
     // Half of what the most patient member has left, so that after a timeout it can still run alone.
-    // A member with less than that would have expired in the batch all the same. Sent with the claim
+    // A member with less than that would have expired in the batch all the same. Sent with the insert
     // (pipelined), so it costs no round trip of its own.
     const longest = Math.max(...batch.map((member) => member.deadline.remainingMs));
     const [, rows] = await Promise.all([
@@ -167,7 +167,7 @@ export class IntakeCommitter {
     const applied = await Promise.allSettled(
       batch.flatMap((member, index) =>
         // Stryker disable next-line OptionalChaining: perMember answers one list per member, so byMember[index] is always there
-        member.items.map((item, at) => applyClaimed(tx, item, byMember[index]?.[at] ?? null)),
+        member.items.map((item, at) => applyWritten(tx, item, byMember[index]?.[at] ?? null)),
       ),
     );
     const failure = applied.find((result) => result.status === 'rejected');
@@ -210,7 +210,7 @@ export class IntakeCommitter {
 }
 
 /**
- * Whether the batch needs a transaction around its statements: a handler to run with its claim, or
+ * Whether the batch needs a transaction around its statements: a handler to run with its insert, or
  * rows with a content digest, whose failed twins are taken back in a second statement.
  */
 function needsTransaction(batch: readonly Member[]): boolean {
@@ -219,7 +219,7 @@ function needsTransaction(batch: readonly Member[]): boolean {
   );
 }
 
-/** The claim's rows (one per event, members in order) split back into each member's. */
+/** The insert's rows (one per event, members in order) split back into each member's. */
 function perMember(batch: readonly Member[], rows: readonly (StoredRow | null)[]): (StoredRow | null)[][] {
   let at = 0;
   return batch.map((member) => {
@@ -234,8 +234,8 @@ function results(batch: readonly Member[], byMember: readonly (StoredRow | null)
   return batch.map((member, index) => member.items.map((item, at) => committedAs(item, byMember[index]?.[at] ?? null)));
 }
 
-/** Runs the event's handler when its row was claimed for applying now. */
-async function applyClaimed(tx: Transaction, item: PlannedEvent, row: StoredRow | null): Promise<void> {
+/** Runs the event's handler when its row was written for applying now. */
+async function applyWritten(tx: Transaction, item: PlannedEvent, row: StoredRow | null): Promise<void> {
   if (row === null || item.plan.kind !== 'apply' || !appliesNow(item)) return;
   const stored = { ...item.event, eventId: row.eventId };
   await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);

@@ -51,7 +51,7 @@ export interface StoredEventKey {
   eventId: string;
 }
 
-/** The row a delivery claimed or took back. */
+/** The row a delivery inserted or took back. */
 export interface StoredRow {
   attemptCount: number;
   /** The stored id: a digest match keeps the first delivery's id. */
@@ -125,8 +125,8 @@ function arrivingRows(rows: readonly Arriving[]): SQL {
 
 const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
 
-/** What the claim's statements return for each row they wrote: the arriving key and the stored row. */
-interface ClaimedRow {
+/** What the intake's statements return for each row they wrote: the arriving key and the stored row. */
+interface WrittenRow {
   provider: string;
   event_id: string;
   stored_id: string;
@@ -149,10 +149,10 @@ interface ClaimedRow {
  */
 export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
   const byId = new Map<string, StoredRow>();
-  const found = (row: ClaimedRow) =>
+  const found = (row: WrittenRow) =>
     byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
   const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
-  const inserted = await executePrepared<ClaimedRow>(
+  const inserted = await executePrepared<WrittenRow>(
     db,
     sql`insert into webhook_events ${COLUMNS}
       select * from ${arrivingRows(rows)} as arriving order by provider, event_id
@@ -162,7 +162,7 @@ export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[
   for (const row of inserted) found(row);
   const conflicted = rows.filter((row) => !byId.has(storedKeyString(row.event.provider, row.event.eventId)));
   if (!signedOnly && conflicted.length > 0) {
-    const taken = await executePrepared<ClaimedRow>(
+    const taken = await executePrepared<WrittenRow>(
       db,
       sql`
       update webhook_events set ${takeBackSet(sql`v`)}
@@ -242,7 +242,7 @@ export interface ClaimedEvent extends StoredEventKey {
 const CLAIMABLE = ['received', 'failed', 'processing'] as const;
 
 /** The worker's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
-export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
+export function claimDueStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
   const table = webhookEvents;
   const candidates = claimCandidates(db, {
     table,
@@ -269,7 +269,7 @@ export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: n
 export async function claimDue(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedEvent[]> {
   // Prepared: the statement's text is the same for every claim.
   const rows = await claimInQueueOrder(db, (tx) =>
-    claimStatement(tx, lease, dueBy, limit).prepare('inbox_claim').execute(),
+    claimDueStatement(tx, lease, dueBy, limit).prepare('inbox_claim').execute(),
   );
   // Claimed rows come back in no particular order.
   return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());

@@ -45,10 +45,10 @@ export interface IntakeDeps {
   /** Deliveries in flight, shared with an in-process async worker that defers to a saturated intake. */
   intakeLoad?: IntakeLoad;
   /**
-   * Test and tracing hook: runs after validation, just before the database claim; once per delivery,
+   * Test and tracing hook: runs after validation, just before the database write; once per delivery,
    * with its first event.
    */
-  beforeClaim?: (event: { provider: string; eventId: string }) => Promise<void>;
+  beforeStore?: (event: { provider: string; eventId: string }) => Promise<void>;
   /**
    * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
    * in flight. Absent: each delivery has a transaction of its own (the Worker, where requests of an
@@ -287,7 +287,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       try {
         const [first] = planned;
         if (first !== undefined)
-          await deps.beforeClaim?.({ provider: first.event.provider, eventId: first.event.eventId });
+          await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });
         results = await store(c.var.db, deadline, planned);
       } finally {
         deps.intakeLoad?.leave();

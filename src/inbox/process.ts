@@ -1,5 +1,5 @@
-// Processing of one delivery's authenticated events on their own (no group commit): claim their ids,
-// apply the domain changes and complete the claims in a single transaction; on a handler failure, roll
+// Processing of one delivery's authenticated events on their own (no group commit): insert their rows,
+// apply the domain changes and complete the rows in a single transaction; on a handler failure, roll
 // back and record the failure in a transaction of its own. Also what both modes decide before any
 // database work (the plan).
 import type { Database } from '../db/client.ts';
@@ -76,7 +76,7 @@ export interface PlannedEvent {
 /** Whether the event's handler runs in the delivery's own transaction (sync mode, or nothing to queue). */
 export const appliesNow = (item: PlannedEvent) => item.plan.kind === 'apply' && item.arrival.status !== 'received';
 
-/** What a delivery's answer says about one event, from the row its claim wrote (null: a duplicate). */
+/** What a delivery's answer says about one event, from the row its insert wrote (null: a duplicate). */
 export function committedAs(item: PlannedEvent, row: StoredRow | null): Committed {
   if (row === null) return { outcome: 'duplicate' };
   const attempt = row.attemptCount + 1;
@@ -86,8 +86,8 @@ export function committedAs(item: PlannedEvent, row: StoredRow | null): Committe
 }
 
 /**
- * Processes one delivery's events (one, or a sender's batch) in one transaction of their own: claims
- * every row in one statement, applies the claimed ones in the sender's order, and commits them all or
+ * Processes one delivery's events (one, or a sender's batch) in one transaction of their own: inserts
+ * every row in one statement, applies the written ones in the sender's order, and commits them all or
  * none. The events must not share a key. When a handler fails, everything rolls back and the failure
  * is recorded on that event's row alone (the others were not stored): the sender's retry of the whole
  * delivery then stores the others and takes the failed one back.
@@ -111,13 +111,13 @@ export async function processDelivery(
       ]);
       const results: Committed[] = [];
       for (const [index, item] of items.entries()) {
-        const claimed = rows[index] ?? null;
-        if (claimed !== null && item.plan.kind === 'apply' && appliesNow(item)) {
+        const written = rows[index] ?? null;
+        if (written !== null && item.plan.kind === 'apply' && appliesNow(item)) {
           failing = item.event;
-          const stored = { ...item.event, eventId: claimed.eventId };
+          const stored = { ...item.event, eventId: written.eventId };
           await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);
         }
-        results.push(committedAs(item, claimed));
+        results.push(committedAs(item, written));
       }
       return results;
     });

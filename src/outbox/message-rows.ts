@@ -3,7 +3,7 @@
 // | from               | to                          | by                          | statement                        |
 // | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
 // | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessagesFrom |
-// | pending            | pending, leased             | relay                       | claimStatement / claimMessages   |
+// | pending            | pending, leased             | relay                       | claimMessagesStatement / claimMessages   |
 // | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
 // | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
 //
@@ -87,7 +87,7 @@ export interface BatchOutcomes {
 }
 
 /** The relay's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
-export function claimStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
+export function claimMessagesStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
   const table = outboxMessages;
   const candidates = claimCandidates(db, {
     table,
@@ -121,7 +121,7 @@ const OTHERS_STATEMENT = 'outbox_outcomes';
 
 export async function claimMessages(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
   const rows = await claimInQueueOrder(db, (tx) =>
-    claimStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
+    claimMessagesStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
   );
   // The payload column holds JSON values only (its inserts stringify one), so the rows are taken as
   // they are. Each gets its key's transport form once here, so a publisher never hashes (and the

@@ -54,7 +54,7 @@ export async function subscriptionRow(sql: postgres.Sql, externalId: string): Pr
   return rows[0];
 }
 
-/** Resolves every waiter once `parties` of them have arrived: requests reach the claim together. */
+/** Resolves every waiter once `parties` of them have arrived: requests reach the insert together. */
 export function barrier(parties: number): () => Promise<void> {
   let arrived = 0;
   let release: () => void = () => {};
