@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
-import type { Enqueue } from '../outbox/enqueue.ts';
+import { type Enqueue, enqueuerFor } from '../outbox/enqueue.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
 
@@ -29,6 +29,16 @@ export interface EventHandler<Payload = unknown> {
   /** Validates the payload beyond the provider's envelope; a failure answers 400. */
   schema: z.ZodType<Payload>;
   apply(context: HandlerContext, payload: Payload): Promise<void>;
+}
+
+/** Runs the handler in `tx`: the one place its `enqueue` is bound, to that transaction and this event. */
+export function applyHandler<Payload>(
+  handler: EventHandler<Payload>,
+  tx: Transaction,
+  event: HandledEvent,
+  payload: Payload,
+): Promise<void> {
+  return handler.apply({ tx, event, enqueue: enqueuerFor(tx, event) }, payload);
 }
 
 /** Keeps each handler's payload type tied to its own schema inside a heterogeneous map. */

@@ -25,8 +25,8 @@
 import type { Database, Transaction } from '../db/client.ts';
 import { isRetryableConflict, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
 import { limitStatements } from '../db/timeouts.ts';
+import { applyHandler } from '../domain/handlers.ts';
 import { AppError } from '../lib/errors.ts';
-import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { Deadline } from './deadline.ts';
 import { insertOrTakeBackAll, rowKeys, type StoredRow } from './event-rows.ts';
 import { appliesNow, type Committed, committedAs, type PlannedEvent, processDelivery } from './process.ts';
@@ -237,6 +237,5 @@ function results(batch: readonly Member[], byMember: readonly (StoredRow | null)
 /** Runs the event's handler when its row was written for applying now. */
 async function applyWritten(tx: Transaction, item: PlannedEvent, row: StoredRow | null): Promise<void> {
   if (row === null || item.plan.kind !== 'apply' || !appliesNow(item)) return;
-  const stored = { ...item.event, eventId: row.eventId };
-  await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);
+  await applyHandler(item.plan.handler, tx, { ...item.event, eventId: row.eventId }, item.plan.payload);
 }

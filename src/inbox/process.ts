@@ -5,9 +5,8 @@
 import type { Database } from '../db/client.ts';
 import { describeCause, isTransientDatabaseError } from '../db/errors.ts';
 import { limitStatements } from '../db/timeouts.ts';
-import { type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
+import { applyHandler, type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
-import { enqueuerFor } from '../outbox/enqueue.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
 import {
   type AppliedStatus,
@@ -114,8 +113,7 @@ export async function processDelivery(
         const written = rows[index] ?? null;
         if (written !== null && item.plan.kind === 'apply' && appliesNow(item)) {
           failing = item.event;
-          const stored = { ...item.event, eventId: written.eventId };
-          await item.plan.handler.apply({ tx, event: stored, enqueue: enqueuerFor(tx, stored) }, item.plan.payload);
+          await applyHandler(item.plan.handler, tx, { ...item.event, eventId: written.eventId }, item.plan.payload);
         }
         results.push(committedAs(item, written));
       }

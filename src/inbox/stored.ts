@@ -4,10 +4,9 @@
 // event is applied once however many workers, replays or redeliveries race for it (event-rows.ts).
 import type { Database, Executor, Transaction } from '../db/client.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
-import type { HandlerMap } from '../domain/handlers.ts';
+import { applyHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
-import { enqueuerFor } from '../outbox/enqueue.ts';
 import type { WebhookProvider } from '../providers/types.ts';
 import {
   type AppliedStatus,
@@ -91,7 +90,7 @@ async function applyRow(context: StoredContext, tx: Transaction, row: LockedRow)
     // Stored, but no longer acceptable to its handler: retrying cannot help.
     throw new DomainRejection('payload no longer matches its handler schema');
   }
-  if (plan.kind === 'apply') await plan.handler.apply({ tx, event, enqueue: enqueuerFor(tx, event) }, plan.payload);
+  if (plan.kind === 'apply') await applyHandler(plan.handler, tx, event, plan.payload);
   return finalStatus[plan.kind];
 }
 
