@@ -52,9 +52,10 @@ export interface IntakeDeps {
   /**
    * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
    * in flight. Absent: each delivery has a transaction of its own (the Worker, where requests of an
-   * isolate may not share a database client).
+   * isolate may not share a database client). `onBatch` is told each batch's size, after the
+   * batch-size histogram (what a test observes).
    */
-  groupCommit?: { maxBatch: number; lanes: number };
+  groupCommit?: { maxBatch: number; lanes: number; onBatch?: (size: number) => void };
 }
 
 type IntakeEnv = {
@@ -143,10 +144,17 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   };
   // One committer per database: on Node every request brings the process's pool.
   const committers = new WeakMap<Database, IntakeCommitter>();
-  const committerFor = (db: Database, options: { maxBatch: number; lanes: number }) => {
+  const committerFor = (db: Database, options: NonNullable<IntakeDeps['groupCommit']>) => {
     let committer = committers.get(db);
     if (committer === undefined) {
-      committer = new IntakeCommitter(db, { ...options, onBatch: (size) => deps.metrics.observeIntakeBatch(size) });
+      const { onBatch } = options;
+      committer = new IntakeCommitter(db, {
+        ...options,
+        onBatch: (size) => {
+          deps.metrics.observeIntakeBatch(size);
+          onBatch?.(size);
+        },
+      });
       committers.set(db, committer);
     }
     return committer;
