@@ -9,15 +9,25 @@ import type { Metrics } from '../lib/metrics.ts';
 import type { InboxEvent } from './event-rows.ts';
 import { type DeliveryOutcome, ProcessingFailure } from './process.ts';
 
-/** `queued`: stored as `received` for the async worker (or a `failed` row re-queued). */
+/**
+ * `queued`: stored `received`, waiting for the async worker (a new event, or a `failed` row taken
+ * back); nothing else is `queued` here. A parked event waits too, but for an operator's replay.
+ */
 export type Answered = DeliveryOutcome | 'queued';
 
+const RECEIVED = { status: 200, body: '{"received":true}' } as const;
+/**
+ * The contract's 202, whose `queued` flag means "stored for later work": the worker's (`queued`) or
+ * an operator's (`parked`).
+ */
+const STORED_FOR_LATER = { status: 202, body: '{"received":true,"queued":true}' } as const;
+
 const answers: Record<Answered, { status: 200 | 202; body: string }> = {
-  completed: { status: 200, body: '{"received":true}' },
-  queued: { status: 202, body: '{"received":true,"queued":true}' },
-  ignored: { status: 200, body: '{"received":true}' },
+  completed: RECEIVED,
+  queued: STORED_FOR_LATER,
+  ignored: RECEIVED,
   duplicate: { status: 200, body: '{"received":true,"duplicate":true}' },
-  parked: { status: 202, body: '{"received":true,"queued":true}' },
+  parked: STORED_FOR_LATER,
 };
 
 /** What happened to one event of a delivery. */
