@@ -95,3 +95,17 @@ export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => P
 export function leaseCovers(lease: Lease, nowMs: number, callTimeoutMs: number): boolean {
   return nowMs + callTimeoutMs < lease.until.getTime();
 }
+
+/**
+ * Whether claimed work may start now: its pass neither aborted nor past its deadline, and the lease
+ * covering the call. Work that may not start has not happened: its holder gives it back at once,
+ * counting no attempt.
+ */
+export function mayStart(
+  lease: Lease,
+  nowMs: number,
+  callTimeoutMs: number,
+  pass: { deadlineMs: number; signal?: AbortSignal | undefined },
+): boolean {
+  return !pass.signal?.aborted && nowMs < pass.deadlineMs && leaseCovers(lease, nowMs, callTimeoutMs);
+}

@@ -6,7 +6,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { drainBatches } from '../lib/loops.ts';
+import { drainBatches, type StopReason } from '../lib/loops.ts';
 import { purgeStatements } from './event-rows.ts';
 
 export const PURGE_BATCH_SIZE = 1000;
@@ -18,7 +18,7 @@ export interface PurgeSummary {
   payloadsNulled: number;
   rowsDeleted: number;
   batches: number;
-  stoppedBy: 'drained' | 'budget' | 'aborted';
+  stoppedBy: StopReason;
 }
 
 export interface PurgeOptions {

@@ -3,7 +3,7 @@
 // fault). Workers also claim such rows themselves; the sweeper makes them visible as `received` again
 // where no worker runs often (the Workers cron) and for operators reading statuses.
 import type { Database } from '../db/client.ts';
-import { drainBatches } from '../lib/loops.ts';
+import { drainBatches, type StopReason } from '../lib/loops.ts';
 import { sweepExpiredBatch } from './event-rows.ts';
 
 export const SWEEP_BATCH_SIZE = 1000;
@@ -11,7 +11,7 @@ export const SWEEP_BATCH_SIZE = 1000;
 export interface SweepSummary {
   swept: number;
   batches: number;
-  stoppedBy: 'drained' | 'budget' | 'aborted';
+  stoppedBy: StopReason;
 }
 
 /** Batches of up to SWEEP_BATCH_SIZE, each one statement; `nowMs` is the caller's clock, like every lease comparison. */

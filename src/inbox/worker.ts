@@ -8,12 +8,12 @@
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
-import { leaseCovers, takeLease } from '../db/lease.ts';
+import { mayStart, takeLease } from '../db/lease.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { backoffDelayMs, type RandomSource } from '../lib/backoff.ts';
 import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { drainBatches, type QueueSettings } from '../lib/loops.ts';
+import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { providers as allProviders } from '../providers/registry.ts';
 import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
@@ -96,7 +96,7 @@ export interface WorkerDeps {
 
 export interface WorkSummary extends Tally {
   batches: number;
-  stoppedBy: 'drained' | 'budget' | 'aborted';
+  stoppedBy: StopReason;
   elapsedMs: number;
 }
 
@@ -122,12 +122,8 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   async function applyOne(event: ClaimedEvent, summary: Tally, dueBy: Date) {
     const started = performance.now();
     const attempt = event.attemptCount + 1;
-    // The retry time is computed before the apply from the attempt it would be, and only used on
-    // failure. Past this pass's cut-off even when the delay is 0 (jitter can draw it): another lane
-    // of this pass must not take the row again at once.
-    const retryAt = new Date(
-      Math.max(clock() + backoffDelayMs(settings.backoff, attempt, deps.random), dueBy.getTime() + 1),
-    );
+    // The retry time is computed before the apply from the attempt it would be, and only used on failure.
+    const retryAt = new Date(retryAfterPass(dueBy, clock() + backoffDelayMs(settings.backoff, attempt, deps.random)));
     let result: StoredResult;
     try {
       result = await applyStoredEvent(
@@ -226,13 +222,11 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
           summary.claimed += events.length;
           // Stryker disable next-line ConditionalExpression: going on with no rows releases none, or applies an empty batch (a transaction that locks and writes nothing); the lane answers the same claim of 0 either way.
           if (events.length === 0) return { claimed: 0, limit: settings.batchSize };
-          const nowMs = clock();
-          if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.applyTimeoutMs)) {
-            // Not started, so nothing happened: give them back at once, counting nothing.
+          if (mayStart(lease, clock(), settings.applyTimeoutMs, { deadlineMs, signal: options.signal })) {
+            await applyBatch(events, summary, dueBy);
+          } else {
             summary.released += events.length;
             await Promise.all(events.map((event) => releaseClaim(db, id, event).catch(() => {})));
-          } else {
-            await applyBatch(events, summary, dueBy);
           }
           return { claimed: events.length, limit: settings.batchSize };
         },

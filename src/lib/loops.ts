@@ -32,9 +32,12 @@ export interface DrainLoop {
   batch(deadlineMs: number): Promise<BatchProgress>;
 }
 
+/** Why a pass over a queue ended: a batch came back short, its time budget was spent, or its signal aborted. */
+export type StopReason = 'drained' | 'budget' | 'aborted';
+
 export interface DrainProgress {
   batches: number;
-  stoppedBy: 'drained' | 'budget' | 'aborted';
+  stoppedBy: StopReason;
 }
 
 /** Runs batches while they come back full, until the time budget is spent or the signal aborts. */
@@ -76,7 +79,7 @@ export async function drainOverlapped(loop: OverlappedDrainLoop): Promise<DrainP
   const running = new Set<Promise<void>>();
   let failed: { error: unknown } | undefined;
   let batches = 0;
-  let stoppedBy: DrainProgress['stoppedBy'] | undefined;
+  let stoppedBy: StopReason | undefined;
   try {
     while (stoppedBy === undefined) {
       while (running.size >= Math.max(1, loop.inFlight) && failed === undefined) await Promise.race(running);
@@ -101,6 +104,15 @@ export async function drainOverlapped(loop: OverlappedDrainLoop): Promise<DrainP
   }
   if (failed !== undefined) throw failed.error;
   return { batches, stoppedBy: stoppedBy ?? 'drained' };
+}
+
+/**
+ * When an item that failed in a pass may be tried again: at `wantedMs`, but always past the pass's
+ * cut-off (`dueBy`, when it began), even when the delay is 0 (jitter can draw it), so the retry waits
+ * for a later pass rather than being claimed again by this one and spending attempts in a tight loop.
+ */
+export function retryAfterPass(dueBy: Date, wantedMs: number): number {
+  return Math.max(wantedMs, dueBy.getTime() + 1);
 }
 
 /**

@@ -10,13 +10,13 @@
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { type Lease, leaseCovers, takeLease } from '../db/lease.ts';
+import { type Lease, mayStart, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX } from '../db/schema.ts';
 import type { BackoffPolicy } from '../lib/backoff.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
-import { drainOverlapped, type QueueSettings } from '../lib/loops.ts';
+import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { printableLine } from '../lib/text.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
@@ -105,7 +105,7 @@ export interface DrainSummary {
   unavailable: number;
   batches: number;
   /** `unavailable`: the target is out of reach, and the relay waits until its next probe. */
-  stoppedBy: 'drained' | 'budget' | 'aborted' | 'unavailable';
+  stoppedBy: StopReason | 'unavailable';
   elapsedMs: number;
 }
 
@@ -162,7 +162,7 @@ export function createRelay(deps: RelayDeps): Relay {
   /** A message given back uncounted during an outage: due again at the next probe, not before. */
   function heldForOutage(message: ClaimedMessage, dueBy: Date, error?: string): OutcomeRow {
     // Stryker disable next-line OptionalChaining: the outage is always set here (noteUnavailable has just set it, or the caller checked it), with nothing awaited in between; the optional chain only satisfies the type.
-    const availableMs = Math.max(outage?.probeAtMs ?? 0, dueBy.getTime() + 1);
+    const availableMs = retryAfterPass(dueBy, outage?.probeAtMs ?? 0);
     return outcomeRow(message.id, 'pending', {
       available_at: at(availableMs),
       ...(error === undefined ? {} : { last_error: printableLine(error, LAST_ERROR_MAX) }),
@@ -189,9 +189,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
     const delayMs = retryDelayMs(settings.backoff, attempts, deps.random, result.retryAfterMs);
     logger.warn('outbox publish failed, will retry', { ...fields, delay_ms: delayMs });
-    // Past this pass's cut-off even when the delay is 0 (jitter can draw it), so the retry waits for
-    // the next pass rather than spending attempts in a tight loop.
-    const availableMs = Math.max(nowMs + delayMs, dueBy.getTime() + 1);
+    const availableMs = retryAfterPass(dueBy, nowMs + delayMs);
     return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
   }
 
@@ -234,8 +232,7 @@ export function createRelay(deps: RelayDeps): Relay {
           summary.unavailable += 1;
           return;
         }
-        if (options.signal?.aborted || nowMs >= deadlineMs || !leaseCovers(lease, nowMs, settings.timeoutMs)) {
-          // Not started, so nothing happened: give it back without counting an attempt.
+        if (!mayStart(lease, nowMs, settings.timeoutMs, { deadlineMs, signal: options.signal })) {
           others.push(outcomeRow(message.id, 'pending'));
           summary.released += 1;
           return;
