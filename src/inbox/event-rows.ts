@@ -53,7 +53,8 @@ export interface StoredEventKey {
 
 /** The row a delivery inserted or took back. */
 export interface StoredRow {
-  attemptCount: number;
+  /** Failed applications so far. */
+  failures: number;
   /** The stored id: a digest match keeps the first delivery's id. */
   eventId: string;
 }
@@ -150,7 +151,7 @@ interface WrittenRow {
 export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
   const byId = new Map<string, StoredRow>();
   const found = (row: WrittenRow) =>
-    byId.set(storedKeyString(row.provider, row.event_id), { attemptCount: row.attempt_count, eventId: row.stored_id });
+    byId.set(storedKeyString(row.provider, row.event_id), { failures: row.attempt_count, eventId: row.stored_id });
   const signedOnly = rows.every((row) => row.event.contentDigest === undefined);
   const inserted = await executePrepared<WrittenRow>(
     db,
@@ -189,7 +190,7 @@ export function storedKeyString(provider: string, eventId: string): string {
   return `${provider}\u0000${eventId}`;
 }
 
-const storedColumns = { attemptCount: webhookEvents.attemptCount, eventId: webhookEvents.eventId };
+const storedColumns = { failures: webhookEvents.attemptCount, eventId: webhookEvents.eventId };
 
 /** Applies `values` to the event's row if, and only if, it is `failed`. At most one row matches. */
 async function takeBackFailed(
@@ -208,7 +209,7 @@ async function takeBackFailed(
 /**
  * Records a delivery whose application failed (sync mode), after its transaction rolled back: a new
  * `failed` row, or one more attempt on the `failed` row it took back. Leaves the row alone if another
- * delivery completed it meanwhile. Answers the attempt count (0 when nothing was recorded).
+ * delivery completed it meanwhile. Answers the failures now recorded (0 when nothing was).
  * `lastError` is the cause as describeCause words it, so the caller can log the very same text.
  */
 export async function recordDeliveryFailure(db: Database, event: InboxEvent, lastError: string): Promise<number> {
@@ -229,13 +230,14 @@ export async function recordDeliveryFailure(db: Database, event: InboxEvent, las
     .returning(storedColumns);
   const row =
     inserted ?? (await takeBackFailed(db, event, { attemptCount: sql`${webhookEvents.attemptCount} + 1`, lastError }));
-  return row?.attemptCount ?? 0;
+  return row?.failures ?? 0;
 }
 
 /** A row the worker claimed. */
 export interface ClaimedEvent extends StoredEventKey {
   eventType: string;
-  attemptCount: number;
+  /** Failed applications so far. */
+  failures: number;
 }
 
 /** Every state the worker may claim from; `processing` only once its lease has expired (claimCandidates). */
@@ -260,7 +262,7 @@ export function claimDueStatement(db: Executor, lease: Lease, dueBy: Date, limit
       provider: table.provider,
       eventId: table.eventId,
       eventType: table.eventType,
-      attemptCount: table.attemptCount,
+      failures: table.attemptCount,
       availableAt: table.availableAt,
     });
 }
@@ -401,7 +403,7 @@ export async function recordApplyFailure(
   filter: StoredFilter,
   policy: FailurePolicy,
   error: unknown,
-): Promise<{ status: 'failed' | 'dead_letter'; attempts: number; lastError: string } | null> {
+): Promise<{ status: 'failed' | 'dead_letter'; failures: number; lastError: string } | null> {
   const lastError = describeCause(error);
   const deadLetter =
     policy.maxAttempts === undefined
@@ -425,11 +427,11 @@ export async function recordApplyFailure(
         filter.leaseOwner === undefined ? undefined : eq(webhookEvents.lockedBy, filter.leaseOwner),
       ),
     )
-    .returning({ status: webhookEvents.status, attempts: webhookEvents.attemptCount });
+    .returning({ status: webhookEvents.status, failures: webhookEvents.attemptCount });
   if (updated === undefined) return null;
   return {
     status: updated.status === 'dead_letter' ? 'dead_letter' : 'failed',
-    attempts: updated.attempts,
+    failures: updated.failures,
     lastError,
   };
 }

@@ -78,7 +78,7 @@ export const appliesNow = (item: PlannedEvent) => item.plan.kind === 'apply' && 
 /** What a delivery's answer says about one event, from the row its insert wrote (null: a duplicate). */
 export function committedAs(item: PlannedEvent, row: StoredRow | null): Committed {
   if (row === null) return { outcome: 'duplicate' };
-  const attempt = row.attemptCount + 1;
+  const attempt = row.failures + 1;
   return item.arrival.status === 'received'
     ? { outcome: 'queued', attempt }
     : { outcome: item.arrival.status, attempt };

@@ -61,8 +61,8 @@ export interface StoredContext {
 
 export interface StoredResult {
   outcome: StoredOutcome;
-  /** Failed applications after this one. */
-  attempts?: number;
+  /** Failed applications so far, this one included. */
+  failures?: number;
   /** For `failed` and `dead_letter`: the `last_error` recorded, for the failure's log line. */
   lastError?: string;
 }
@@ -144,7 +144,7 @@ export async function applyStoredEvent(
       const recorded = await recordApplyFailure(db, key, options, options.onFailure, error);
       return recorded === null
         ? { outcome: 'skipped' as const }
-        : { outcome: recorded.status, attempts: recorded.attempts, lastError: recorded.lastError };
+        : { outcome: recorded.status, failures: recorded.failures, lastError: recorded.lastError };
     };
     // Without a write alongside, the one UPDATE is its own transaction (the worker's usual path).
     if (options.alongside === undefined) return record(context.db);

@@ -121,7 +121,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   /** The one-event path: records this event's own failure, or releases it after a database error. */
   async function applyOne(event: ClaimedEvent, summary: Tally, dueBy: Date) {
     const started = performance.now();
-    const attempt = event.attemptCount + 1;
+    const attempt = event.failures + 1;
     // The retry time is computed before the apply from the attempt it would be, and only used on failure.
     const retryAt = new Date(retryAfterPass(dueBy, clock() + backoffDelayMs(settings.backoff, attempt, deps.random)));
     let result: StoredResult;
@@ -176,7 +176,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     const line = { duration_ms: elapsedMs(started), batch_size: events.length };
     for (const event of events) {
       const outcome = result.results.get(storedKeyString(event.provider, event.eventId))?.outcome ?? 'skipped';
-      report(event, outcome, summary, { ...line, attempt: event.attemptCount + 1 });
+      report(event, outcome, summary, { ...line, attempt: event.failures + 1 });
     }
   }
 

@@ -57,14 +57,15 @@ export function insertMessagesFrom(rows: SQL): SQL {
     on conflict (deduplication_key) do nothing`;
 }
 
-export type ClaimedMessage = OutboxMessage & { attempts: number };
+/** A message the relay claimed, with its failed publishes so far. */
+export type ClaimedMessage = OutboxMessage & { failures: number };
 
 /** A message a batch did not publish: retried, dead, or given back unstarted. */
 export interface OutcomeRow {
   id: string;
   status: Exclude<OutboxStatus, 'published'>;
-  /** 1 for a failed publish, 0 otherwise: a crash or a release counts nothing. */
-  failed: 0 | 1;
+  /** Failures this outcome adds: 1 for a failed publish, 0 otherwise (a crash or a release counts nothing). */
+  added_failures: 0 | 1;
   available_at: string | null;
   last_error: string | null;
 }
@@ -74,7 +75,7 @@ export function outcomeRow(
   status: OutcomeRow['status'],
   fields: Partial<Omit<OutcomeRow, 'id' | 'status'>> = {},
 ): OutcomeRow {
-  return { id, status, failed: 0, available_at: null, last_error: null, ...fields };
+  return { id, status, added_failures: 0, available_at: null, last_error: null, ...fields };
 }
 
 /** What a batch's publishes came to. */
@@ -106,7 +107,7 @@ export function claimMessagesStatement(db: Executor, lease: Lease, dueBy: Date, 
     deduplicationKey: table.deduplicationKey,
     payload: table.payload,
     createdAt: table.createdAt,
-    attempts: table.attempts,
+    failures: table.attempts,
   });
 }
 
@@ -173,14 +174,14 @@ async function recordOthers(db: Database, owner: string, rows: readonly OutcomeR
     .update(m)
     .set({
       status: sql`o.status`,
-      attempts: sql`${m.attempts} + o.failed`,
+      attempts: sql`${m.attempts} + o.added_failures`,
       availableAt: sql`coalesce(o.available_at, ${m.availableAt})`,
       lastError: sql`coalesce(o.last_error, ${m.lastError})`,
       ...leaseCleared,
     })
     .from(
       sql`jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as o(
-        id uuid, status outbox_status, failed int, available_at timestamptz, last_error text)`,
+        id uuid, status outbox_status, added_failures int, available_at timestamptz, last_error text)`,
     )
     .where(and(sql`${m.id} = o.id`, heldBy(owner)))
     .prepare(OTHERS_STATEMENT)

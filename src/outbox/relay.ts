@@ -172,25 +172,29 @@ export function createRelay(deps: RelayDeps): Relay {
   /** The row a failed publish leaves: rescheduled with backoff, or dead. */
   function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
     const nowMs = clock();
-    const attempts = message.attempts + 1;
+    const attempt = message.failures + 1;
     // Publishers word their failures themselves (a status, a system code, a broker's refusal), but a
     // broker's words arrive as they were sent: stored and logged as one bounded, escaped line.
     const lastError = printableLine(result.error, LAST_ERROR_MAX);
     const fields = {
       message_id: message.id,
       topic: message.topic,
-      attempts,
+      attempts: attempt,
       error: lastError,
       publisher: publisher.kind,
     };
-    if (result.outcome === 'permanent' || attempts >= settings.maxAttempts) {
+    if (result.outcome === 'permanent' || attempt >= settings.maxAttempts) {
       logger.error('outbox message dead', { ...fields, alert: true });
-      return outcomeRow(message.id, 'dead', { failed: 1, last_error: lastError });
+      return outcomeRow(message.id, 'dead', { added_failures: 1, last_error: lastError });
     }
-    const delayMs = retryDelayMs(settings.backoff, attempts, deps.random, result.retryAfterMs);
+    const delayMs = retryDelayMs(settings.backoff, attempt, deps.random, result.retryAfterMs);
     logger.warn('outbox publish failed, will retry', { ...fields, delay_ms: delayMs });
     const availableMs = retryAfterPass(dueBy, nowMs + delayMs);
-    return outcomeRow(message.id, 'pending', { failed: 1, available_at: at(availableMs), last_error: lastError });
+    return outcomeRow(message.id, 'pending', {
+      added_failures: 1,
+      available_at: at(availableMs),
+      last_error: lastError,
+    });
   }
 
   /**
