@@ -115,6 +115,13 @@ export function eventJson(event: EventDetail | EventListing) {
   };
 }
 
+/**
+ * When the oldest event still to be applied (received, processing or failed) arrived: the one
+ * definition of the inbox's "oldest unprocessed", for the operator's counts and the /metrics gauge.
+ */
+export const oldestUnprocessedReceivedAt = sql`(select min(received_at) from webhook_events
+  where status in ('received', 'processing', 'failed'))`;
+
 export interface StatusCounts {
   events: Record<string, number>;
   outbox: Record<string, number>;
@@ -133,8 +140,7 @@ export async function statusCounts(db: Executor): Promise<StatusCounts> {
     sql`select status::text as status, count(*) as n from outbox_messages group by status`,
   );
   const [ages] = await db.execute<{ inbox: string; outbox: string }>(sql`select
-    coalesce((select extract(epoch from now() - min(received_at)) from webhook_events
-      where status in ('received', 'processing', 'failed')), 0) as inbox,
+    coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as inbox,
     coalesce(extract(epoch from now() - ${oldestPendingCreatedAt}), 0) as outbox`);
   const byStatus = (rows: Iterable<{ status: string; n: string }>) =>
     Object.fromEntries([...rows].map((row) => [row.status, Number(row.n)]));

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { GaugeSample } from '../lib/metrics.ts';
 import { outboxStats } from '../outbox/metrics.ts';
+import { oldestUnprocessedReceivedAt } from './events.ts';
 
 /** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */
 const WATCHED_STATUSES = ['received', 'processing', 'failed', 'parked', 'dead_letter'] as const;
@@ -16,8 +17,7 @@ export async function inboxGauges(db: Executor): Promise<GaugeSample[]> {
       count(*) filter (where status = 'failed') as failed,
       count(*) filter (where status = 'parked') as parked,
       count(*) filter (where status = 'dead_letter') as dead_letter,
-      coalesce(extract(epoch from now() - min(received_at) filter (
-        where status in ('received', 'processing', 'failed'))), 0) as oldest_unprocessed_seconds
+      coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as oldest_unprocessed_seconds
     from webhook_events
     where status in ('received', 'processing', 'failed', 'parked', 'dead_letter')`);
   const samples: GaugeSample[] = WATCHED_STATUSES.map((status) => ({
