@@ -55,9 +55,18 @@ describe('GET /metrics', () => {
     // The applied event announced its change: one message waits for the relay.
     expect(sample(text, 'webhook_outbox_messages{status="pending"}')).toBe(1);
     expect(sample(text, 'webhook_outbox_messages{status="dead"}')).toBe(0);
-    expect(sample(text, 'webhook_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
+    // The test clock (2026-01-01) is before the message was written: its age is clamped at 0.
+    expect(sample(text, 'webhook_outbox_oldest_pending_age_seconds')).toBe(0);
+    // Nothing received, processing or failed: no age at all, 0.
+    expect(sample(text, 'webhook_inbox_oldest_unprocessed_age_seconds')).toBe(0);
     expect(text).not.toContain(applied.id);
     expect(text).not.toContain('made-up-provider');
+
+    const [pending] = await sql<{ ms: number }[]>`
+      select (extract(epoch from min(created_at)) * 1000)::float8 as ms from outbox_messages where status = 'pending'`;
+    test.setNow((pending?.ms ?? 0) + 90_000);
+    const later = await (await test.request('/metrics', { method: 'GET' })).text();
+    expect(sample(later, 'webhook_outbox_oldest_pending_age_seconds')).toBeCloseTo(90, 3);
   });
 
   it('counts failures and retries, and shows the failed backlog and its age', async () => {
@@ -75,12 +84,17 @@ describe('GET /metrics', () => {
     });
     const event = acmeEvent();
     await deliver(failing, event);
+    // Received 90 seconds ago by the database's clock, which this gauge reads (not the test clock).
+    await sql`update webhook_events set received_at = now() - interval '90 seconds'
+      where provider = 'acme' and event_id = ${event.id}`;
     const text = await (await failing.request('/metrics', { method: 'GET' })).text();
     expect(
       sample(text, 'webhook_events_total{provider="acme",event_type="subscription.updated",outcome="failed"}'),
     ).toBe(1);
-    expect(sample(text, 'webhook_inbox_events{status="failed"}')).toBeGreaterThanOrEqual(1);
-    expect(sample(text, 'webhook_inbox_oldest_unprocessed_age_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'webhook_inbox_events{status="failed"}')).toBe(1);
+    const age = sample(text, 'webhook_inbox_oldest_unprocessed_age_seconds') ?? 0;
+    expect(age).toBeGreaterThanOrEqual(90);
+    expect(age).toBeLessThan(100);
 
     const healthy = await buildTestApp(db);
     await deliver(healthy, event);
