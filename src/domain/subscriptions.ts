@@ -54,18 +54,19 @@ export function applySubscriptionChange(
   change: SubscriptionChange,
   announcement?: Announcement,
 ): Promise<boolean> {
-  return writerFor(db).load({ change, announcement });
+  // load() adds the change to this tick's batch, and resolves once its turn's statement has run.
+  return batchedWritesFor(db).load({ change, announcement });
 }
 
-const writers = new WeakMap<Executor, DataLoader<PendingChange, boolean>>();
+const batchedWrites = new WeakMap<Executor, DataLoader<PendingChange, boolean>>();
 
-function writerFor(db: Executor): DataLoader<PendingChange, boolean> {
-  let writer = writers.get(db);
+function batchedWritesFor(db: Executor): DataLoader<PendingChange, boolean> {
+  let writer = batchedWrites.get(db);
   if (writer === undefined) {
     // No cache: two equal changes are two requests, each answered by its own turn.
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: each load's key is a fresh object, so the default cache (by identity) never hits either
     writer = new DataLoader((pending) => applyInTurns(db, pending), { cache: false });
-    writers.set(db, writer);
+    batchedWrites.set(db, writer);
   }
   return writer;
 }

@@ -69,12 +69,13 @@ export type AppliedStatus = 'completed' | 'ignored' | 'parked';
 export type Arrival = { status: AppliedStatus } | { status: 'received'; availableAt: Date };
 
 /**
- * The stored row a delivery is: by the signed event id, or, where the scheme's id header is not
- * signed, by the digest of the signed bytes and the (equally unsigned) type the row was stored with.
- * Never by an unsigned header alone: a captured body sent under the id of another delivery that
- * failed must not take that row over, nor one sent under another type pick another handler.
+ * The WHERE condition that finds a delivery's stored row: by the signed event id, or, where the
+ * scheme's id header is not signed, by the digest of the signed bytes and the (equally unsigned) type
+ * the row was stored with. Never by an unsigned header alone: a captured body sent under the id of
+ * another delivery that failed must not take that row over, nor one sent under another type pick
+ * another handler.
  */
-function storedEvent(event: InboxEvent) {
+function whereRowOf(event: InboxEvent): SQL | undefined {
   const provider = eq(webhookEvents.provider, event.provider);
   if (event.contentDigest === undefined) return and(provider, eq(webhookEvents.eventId, event.eventId));
   return and(
@@ -201,7 +202,7 @@ async function takeBackFailed(
   const [takenBack] = await db
     .update(webhookEvents)
     .set(values)
-    .where(and(storedEvent(event), eq(webhookEvents.status, 'failed')))
+    .where(and(whereRowOf(event), eq(webhookEvents.status, 'failed')))
     .returning(storedColumns);
   return takenBack ?? null;
 }
