@@ -3,7 +3,7 @@
 // the publish timeout.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { outboxStats } from '../src/outbox/metrics.ts';
+import { outboxStats } from '../src/outbox/stats.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';

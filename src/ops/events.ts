@@ -8,7 +8,7 @@ import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { isStorableText } from '../lib/text.ts';
-import { oldestPendingCreatedAt } from '../outbox/metrics.ts';
+import { oldestPendingCreatedAt } from '../outbox/stats.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface EventListing {

@@ -3,7 +3,7 @@
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { GaugeSample } from '../lib/metrics.ts';
-import { outboxStats } from '../outbox/metrics.ts';
+import { outboxStats } from '../outbox/stats.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';
 
 /** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */

@@ -6,7 +6,7 @@
 // record when a message died, so its history cannot be rebuilt.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { outboxStats } from '../outbox/metrics.ts';
+import { outboxStats } from '../outbox/stats.ts';
 
 /** How events are grouped in the charts: the statuses, with the two in-flight ones as `pending`. */
 export const OUTCOMES = ['completed', 'ignored', 'pending', 'failed', 'parked', 'dead_letter'] as const;
