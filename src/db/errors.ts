@@ -3,7 +3,7 @@
 // cause's message too, never the parts of an error that carry row values or parameters.
 
 import { DrizzleQueryError } from 'drizzle-orm';
-import { errorCode } from '../lib/errors.ts';
+import { causeChain, errorCode } from '../lib/errors.ts';
 import { printableLine } from '../lib/text.ts';
 import { LAST_ERROR_MAX } from './schema.ts';
 
@@ -31,22 +31,13 @@ const TRANSIENT_SQLSTATE_CLASSES = new Set(['08', '40', '53', '57', '58']);
  */
 const TIMEOUTS = new Set(['57014', '55P03']);
 
-function errorChain(error: unknown): unknown[] {
-  const chain: unknown[] = [];
-  for (let current = error; current !== undefined && chain.length < 8; ) {
-    chain.push(current);
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return chain;
-}
-
 function sqlStateOf(error: unknown): string | undefined {
   if (!(error instanceof Error) || error.name !== 'PostgresError') return undefined;
   return errorCode(error);
 }
 
 export function isTransientDatabaseError(error: unknown): boolean {
-  return errorChain(error).some((link) => {
+  return causeChain(error).some((link) => {
     const sqlState = sqlStateOf(link);
     if (sqlState !== undefined) return TRANSIENT_SQLSTATE_CLASSES.has(sqlState.slice(0, 2)) || TIMEOUTS.has(sqlState);
     const code = errorCode(link);
@@ -62,7 +53,7 @@ const RETRYABLE_CONFLICTS = new Set(['40P01', '40001']);
  * driver's error in a DrizzleQueryError that carries no SQLSTATE of its own.
  */
 export function isRetryableConflict(error: unknown): boolean {
-  return errorChain(error).some((link) => RETRYABLE_CONFLICTS.has(sqlStateOf(link) ?? ''));
+  return causeChain(error).some((link) => RETRYABLE_CONFLICTS.has(sqlStateOf(link) ?? ''));
 }
 
 /**
@@ -71,12 +62,12 @@ export function isRetryableConflict(error: unknown): boolean {
  * since most of them did not wait on whatever this one did.
  */
 export function isTimeout(error: unknown): boolean {
-  return errorChain(error).some((link) => TIMEOUTS.has(sqlStateOf(link) ?? ''));
+  return causeChain(error).some((link) => TIMEOUTS.has(sqlStateOf(link) ?? ''));
 }
 
 /** The cause at the bottom of the chain: the error that actually happened, not its wrappers. */
 function innermostCause(error: unknown): unknown {
-  const chain = errorChain(error);
+  const chain = causeChain(error);
   return chain.findLast((link) => link instanceof Error) ?? chain[chain.length - 1];
 }
 
@@ -138,7 +129,7 @@ function serverMessage(error: unknown): string {
  * reads: which part of DATABASE_URL to look at, never the URL itself (it may hold a password).
  */
 export function databaseStartupProblem(error: unknown): string {
-  for (const link of errorChain(error)) {
+  for (const link of causeChain(error)) {
     const sqlState = sqlStateOf(link);
     const code = errorCode(link);
     const message = serverMessage(link);

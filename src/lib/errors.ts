@@ -1,5 +1,6 @@
 // The one error type of the service: a closed set of codes, each with its HTTP status and its public
-// body. Internal detail stays in `cause` and `why`, never in a response.
+// body. Internal detail stays in `cause` and `why`, never in a response. Also what of any error may be
+// read safely (its cause chain, its class, its code), whoever threw it.
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
@@ -78,6 +79,31 @@ export function refusedField(error: Pick<z.ZodError, 'issues'>): string | undefi
   if (issue === undefined) return undefined;
   const name = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.map(String).join('.');
   return name === undefined || name === '' ? undefined : printableLine(name, FIELD_MAX);
+}
+
+/** Links of a cause chain read at the most: a chain built by hand can loop. */
+const CAUSE_LINKS_MAX = 8;
+
+/**
+ * An error and what lies under it, outermost first: each link's `cause` and, for an AggregateError
+ * (connecting to several addresses fails as one), its first error. The one walk of a cause chain:
+ * the database's classifications, the publishers' codes and the logs' descriptions all read
+ * through wrappers (Drizzle's query error, fetch's TypeError) with it.
+ */
+export function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let link = error; link !== undefined && chain.length < CAUSE_LINKS_MAX; link = causeOf(link)) chain.push(link);
+  return chain;
+}
+
+function causeOf(link: unknown): unknown {
+  if (link instanceof AggregateError) return link.errors[0];
+  return typeof link === 'object' && link !== null && 'cause' in link ? link.cause : undefined;
+}
+
+/** An error's class, or the type of whatever else was thrown: safe to log, unlike its message. */
+export function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
 }
 
 /**

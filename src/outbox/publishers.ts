@@ -5,7 +5,7 @@
 // so the same code runs on Node and on Workers.
 import { ConfigError } from '../config.ts';
 import { parseRetryAfter } from '../lib/backoff.ts';
-import { errorCode } from '../lib/errors.ts';
+import { causeChain, errorCode } from '../lib/errors.ts';
 import type { JsonValue } from '../lib/json.ts';
 import type { Logger } from '../lib/logger.ts';
 import { parseOutboxTarget } from './target.ts';
@@ -104,10 +104,10 @@ const CONNECT_FAILURES = new Set([
  */
 export function classifyNetworkError(error: unknown, signal: AbortSignal): PublishOutcome {
   if (signal.aborted) return { outcome: 'retry', error: 'timeout' };
-  const cause = error instanceof Error ? error.cause : undefined;
-  // Connecting to several addresses fails as an AggregateError whose parts carry the codes.
-  const first = cause instanceof AggregateError ? (cause.errors[0] as unknown) : undefined;
-  const code = errorCode(cause) ?? errorCode(first) ?? errorCode(error);
+  // The innermost code: the socket's, under fetch's TypeError or an AggregateError of addresses.
+  const code = causeChain(error)
+    .map(errorCode)
+    .findLast((code) => code !== undefined);
   if (code === undefined) return { outcome: 'retry', error: 'network error' };
   return { outcome: CONNECT_FAILURES.has(code) ? 'unavailable' : 'retry', error: `network ${code}` };
 }

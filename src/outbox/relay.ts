@@ -15,6 +15,7 @@ import { LAST_ERROR_MAX } from '../db/schema.ts';
 import type { BackoffPolicy } from '../lib/backoff.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
+import { errorName } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
@@ -205,7 +206,7 @@ export function createRelay(deps: RelayDeps): Relay {
   const thrown = (error: unknown): PublishOutcome => ({
     // Stryker disable next-line StringLiteral: this outcome is only compared with 'unavailable' and, in failedOutcome, with 'permanent'; any other failure is rescheduled, so an empty outcome is retried just the same.
     outcome: 'retry',
-    error: `publisher ${error instanceof Error ? error.name : typeof error}`,
+    error: `publisher ${errorName(error)}`,
   });
 
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {

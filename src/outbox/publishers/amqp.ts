@@ -5,9 +5,10 @@
 // One connection and one confirm channel, reopened on the next publish after the broker closed them;
 // publishes are pipelined on the channel. Node only.
 import { type ChannelModel, type ConfirmChannel, connect, type Message } from 'amqplib';
+import { errorName } from '../../lib/errors.ts';
 import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
+import { ConnectionSlot, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
 
 type AmqpTarget = Extract<OutboxTarget, { kind: 'amqp' }>;
 

@@ -2,7 +2,7 @@
 // every publish, forgotten when the broker drops it so the next publish opens a new one, and closed on
 // shutdown; the outcome shapes; a publish that settles when the relay's timeout fires; and the safe
 // part of a client error (a code, never a message that could quote the URL and its password).
-import { errorCode } from '../../lib/errors.ts';
+import { causeChain, errorCode, errorName } from '../../lib/errors.ts';
 import type { PublishOutcome } from '../publishers.ts';
 
 export const retry = (error: string, retryAfterMs?: number): PublishOutcome =>
@@ -71,15 +71,11 @@ export function untilAborted(
 const SYSTEM_CODE = /^E[A-Z0-9_]{2,30}$/;
 
 /** A socket error's code (ECONNREFUSED, ECONNRESET, ETIMEDOUT…) from the error or its causes. */
-export function systemCode(error: unknown, depth = 0): string | undefined {
-  if (typeof error !== 'object' || error === null || depth > 4) return undefined;
-  const code = errorCode(error);
-  if (code !== undefined && SYSTEM_CODE.test(code)) return code;
-  if (error instanceof AggregateError) return systemCode(error.errors[0], depth + 1);
-  return 'cause' in error ? systemCode(error.cause, depth + 1) : undefined;
+export function systemCode(error: unknown): string | undefined {
+  return causeChain(error)
+    .map(errorCode)
+    .find((code) => code !== undefined && SYSTEM_CODE.test(code));
 }
-
-export const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
 
 /**
  * One broker connection: opened on first use and shared by the publishes that wait for it; a failed

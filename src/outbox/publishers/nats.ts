@@ -15,11 +15,11 @@ import {
   type NatsConnection,
   PermissionViolationError,
 } from '@nats-io/transport-node';
+import { errorName } from '../../lib/errors.ts';
 import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
 import {
   ConnectionSlot,
-  errorName,
   permanent,
   retry,
   systemCode,

@@ -4,8 +4,10 @@
 // limits): collected while the current tick runs and dispatched from a microtask, each caller still
 // getting its own outcome, as dataloader batches. Queues has no deduplication: consumers deduplicate
 // by `deduplication_key` (docs/outbox-brokers.md). Web standards only.
+
+import { errorName } from '../../lib/errors.ts';
 import { messageFields, type Publisher, type PublishOutcome } from '../publishers.ts';
-import { errorName, permanent, retry, untilAborted } from './broker.ts';
+import { permanent, retry, untilAborted } from './broker.ts';
 
 /** What the publisher uses of a Workers `Queue` binding (typed here so Node's type world compiles it too). */
 export interface QueueProducer {

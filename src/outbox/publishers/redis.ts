@@ -7,9 +7,10 @@
 // itself; commands issued together go out in one write (auto-pipelining). Node only.
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { errorName } from '../../lib/errors.ts';
 import type { OutboxMessage, Publisher, PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
-import { ConnectionSlot, errorName, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
+import { ConnectionSlot, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
 
 type RedisTarget = Extract<OutboxTarget, { kind: 'redis' }>;
 
