@@ -179,7 +179,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const database = await freshDatabase(mkdtempSync(join(tmpdir(), 'bench-batches-')));
 const handle = connectDatabase({ url: database.url, maxConnections: 10, statementTimeoutMs: DEADLINE_MS });
 try {
-  const providers = await enableProviders(
+  const enabledProviders = await enableProviders(
     Object.fromEntries(senders.filter((s) => s.name !== 'sendgrid').map((s) => [s.name, [secret]])),
     {
       publicKeys: { sendgrid: [ecdsa.publicKey.export({ format: 'der', type: 'spki' }).toString('base64')] },
@@ -189,9 +189,9 @@ try {
   const appWith = (handlers: HandlerMap) =>
     createApp({
       db: handle.db,
-      providers,
+      enabledProviders,
       handlers,
-      metrics: new Metrics(labelBounds(providers.keys(), handlers)),
+      metrics: new Metrics(labelBounds(enabledProviders.keys(), handlers)),
       gaugeSources: defaultGaugeSources,
       clock: () => Date.now(),
       newId: () => randomUUID(),

@@ -5,7 +5,7 @@
 // second; asserts nothing about them.
 import { createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { providers } from '../src/providers/registry.ts';
+import { allProviders } from '../src/providers/registry.ts';
 import type { Delivery, VerificationTime } from '../src/providers/types.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { formatTable, round } from './lib/stats.ts';
@@ -169,7 +169,7 @@ type Signature = 'shared secret' | 'public key';
 const results: Array<{ scheme: string; inFlight: number; signature: Signature } & Rate> = [];
 // The original six schemes, compared across releases, and two asymmetric ones; the other senders
 // run the same engine.
-for (const provider of providers.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
+for (const provider of allProviders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
   const scheme = schemes[provider.name];
   if (scheme === undefined) continue;
   const keys = scheme.publicKey

@@ -15,7 +15,7 @@ import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
-export type RuntimeDeps = Pick<AppDeps, 'config' | 'providers' | 'metrics' | 'clock' | 'logger'> &
+export type RuntimeDeps = Pick<AppDeps, 'config' | 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
   Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit'>;
 
 /** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */

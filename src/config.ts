@@ -1,8 +1,16 @@
 // Configuration: the environment parsed once by zod at an entry point. Every bad variable is named
 // in one error; nothing else in the service reads the environment. Secrets and tokens may also come
 // from files (`<VARIABLE>_FILE`, as container platforms mount secrets), read through the entry's
-// reader so that the Worker, which has no files, imports nothing of the file system.
+// reader so that the Worker, which has no files, imports nothing of the file system. Sender
+// variables are named by src/sender-variables.ts, the one module of src/ this one reads.
 import { z } from 'zod';
+import {
+  isPublicKeyListVariable,
+  isSecretListVariable,
+  type SenderSettings,
+  type SettingsBySender,
+  senderVariableOf,
+} from './sender-variables.ts';
 
 const integer = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 
@@ -143,16 +151,9 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
-/** One sender's configuration: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY` and `_URL`. */
-export interface ProviderSettings {
-  secrets: readonly string[];
-  publicKeys: readonly string[];
-  url?: string;
-}
-
 export type Config = z.infer<typeof envSchema> & {
-  /** By provider name, every sender with at least one variable set. */
-  providers: Readonly<Record<string, ProviderSettings>>;
+  /** By sender name, every sender with at least one variable set, whether the registry knows the name or not. */
+  senderSettings: SettingsBySender;
 };
 
 /**
@@ -169,9 +170,6 @@ const checkedEnvSchema = envSchema
     path: ['HTTP_HEADERS_TIMEOUT_MS'],
     message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS',
   });
-
-/** Secrets by provider name, as the provider registry reads them. */
-export type ProviderSecrets = Readonly<Record<string, readonly string[]>>;
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -193,12 +191,7 @@ export interface ConfigSources {
   warn?: (warning: ConfigWarning) => void;
 }
 
-/**
- * Variables that hold secret lists (every provider secret), public key lists or one token: those a
- * `_FILE` may replace. Public keys are no secret, but they are mounted the same way.
- */
-const SECRET_LIST_VARIABLE = /^(?:[A-Z0-9]+_WEBHOOK_SECRET|SLACK_SIGNING_SECRET)$/;
-const PUBLIC_KEY_LIST_VARIABLE = /^[A-Z0-9]+_WEBHOOK_PUBLIC_KEY$/;
+/** Variables that hold one token, besides the sender lists: those a `_FILE` may replace too. */
 const TOKEN_VARIABLES: ReadonlySet<string> = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN']);
 /** Lists of `name:token` pairs: a `_FILE` holds one a line. */
 const NAMED_TOKEN_VARIABLE = 'ADMIN_TOKENS';
@@ -218,9 +211,7 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
   for (const [fileVariable, path] of Object.entries(present)) {
     const variable = fileVariable.slice(0, -'_FILE'.length);
     const list =
-      SECRET_LIST_VARIABLE.test(variable) ||
-      PUBLIC_KEY_LIST_VARIABLE.test(variable) ||
-      variable === NAMED_TOKEN_VARIABLE;
+      isSecretListVariable(variable) || isPublicKeyListVariable(variable) || variable === NAMED_TOKEN_VARIABLE;
     if (!fileVariable.endsWith('_FILE') || (!list && !TOKEN_VARIABLES.has(variable))) continue;
     delete resolved[fileVariable];
     if (present[variable] !== undefined) {
@@ -247,7 +238,7 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
       // A line of spaces is a blank line an editor left, not a secret anyone chose.
       .filter((line) => line.trim().length > 0);
     if (lines.length === 0) {
-      const kind = PUBLIC_KEY_LIST_VARIABLE.test(variable) ? 'key' : 'secret';
+      const kind = isPublicKeyListVariable(variable) ? 'key' : 'secret';
       problems.push(`${fileVariable}: the file holds no ${kind}`);
     } else if (!list && lines.length > 1) problems.push(`${fileVariable}: holds ${lines.length} lines, not one token`);
     else resolved[variable] = list ? lines : (lines[0] as string);
@@ -270,7 +261,7 @@ function lowEntropy(value: string): boolean {
 /** Every secret and token as configured, by variable: what the strength checks read. */
 function secretsByVariable(resolved: Resolved): Array<[string, readonly string[]]> {
   return Object.entries(resolved).flatMap(([variable, value]): Array<[string, readonly string[]]> => {
-    if (SECRET_LIST_VARIABLE.test(variable)) return [[variable, secretList.parse(value)]];
+    if (isSecretListVariable(variable)) return [[variable, secretList.parse(value)]];
     if (TOKEN_VARIABLES.has(variable) && typeof value === 'string') return [[variable, [value]]];
     if (variable === NAMED_TOKEN_VARIABLE) {
       return [[variable, secretList.parse(value).flatMap((entry) => splitNamedToken(entry)?.token ?? [])]];
@@ -303,53 +294,28 @@ function weakSecrets(resolved: Resolved, production: boolean): { warnings: Confi
 /** A signed public URL: what the sender is configured to post to, exactly. */
 const publicUrl = z.url({ protocol: /^https?$/ });
 
-/** What a sender variable holds: HMAC secrets or shared tokens, public keys, or the signed URL. */
-export type ProviderVariableKind = 'SECRET' | 'PUBLIC_KEY' | 'URL';
-
-/** Slack's secret keeps the name Slack's own documentation gives it. */
-const VARIABLE_EXCEPTIONS: Readonly<Record<string, string>> = { slack_SECRET: 'SLACK_SIGNING_SECRET' };
-
-/** The contract's naming rule: `<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY`, `_URL` (Slack's secret aside). */
-export function providerVariable(provider: string, kind: ProviderVariableKind): string {
-  return VARIABLE_EXCEPTIONS[`${provider}_${kind}`] ?? `${provider.toUpperCase()}_WEBHOOK_${kind}`;
-}
-
-const PROVIDER_VARIABLE = /^([A-Z0-9]+)_WEBHOOK_(SECRET|PUBLIC_KEY|URL)$/;
-
-/** The sender and kind a variable configures by the naming rule, if it is one. */
-function providerVariableOf(variable: string): { provider: string; kind: ProviderVariableKind } | undefined {
-  if (variable === 'SLACK_SIGNING_SECRET') return { provider: 'slack', kind: 'SECRET' };
-  const match = PROVIDER_VARIABLE.exec(variable);
-  const provider = match?.[1]?.toLowerCase();
-  const kind = match?.[2] as ProviderVariableKind | undefined;
-  // A name the rule gives to another variable (`SLACK_WEBHOOK_SECRET`) configures nothing.
-  if (provider === undefined || kind === undefined || providerVariable(provider, kind) !== variable) return undefined;
-  return { provider, kind };
-}
-
 /**
- * Every sender variable set, by the naming rule: this module knows no sender's name, so that every
- * layer may read it; the provider registry decides which names are senders. Problems join the
- * others, named by variable.
+ * Every sender variable set, by the naming rule: no sender's name is known here; the provider
+ * registry decides which names are senders. Problems join the others, named by variable.
  */
-function parseProviderSettings(
+function parseSenderSettings(
   env: Readonly<Record<string, string | readonly string[]>>,
   problems: string[],
-): Record<string, ProviderSettings> {
-  const settings: Record<string, ProviderSettings> = {};
+): Record<string, SenderSettings> {
+  const settings: Record<string, SenderSettings> = {};
   for (const [variable, value] of Object.entries(env)) {
-    const target = providerVariableOf(variable);
+    const target = senderVariableOf(variable);
     if (target === undefined) continue;
-    const current = settings[target.provider] ?? { secrets: [], publicKeys: [] };
-    const parsed = (target.kind === 'URL' ? publicUrl : secretList).safeParse(value);
+    const current = settings[target.sender] ?? { secrets: [], publicKeys: [] };
+    const parsed = (target.kind === 'url' ? publicUrl : secretList).safeParse(value);
     if (!parsed.success) {
       problems.push(...parsed.error.issues.map((issue) => `${variable}: ${issue.message}`));
       continue;
     }
     const data = parsed.data;
-    if (typeof data === 'string') settings[target.provider] = { ...current, url: data };
-    else if (target.kind === 'SECRET') settings[target.provider] = { ...current, secrets: data };
-    else settings[target.provider] = { ...current, publicKeys: data };
+    if (typeof data === 'string') settings[target.sender] = { ...current, url: data };
+    else if (target.kind === 'secret') settings[target.sender] = { ...current, secrets: data };
+    else settings[target.sender] = { ...current, publicKeys: data };
   }
   return settings;
 }
@@ -366,36 +332,12 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, s
   if (!parsed.success) {
     problems.push(...parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
-  const settings = parseProviderSettings(resolved, problems);
+  const senderSettings = parseSenderSettings(resolved, problems);
   const weak = weakSecrets(resolved, resolved.NODE_ENV === 'production');
   problems.push(...weak.problems);
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   for (const warning of weak.warnings) sources.warn?.(warning);
-  return { ...parsed.data, providers: settings };
-}
-
-/** Each provider's secrets by its `provider` column name (the contract's provider table). */
-export function providerSecrets(config: Pick<Config, 'providers'>): ProviderSecrets {
-  return Object.fromEntries(Object.entries(config.providers).map(([name, settings]) => [name, settings.secrets]));
-}
-
-/** Public keys and signed URLs by provider name, as enableProviders takes them beside the secrets. */
-export function providerExtras(config: Pick<Config, 'providers'>): {
-  publicKeys: ProviderSecrets;
-  urls: Readonly<Record<string, string>>;
-} {
-  const entries = Object.entries(config.providers);
-  return {
-    publicKeys: Object.fromEntries(entries.map(([name, settings]) => [name, settings.publicKeys])),
-    urls: Object.fromEntries(
-      entries.flatMap(([name, settings]) => (settings.url === undefined ? [] : [[name, settings.url]])),
-    ),
-  };
-}
-
-/** Whether any sender is enabled: a secret or a public key set for at least one. */
-export function anyProviderConfigured(config: Pick<Config, 'providers'>): boolean {
-  return Object.values(config.providers).some((settings) => settings.secrets.length + settings.publicKeys.length > 0);
+  return { ...parsed.data, senderSettings };
 }
 
 /**
@@ -419,17 +361,4 @@ export function checkEmbeddedDatabase(
     variable: 'EMBEDDED_DATABASE',
     message: 'production on the embedded PostgreSQL, as EMBEDDED_DATABASE=allow permits: its data is in DATA_DIR',
   });
-}
-
-/**
- * The sender variables set (secrets and public keys), by name and sorted (the environment's order is
- * no order): what turns the development secret off.
- */
-export function configuredSenderVariables(config: Pick<Config, 'providers'>): string[] {
-  return Object.entries(config.providers)
-    .flatMap(([name, settings]) => [
-      ...(settings.secrets.length > 0 ? [providerVariable(name, 'SECRET')] : []),
-      ...(settings.publicKeys.length > 0 ? [providerVariable(name, 'PUBLIC_KEY')] : []),
-    ])
-    .sort();
 }

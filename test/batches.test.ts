@@ -24,7 +24,7 @@ import {
 } from './helpers/named-senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const providers = await enableNamedSenders();
+const enabledProviders = await enableNamedSenders();
 
 /** Real time: the signed times are checked against the app's clock, set to now for each request. */
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -150,7 +150,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   const events = (count: number) => Array.from({ length: count }, () => sender.newEvent(nowSeconds()));
 
   it('stores and applies each event once: first delivery, its retry, a reordered subset', async () => {
-    const test = await buildTestApp(db, { providers, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
     const batch = events(3);
     const ids = batch.map((event) => event.id);
     const [a, b, c] = batch;
@@ -184,7 +184,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('applies only the new events of a delivery mixing seen and new ones, and does not call it a duplicate', async () => {
-    const test = await buildTestApp(db, { providers, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
     const [seen, fresh] = [events(2), events(2)];
     expect((await post(test, sender.body(seen.map((event) => event.text)))).status).toBe(200);
     const mixed = [fresh[0], seen[1], fresh[1], seen[0]].flatMap((event) => (event ? [event.retried] : []));
@@ -196,7 +196,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('refuses a batch with one malformed event (400) and stores nothing of it', async () => {
-    const test = await buildTestApp(db, { providers, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
     const before = (await providerRows(sql, sender.name)).length;
     const good = events(2);
     const [one] = events(1);
@@ -230,7 +230,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const batch = events(3);
     const ids = batch.map((event) => event.id);
     const failing = new Set([ids[1] ?? '']);
-    const test = await buildTestApp(db, { providers, handlers: countingHandlers(failing) });
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers(failing) });
     const first = await post(test, sender.body(batch.map((event) => event.text)));
     expect(first.status).toBe(500);
     // Only the failing event's row is recorded (`failed`); the others were rolled back with it.
@@ -248,7 +248,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
 
   it('stores each event as its own `received` row in async mode, and a retry queues nothing twice', async () => {
     const test = await buildTestApp(db, {
-      providers,
+      enabledProviders,
       handlers: countingHandlers(),
       config: { PROCESSING_MODE: 'async' },
     });
@@ -265,7 +265,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('answers an empty batch 200 and stores nothing', async () => {
-    const test = await buildTestApp(db, { providers, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
     const before = (await providerRows(sql, sender.name)).length;
     const response = await post(test, sender.body([]));
     expect(await response.text()).toBe('{"received":true}');
@@ -278,7 +278,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   ] as const)('applies each event once when the same batch arrives twice at once (%s)', async (_label, groupCommit) => {
     const parties = 2;
     const test = await buildTestApp(db, {
-      providers,
+      enabledProviders,
       handlers: countingHandlers(),
       beforeStore: barrier(parties),
       groupCommit,

@@ -138,7 +138,7 @@ describe('next to npm start, with nothing configured', () => {
   it('send signs with the development secret npm start keeps in DATA_DIR, at PORT by default', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-send-'));
     const secret = 'a-development-secret-for-the-test';
-    const test = await buildTestApp(db, { providers: await enableProviders({ acme: [secret] }) });
+    const test = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [secret] }) });
     test.setNow(Date.now());
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     const port = await new Promise<number>((resolve) =>

@@ -33,7 +33,7 @@ const env = {
   SLACK_SIGNING_SECRET: secrets.slack,
 };
 const test = await buildTestApp(db, {
-  providers: await enableProviders(
+  enabledProviders: await enableProviders(
     Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, [secret]])),
   ),
 });

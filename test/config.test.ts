@@ -1,6 +1,7 @@
 // Configuration parsing: the contract's defaults, rotation lists, and errors that name variables.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, type ConfigWarning, parseConfig, providerSecrets } from '../src/config.ts';
+import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
+import { providerSecrets } from '../src/sender-variables.ts';
 
 describe('parseConfig', () => {
   it('applies the contract defaults', () => {

@@ -18,7 +18,7 @@ import { outboxRowsByKeyPrefix } from './helpers/outbox.ts';
 import { allSchemeSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const providers = await enableProviders(allSchemeSecrets());
+const enabledProviders = await enableProviders(allSchemeSecrets());
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 const failing = defineHandler({
@@ -35,7 +35,7 @@ const cases: Array<[string, Sender, string]> = [
 
 describe.each(cases)('%s', (_name, sender, eventType) => {
   const app = async (handlers: HandlerMap, beforeStore?: () => Promise<void>) =>
-    buildTestApp(db, { providers, handlers, beforeStore });
+    buildTestApp(db, { enabledProviders, handlers, beforeStore });
   const deliver = async (test: TestApp, body: string, id: string) =>
     test.request(`/webhooks/${sender.name}`, {
       method: 'POST',
@@ -109,7 +109,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
     async (_path, groupCommit) => {
       const { body, eventId } = sender.newEvent();
       const broken = await buildTestApp(db, {
-        providers,
+        enabledProviders,
         handlers: { [sender.name]: { [eventType]: failing } },
         groupCommit,
       });
@@ -124,7 +124,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
         },
       });
       const fixed = await buildTestApp(db, {
-        providers,
+        enabledProviders,
         handlers: { [sender.name]: { [eventType]: recording } },
         groupCommit,
       });
@@ -194,14 +194,14 @@ describe('GitHub type header', () => {
   it('does not let a failed body come back under another event type and reach another handler', async () => {
     const counter = await newCounter(sql);
     const { body, eventId } = githubSender.newEvent();
-    const broken = await buildTestApp(db, { providers, handlers: { github: { 'issues.opened': failing } } });
+    const broken = await buildTestApp(db, { enabledProviders, handlers: { github: { 'issues.opened': failing } } });
     const post = async (test: TestApp, headers: Record<string, string>) =>
       test.request('/webhooks/github', { method: 'POST', body, headers });
     const signed = await githubSender.headers({ body, eventId });
     expect((await post(broken, signed)).status).toBe(500);
 
     const other = await buildTestApp(db, {
-      providers,
+      enabledProviders,
       handlers: { github: { 'pull_request.opened': counter.handler } },
     });
     const retyped = await post(other, { ...signed, ...githubHeaders(crypto.randomUUID(), 'pull_request') });

@@ -50,10 +50,11 @@ interface Harness {
 
 async function harness(
   handlers: HandlerMap,
-  options: { deadlineMs?: number; providers?: Awaited<ReturnType<typeof enableProviders>> } = {},
+  options: { deadlineMs?: number; enabledProviders?: Awaited<ReturnType<typeof enableProviders>> } = {},
 ): Promise<Harness> {
-  const providers = options.providers ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
-  const metrics = new Metrics(labelBounds(providers.keys(), handlers));
+  const enabledProviders =
+    options.enabledProviders ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const metrics = new Metrics(labelBounds(enabledProviders.keys(), handlers));
   const batchSizes: number[] = [];
   const observe = metrics.observeIntakeBatch.bind(metrics);
   metrics.observeIntakeBatch = (size) => {
@@ -63,7 +64,7 @@ async function harness(
   let count = 0;
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const test = await buildTestApp(db, {
-    providers,
+    enabledProviders,
     handlers,
     metrics,
     groupCommit: { maxBatch: 64, lanes: 1 },
@@ -193,8 +194,8 @@ describe('group commit', () => {
         );
       },
     });
-    const providers = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
-    const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { providers });
+    const enabledProviders = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { enabledProviders });
     const first = send(h.test, blocker());
     await h.arrived(1);
     const { body } = githubSender.newEvent();

@@ -85,13 +85,13 @@ describe('a batch that meets a row lock held elsewhere', () => {
         }),
       },
     };
-    const providers = await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] });
-    const metrics = new BatchSizes(labelBounds(providers.keys(), handlers));
+    const enabledProviders = await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] });
+    const metrics = new BatchSizes(labelBounds(enabledProviders.keys(), handlers));
     const gate = barrier(deliveries.length);
     const queued = deferred();
     let through = 0;
     const test = await buildTestApp(db, {
-      providers,
+      enabledProviders,
       handlers,
       metrics,
       groupCommit: { maxBatch: 64, lanes: 1 },

@@ -17,7 +17,7 @@ const empty = await useEmptyDatabase();
 
 describe('answers before the signature check', () => {
   it('404 for a provider that does not exist or is not enabled', async () => {
-    const disabled = await buildTestApp(db, { providers: await enableProviders({}) });
+    const disabled = await buildTestApp(db, { enabledProviders: await enableProviders({}) });
     const body = JSON.stringify(acmeEvent());
     for (const [app, path] of [
       [disabled, '/webhooks/acme'],

@@ -24,7 +24,7 @@ import {
 } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const test = await buildTestApp(db, { providers: await enableProviders(allSchemeSecrets()) });
+const test = await buildTestApp(db, { enabledProviders: await enableProviders(allSchemeSecrets()) });
 
 const post = (name: SchemeName, body: string, headers: Record<string, string>) =>
   test.request(`/webhooks/${name}`, { method: 'POST', body, headers });

@@ -15,12 +15,12 @@ import {
   signHmac,
   utf8,
 } from '../src/providers/hmac.ts';
-import { providers } from '../src/providers/registry.ts';
+import { allProviders } from '../src/providers/registry.ts';
 import { parseEntries } from '../src/providers/scheme.ts';
 import type { Verification, WebhookProvider } from '../src/providers/types.ts';
 
 function provider(name: string): WebhookProvider {
-  const found = providers.find((candidate) => candidate.name === name);
+  const found = allProviders.find((candidate) => candidate.name === name);
   if (found === undefined) throw new Error(`no provider ${name}`);
   return found;
 }

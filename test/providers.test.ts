@@ -11,7 +11,7 @@ import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
 import { allSchemeSecrets, senders } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const test = await buildTestApp(db, { providers: await enableProviders(allSchemeSecrets()) });
+const test = await buildTestApp(db, { enabledProviders: await enableProviders(allSchemeSecrets()) });
 
 const UNAUTHORIZED = 'application/json {"error":"unauthorized"}';
 const answer = async (response: Response) => `${response.headers.get('content-type')} ${await response.text()}`;
@@ -89,7 +89,7 @@ describe.each(senders)('$name', (sender) => {
     it('has no timestamp to check: a day-old signature still verifies', async () => {
       const delivery = sender.newEvent();
       const headers = await sender.headers(delivery);
-      const later = await buildTestApp(db, { providers: await enableProviders(allSchemeSecrets()) });
+      const later = await buildTestApp(db, { enabledProviders: await enableProviders(allSchemeSecrets()) });
       later.setNow(TEST_NOW_MS + 86_400_000);
       expect((await post(delivery.body, headers, later)).status).toBe(200);
       expect(await countEvents(sql, delivery.eventId)).toBe(1);
@@ -97,7 +97,7 @@ describe.each(senders)('$name', (sender) => {
   }
 
   it('is 404 while its secret is unset', async () => {
-    const acmeOnly = await buildTestApp(db, { providers: await enableProviders({ acme: [TEST_SECRET] }) });
+    const acmeOnly = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [TEST_SECRET] }) });
     const delivery = sender.newEvent();
     const response = await post(delivery.body, await sender.headers(delivery), acmeOnly);
     expect(response.status).toBe(404);

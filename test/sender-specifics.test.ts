@@ -6,11 +6,12 @@ import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { verifyKey as discordVerifyKey } from 'discord-interactions';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, providerExtras } from '../src/config.ts';
+import { ConfigError, parseConfig } from '../src/config.ts';
 import { describedProvider } from '../src/providers/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/providers/description.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
+import { providerExtras } from '../src/sender-variables.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -18,7 +19,7 @@ import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
 import { discordKeys, enableNamedSenders, namedSenders, zoomOracle, zoomSecrets } from './helpers/named-senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const app = await buildTestApp(db, { providers: await enableNamedSenders() });
+const app = await buildTestApp(db, { enabledProviders: await enableNamedSenders() });
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 function post(name: string, body: string, headers: Record<string, string>, to = app) {
@@ -129,8 +130,8 @@ describe("Standard Webhooks' v1a (Ed25519) signatures", () => {
   const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
   async function standardApp(secrets: string[], publicKeys: string[]) {
-    const providers = await enableProviders({ standard: secrets }, { publicKeys: { standard: publicKeys } });
-    return buildTestApp(db, { providers });
+    const enabledProviders = await enableProviders({ standard: secrets }, { publicKeys: { standard: publicKeys } });
+    return buildTestApp(db, { enabledProviders });
   }
   const delivery = () => {
     const id = uniqueId('msg');
@@ -415,11 +416,11 @@ describe('senders that cannot be enabled as configured', () => {
       SQUARE_WEBHOOK_SECRET: 'sq',
       SQUARE_WEBHOOK_URL: 'https://hooks.example.com/webhooks/square',
     });
-    expect(config.providers.paddle?.secrets).toEqual(['pdl_a', 'pdl_b']);
+    expect(config.senderSettings.paddle?.secrets).toEqual(['pdl_a', 'pdl_b']);
     // Slack's secret has its own name; the rule's name for it configures nothing.
-    expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).providers.slack?.secrets).toEqual([
-      'a',
-    ]);
+    expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).senderSettings.slack?.secrets).toEqual(
+      ['a'],
+    );
     expect(providerExtras(config)).toMatchObject({
       publicKeys: { discord: ['ab'.repeat(32)] },
       urls: { square: 'https://hooks.example.com/webhooks/square' },

@@ -23,7 +23,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  providers: await enableProviders({ ...allSchemeSecrets(), acme: ['test-acme-secret-current'] }),
+  enabledProviders: await enableProviders({ ...allSchemeSecrets(), acme: ['test-acme-secret-current'] }),
 });
 
 /** The stored occurrence time, as the database holds it (null: stored without one). */
@@ -160,7 +160,7 @@ describe('times out of range', () => {
 
   it('the same, in async mode: 202 and the row stored without a time', async () => {
     const queued = await buildTestApp(db, {
-      providers: await enableProviders(allSchemeSecrets()),
+      enabledProviders: await enableProviders(allSchemeSecrets()),
       config: { PROCESSING_MODE: 'async' },
     });
     const eventId = uniqueId('msg');

@@ -15,8 +15,8 @@ const { sql, db } = await useTestDatabase();
 /** Real time: several SDKs check the signed time against their own clock. */
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-const providers = await enableNamedSenders();
-const app = await buildTestApp(db, { providers });
+const enabledProviders = await enableNamedSenders();
+const app = await buildTestApp(db, { enabledProviders });
 
 const UNAUTHORIZED = 'application/json {"error":"unauthorized"}';
 const answer = async (response: Response) => `${response.headers.get('content-type')} ${await response.text()}`;
@@ -60,7 +60,9 @@ describe.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender]
       const helper = sender.headers(vector, hmacCredential(vector.secret, 'hex'), 0);
       expect(helper).toEqual(vector.headers);
       // ...and the route takes the example as published, and refuses what the publisher refuses.
-      const example = await buildTestApp(db, { providers: await enableProviders({ [sender.name]: [vector.secret] }) });
+      const example = await buildTestApp(db, {
+        enabledProviders: await enableProviders({ [sender.name]: [vector.secret] }),
+      });
       expect(await answer(await post(vector.body, vector.refused, example))).toBe(UNAUTHORIZED);
       expect(await answer(await post(vector.body, vector.headers, example))).toBe('application/json {"received":true}');
       const row = await eventRow(sql, vector.eventId, sender.name);
@@ -153,7 +155,7 @@ describe.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender]
   }
 
   it('is 404 while its key is unset', async () => {
-    const acmeOnly = await buildTestApp(db, { providers: await enableProviders({ acme: [TEST_SECRET] }) });
+    const acmeOnly = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [TEST_SECRET] }) });
     const outgoing = sender.newEvent(nowSeconds());
     const response = await post(outgoing.body, signed(outgoing), acmeOnly);
     expect(await answer(response)).toBe('application/json {"error":"not_found"}');

@@ -25,7 +25,7 @@ describe('acme signature verification', () => {
   it('accepts the openssl-signed fixture byte for byte', async () => {
     const fixture = readFixture('acme-subscription-updated.json');
     const signed = JSON.parse(readFixture('acme-subscription-updated.signature.json').toString('utf8'));
-    const app = await buildTestApp(db, { providers: await enableProviders({ acme: [signed.secret] }) });
+    const app = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [signed.secret] }) });
     app.setNow(Number(signed.timestamp) * 1000);
 
     const response = await app.request('/webhooks/acme', {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
-import { providers } from '../src/providers/registry.ts';
+import { allProviders } from '../src/providers/registry.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { type Running, startListeningService, startService } from './helpers/process.ts';
 import { githubSender } from './helpers/senders.ts';
@@ -71,7 +71,7 @@ describe('retention against the senders’ retry windows', () => {
       ]),
     );
     expect(documented).toEqual(RETRY_WINDOW_DAYS);
-    expect(Object.keys(RETRY_WINDOW_DAYS).sort()).toEqual(providers.map((provider) => provider.name).sort());
+    expect(Object.keys(RETRY_WINDOW_DAYS).sort()).toEqual(allProviders.map((provider) => provider.name).sort());
   });
 });
 

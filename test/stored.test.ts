@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
-import { providers } from '../src/providers/registry.ts';
+import { allProviders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -21,7 +21,7 @@ const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
   providers: new Map(
-    providers.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
+    allProviders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
   ),
 });
 

@@ -11,7 +11,7 @@ import { allSchemeSecrets, stripeEvent, stripeHeader } from './helpers/senders.t
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  providers: await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
+  enabledProviders: await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
 });
 
 type Lifecycle = 'created' | 'updated' | 'deleted';

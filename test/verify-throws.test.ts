@@ -69,8 +69,8 @@ describe('a verify that throws is never a valid signature', () => {
   it('over HTTP: a correctly signed delivery checked only by a throwing key is 401 and stores nothing', async () => {
     const [acme] = (await enableProviders({ acme: [TEST_SECRET] })).values();
     if (acme === undefined) throw new Error('acme not enabled');
-    const providers = new Map([['acme', { ...acme, keys: [await signOnlyHmac()] }]]);
-    const app = await buildTestApp(db, { providers });
+    const enabledProviders = new Map([['acme', { ...acme, keys: [await signOnlyHmac()] }]]);
+    const app = await buildTestApp(db, { enabledProviders });
     const event = acmeEvent();
     const body = JSON.stringify(event);
     const response = await app.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
@@ -79,7 +79,7 @@ describe('a verify that throws is never a valid signature', () => {
     expect(await countEvents(sql, event.id)).toBe(0);
 
     // The same delivery under a key that can verify is accepted: the refusal above was the throw's.
-    const accepting = await buildTestApp(db, { providers: await enableProviders({ acme: [TEST_SECRET] }) });
+    const accepting = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [TEST_SECRET] }) });
     const accepted = await accepting.request('/webhooks/acme', {
       method: 'POST',
       body,

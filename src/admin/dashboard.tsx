@@ -21,7 +21,7 @@ import { getOutboxMessage, listOutbox, messagesOfEvent } from '../ops/outbox-vie
 import { readOverview, windowEndingAt } from '../ops/overview.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
-import { providers } from '../providers/registry.ts';
+import { allProviders } from '../providers/registry.ts';
 import { ADMIN_API_BASE, type AdminDeps } from './api.ts';
 import { EventPage, EventsPage, MessagePage, OutboxPage, OverviewPage } from './dashboard-pages.tsx';
 import { DASHBOARD_SCRIPT } from './dashboard-script.ts';
@@ -230,7 +230,7 @@ function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.inf
 
 export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
-  const eventProviders = providers.map((provider) => provider.name);
+  const eventProviders = allProviders.map((provider) => provider.name);
 
   const page = (
     c: Context<DatabaseEnv>,

@@ -9,9 +9,9 @@ import { decodeCursor } from '../ops/cursor.ts';
 import { OPERATOR_NAME_MAX, operatorNameProblem } from '../ops/operator-name.ts';
 import { parseTimeBound } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
-import { providers } from '../providers/registry.ts';
+import { allProviders } from '../providers/registry.ts';
 
-const providerNames = providers.map((provider) => provider.name) as [string, ...string[]];
+const providerNames = allProviders.map((provider) => provider.name) as [string, ...string[]];
 
 /** Rows in a page unless `limit` says otherwise (the API's and the dashboard's lists). */
 export const DEFAULT_LIMIT = 50;

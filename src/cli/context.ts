@@ -16,7 +16,7 @@ import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../ops/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
-import { providers } from '../providers/registry.ts';
+import { allProviders } from '../providers/registry.ts';
 
 export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -237,7 +237,7 @@ export interface CommandModule {
 }
 
 /** The provider names the service knows: an argument or option naming another is a usage error (exit 2). */
-export const PROVIDER_NAMES: readonly string[] = providers.map((provider) => provider.name);
+export const PROVIDER_NAMES: readonly string[] = allProviders.map((provider) => provider.name);
 
 export const providerArgument = (description = 'the route name') =>
   new Argument('<provider>', description).choices(PROVIDER_NAMES);

@@ -2,9 +2,9 @@
 // with its data in DATA_DIR, migrated. It prints its DATABASE_URL and the line that points
 // `npm run dev:worker` (Hyperdrive's local connection string) at it, and stops on Ctrl-C.
 import { readFileSync } from 'node:fs';
-import { ConfigError, parseConfig, providerSecrets } from '../config.ts';
+import { ConfigError, parseConfig } from '../config.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { developmentSecret } from './dev-secret.ts';
+import { developmentSecret, developmentSecretUse } from './dev-secret.ts';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 async function main(): Promise<void> {
@@ -32,10 +32,8 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  // The Worker gets the acme secret `npm start` would make, unless one is configured.
-  const configured = Object.values(providerSecrets(config)).some((list) => list.length > 0);
-  const devSecret =
-    configured || config.NODE_ENV === 'production' ? undefined : await developmentSecret(config.DATA_DIR);
+  // The Worker gets the acme secret `npm start` would make, exactly when it would make one.
+  const devSecret = developmentSecretUse(config).inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   const secretFlag = devSecret === undefined ? '' : ` -- --var ACME_WEBHOOK_SECRET:${devSecret}`;
   console.log(
     [

@@ -1,11 +1,13 @@
-// Development convenience: with no provider secret at all (and not in production), an `acme`
-// secret is made once, kept in DATA_DIR, and announced with a signed curl that works as printed.
+// Development convenience: with no sender configured (and not in production), an `acme` secret is
+// made once, kept in DATA_DIR, and announced with a signed curl that works as printed. `npm start`,
+// `npm run db:start` and the CLI's `send` all decide by developmentSecretUse.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Config, configuredSenderVariables } from '../config.ts';
+import type { Config } from '../config.ts';
 import { simulatedSchemes } from '../ops/simulator.ts';
+import { configuredSenders } from '../providers/registry.ts';
 
 /** The file under DATA_DIR that holds the development secret. */
 export const developmentSecretFile = (dataDir: string): string => join(dataDir, 'acme-development-secret');
@@ -18,17 +20,18 @@ export async function existingDevelopmentSecret(dataDir: string): Promise<string
 
 /**
  * Whether `npm start` enables acme with the development secret, and why (or why not), as start-up
- * reports it: never in production, else only while no sender secret or public key at all is set
- * (one set turns it off, and acme without its own secret answers 404 like any sender).
+ * reports it: never in production, else only while no sender is configured (a secret or public key of
+ * a sender set turns it off, and acme without its own secret answers 404 like any sender; a variable
+ * naming no sender configures nothing, so it does not).
  */
 export type DevelopmentSecretUse =
   | { inUse: true; reason: 'no sender secret or public key is set and NODE_ENV is not production' }
   | { inUse: false; reason: 'NODE_ENV is production' }
   | { inUse: false; reason: 'a sender secret or public key is set'; variables: readonly string[] };
 
-export function developmentSecretUse(config: Pick<Config, 'NODE_ENV' | 'providers'>): DevelopmentSecretUse {
+export function developmentSecretUse(config: Pick<Config, 'NODE_ENV' | 'senderSettings'>): DevelopmentSecretUse {
   if (config.NODE_ENV === 'production') return { inUse: false, reason: 'NODE_ENV is production' };
-  const variables = configuredSenderVariables(config);
+  const variables = configuredSenders(config.senderSettings).enablingVariables;
   return variables.length > 0
     ? { inUse: false, reason: 'a sender secret or public key is set', variables }
     : { inUse: true, reason: 'no sender secret or public key is set and NODE_ENV is not production' };

@@ -7,17 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
-import {
-  anyProviderConfigured,
-  type Config,
-  ConfigError,
-  type ConfigWarning,
-  checkEmbeddedDatabase,
-  configuredSenderVariables,
-  parseConfig,
-  providerExtras,
-  providerSecrets,
-} from '../config.ts';
+import { type Config, ConfigError, type ConfigWarning, checkEmbeddedDatabase, parseConfig } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
 import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
@@ -35,7 +25,8 @@ import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
-import { enableProviders, unknownSenderNames } from '../providers/registry.ts';
+import { configuredSenders, enableProviders } from '../providers/registry.ts';
+import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
@@ -111,20 +102,19 @@ async function main(): Promise<void> {
 
   const secrets = { ...providerSecrets(config) };
   const production = config.NODE_ENV === 'production';
-  const unknownSenders = new Set(unknownSenderNames(Object.keys(config.providers)));
-  const settingsOf = (unknown: boolean) =>
-    Object.fromEntries(Object.entries(config.providers).filter(([name]) => unknownSenders.has(name) === unknown));
   // Only variables that name a sender count: a misspelt one alone would enable nothing.
-  const anySecret = anyProviderConfigured({ providers: settingsOf(false) });
-  if (!anySecret && production) throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
-  for (const variable of configuredSenderVariables({ providers: settingsOf(true) })) {
+  const senders = configuredSenders(config.senderSettings);
+  if (senders.enablingVariables.length === 0 && production) {
+    throw new StartupError('no provider secret is set (e.g. ACME_WEBHOOK_SECRET)');
+  }
+  for (const variable of senders.unknownVariables) {
     logger.warn('names no sender: it configures nothing', { variable });
   }
   const devSecretUse = developmentSecretUse(config);
   const devSecret = devSecretUse.inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   if (devSecret !== undefined) secrets.acme = [devSecret];
   // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
-  const providers = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
+  const enabledProviders = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
     throw new StartupError(`start-up failed: ${(error as Error).message}`);
   });
 
@@ -168,21 +158,21 @@ async function main(): Promise<void> {
   // real secret turns it off, and that route's 404 would otherwise come as a surprise. Once the
   // database checks passed, so that a refusal stays one line.
   logger.info('senders', {
-    enabled: [...providers.keys()],
+    enabled: [...enabledProviders.keys()],
     acme_development_secret: devSecretUse.inUse ? 'in use' : 'not in use',
     reason: devSecretUse.reason,
     ...('variables' in devSecretUse ? { variables: devSecretUse.variables } : {}),
   });
 
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers), clock);
+  const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers), clock);
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const app = createProductionApp({
     config,
     db: database.db,
-    providers,
+    enabledProviders,
     metrics,
     clock,
     logger,

@@ -4,15 +4,7 @@
 
 import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
-import {
-  anyProviderConfigured,
-  type Config,
-  ConfigError,
-  type ConfigWarning,
-  parseConfig,
-  providerExtras,
-  providerSecrets,
-} from '../config.ts';
+import { type Config, ConfigError, type ConfigWarning, parseConfig } from '../config.ts';
 import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
@@ -25,7 +17,8 @@ import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { publisherFor } from '../outbox/publishers.ts';
-import { enableProviders } from '../providers/registry.ts';
+import { configuredSenders, enableProviders } from '../providers/registry.ts';
+import { providerExtras, providerSecrets } from '../sender-variables.ts';
 
 /**
  * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide
@@ -82,14 +75,14 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const outboxQueue =
     typeof queue === 'object' && queue !== null && 'sendBatch' in queue ? (queue as QueueProducer) : undefined;
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
-  if (!anyProviderConfigured(config)) {
+  if (configuredSenders(config.senderSettings).enablingVariables.length === 0) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  const providers = await enableProviders(providerSecrets(config), providerExtras(config));
+  const enabledProviders = await enableProviders(providerSecrets(config), providerExtras(config));
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
-  const metrics = new Metrics(labelBounds(providers.keys(), defaultHandlers));
-  const app = createProductionApp({ config, providers, metrics, clock: () => Date.now(), logger });
+  const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
+  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger });
   return { config, logger, app, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
 

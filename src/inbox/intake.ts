@@ -36,7 +36,7 @@ export interface IntakeDeps {
     Config,
     'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'PROCESSING_MODE' | 'INBOX_MAX_BACKLOG'
   >;
-  providers: ReadonlyMap<string, EnabledProvider>;
+  enabledProviders: ReadonlyMap<string, EnabledProvider>;
   handlers: HandlerMap;
   clock: Clock;
   newId: () => string;
@@ -162,7 +162,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
 
   /** Provider (404), declared size (413) and content type (415): answered before the body is read. */
   const admit: MiddlewareHandler<IntakeEnv> = async (c, next) => {
-    const enabled = deps.providers.get(c.req.param('provider') ?? '');
+    const enabled = deps.enabledProviders.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
     c.var.report.concerns(enabled.provider.name);

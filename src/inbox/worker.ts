@@ -15,7 +15,7 @@ import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { providers as allProviders } from '../providers/registry.ts';
+import { providersByName } from '../providers/registry.ts';
 import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
 import {
@@ -112,7 +112,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   const context: StoredContext = {
     db,
     handlers: deps.handlers,
-    providers: deps.providers ?? new Map(allProviders.map((provider) => [provider.name, provider])),
+    providers: deps.providers ?? providersByName,
   };
 
   const report = (event: ClaimedEvent, outcome: StoredOutcome, summary: Tally, line: ReportLine) =>

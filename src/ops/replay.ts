@@ -10,7 +10,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { isStorableText } from '../lib/text.ts';
-import { providers as schemes } from '../providers/registry.ts';
+import { providersByName } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
 import { assertOperatorName } from './operator-name.ts';
 
@@ -63,9 +63,6 @@ export function replayReason(before: WebhookEventStatus, applied: boolean, after
   return after.lastError ?? `it is ${after.status}`;
 }
 
-/** Every scheme, secret or not: a provider switched off since can still have its events replayed. */
-const allSchemes: StoredContext['providers'] = new Map(schemes.map((scheme) => [scheme.name, scheme]));
-
 /** Current states of the events asked for, keyed by id. */
 export async function eventStates(
   db: Executor,
@@ -100,7 +97,8 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
   const stored: StoredContext = {
     db: context.db,
     handlers: context.handlers,
-    providers: context.providers ?? allSchemes,
+    // Every provider, secret or not: one switched off since can still have its events replayed.
+    providers: context.providers ?? providersByName,
   };
   const events: ReplayedEvent[] = [];
   for (const eventId of eventIds) {

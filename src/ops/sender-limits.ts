@@ -3,8 +3,9 @@
 // late retry is a new event and is applied again), and a signed URL the sender can actually sign.
 // config.ts knows no sender, so these checks live above the sender descriptions; every entry runs
 // them right after parseConfig.
-import { type Config, ConfigError, type ConfigSources, providerVariable } from '../config.ts';
+import { type Config, ConfigError, type ConfigSources } from '../config.ts';
 import { senderDescriptions } from '../providers/senders.ts';
+import { senderVariable } from '../sender-variables.ts';
 
 /**
  * The longest a sender may deliver one event again after its first attempt, in whole days (rounded
@@ -53,11 +54,11 @@ const APPENDS_QUERY = new Set(
     .map((description) => description.name),
 );
 
-type Checked = Pick<Config, 'NODE_ENV' | 'EVENT_RETENTION_DAYS' | 'providers'>;
+type Checked = Pick<Config, 'NODE_ENV' | 'EVENT_RETENTION_DAYS' | 'senderSettings'>;
 
 /** What is wrong with EVENT_RETENTION_DAYS, if anything: the senders whose retries outlast it. */
 function retentionProblem(config: Checked): string | undefined {
-  const enabled = Object.entries(config.providers)
+  const enabled = Object.entries(config.senderSettings)
     .filter(([, settings]) => settings.secrets.length + settings.publicKeys.length > 0)
     .flatMap(([name]) => {
       const days = RETRY_WINDOW_DAYS[name];
@@ -79,12 +80,10 @@ function retentionProblem(config: Checked): string | undefined {
  */
 export function checkSenderLimits(config: Checked, sources: Pick<ConfigSources, 'warn'> = {}): void {
   const problems: string[] = [];
-  for (const [name, settings] of Object.entries(config.providers)) {
+  for (const [name, settings] of Object.entries(config.senderSettings)) {
     // Even a bare `?`: the sender's own query would follow it as `&…`, never as the `?…` that is signed.
     if (!APPENDS_QUERY.has(name) || settings.url?.includes('?') !== true) continue;
-    problems.push(
-      `${providerVariable(name, 'URL')}: must have no query string: ${name} appends its own and signs both`,
-    );
+    problems.push(`${senderVariable(name, 'url')}: must have no query string: ${name} appends its own and signs both`);
   }
   const retention = retentionProblem(config);
   if (retention !== undefined && config.NODE_ENV === 'production') problems.push(`EVENT_RETENTION_DAYS: ${retention}`);

@@ -2,21 +2,47 @@
 // (or, for one signing with a private key, its public key) is set. Every sender is a description
 // in senders.ts run by described.ts; one that could not be described would be a WebhookProvider of
 // its own, listed here beside them.
-import { type ProviderSecrets, providerVariable } from '../config.ts';
+import {
+  type CredentialKind,
+  enablingVariables,
+  type KeysBySender,
+  type ProviderExtras,
+  type SettingsBySender,
+  senderVariable,
+} from '../sender-variables.ts';
 import { describedProvider } from './described.ts';
 import type { VerifyKey } from './hmac.ts';
 import { senderDescriptions } from './senders.ts';
-import type { Credentials, WebhookProvider } from './types.ts';
+import type { WebhookProvider } from './types.ts';
 
-export const providers: readonly WebhookProvider[] = senderDescriptions.map(describedProvider);
+/** Every sender this service speaks, enabled or not. */
+export const allProviders: readonly WebhookProvider[] = senderDescriptions.map(describedProvider);
+
+/** The same by name: what reads a stored event back (the worker, a replay) asks its schema version of. */
+export const providersByName: ReadonlyMap<string, WebhookProvider> = new Map(
+  allProviders.map((provider) => [provider.name, provider]),
+);
+
+/** The configured senders, split once by whether a sender has that name. */
+export interface ConfiguredSenders {
+  /** The variables set for known senders that enable one (secrets, public keys): "a sender is configured". */
+  enablingVariables: readonly string[];
+  /**
+   * Those of names that are no sender's (a typo such as `GTIHUB_WEBHOOK_SECRET`): they configure
+   * nothing, which start-up says instead of leaving a route silently 404.
+   */
+  unknownVariables: readonly string[];
+}
 
 /**
- * The configured names that are no sender's (a typo such as `GTIHUB_WEBHOOK_SECRET`): their variables
- * configure nothing, which start-up says instead of leaving a route silently 404.
+ * The one rule for "a sender is configured", read by every entry (production's refusal, the
+ * Worker's, acme's development secret): only a variable naming a sender counts.
  */
-export function unknownSenderNames(configured: Iterable<string>): string[] {
-  const known = new Set(providers.map((provider) => provider.name));
-  return [...configured].filter((name) => !known.has(name)).sort();
+export function configuredSenders(settings: SettingsBySender): ConfiguredSenders {
+  const known = new Set(allProviders.map((provider) => provider.name));
+  const split = (isKnown: boolean) =>
+    Object.fromEntries(Object.entries(settings).filter(([name]) => known.has(name) === isKnown));
+  return { enablingVariables: enablingVariables(split(true)), unknownVariables: enablingVariables(split(false)) };
 }
 
 export interface EnabledProvider {
@@ -26,29 +52,16 @@ export interface EnabledProvider {
   url?: string;
 }
 
-/** The configuration variables of one provider, by the contract's naming rule. */
-export interface ProviderVariables {
-  secret?: string;
-  publicKey?: string;
-  url?: string;
-}
+/** The variables a provider reads, by kind, named by the contract's naming rule. */
+export type CredentialVariables = Partial<Record<CredentialKind, string>>;
 
-const SECRET_ONLY: Credentials = { secret: true, publicKey: false, url: false };
+const KINDS: readonly CredentialKind[] = ['secret', 'publicKey', 'url'];
 
-export function providerVariables(provider: WebhookProvider): ProviderVariables {
-  const credentials = provider.credentials ?? SECRET_ONLY;
-  return {
-    ...(credentials.secret ? { secret: providerVariable(provider.name, 'SECRET') } : {}),
-    ...(credentials.publicKey ? { publicKey: providerVariable(provider.name, 'PUBLIC_KEY') } : {}),
-    ...(credentials.url ? { url: providerVariable(provider.name, 'URL') } : {}),
-  };
-}
-
-export interface ProviderExtras {
-  /** Public keys by provider name, for senders that sign with a private key. */
-  publicKeys?: ProviderSecrets;
-  /** Signed public URLs by provider name. */
-  urls?: Readonly<Record<string, string>>;
+function providerVariables(provider: WebhookProvider): CredentialVariables {
+  const credentials = provider.credentials ?? { secret: true, publicKey: false, url: false };
+  return Object.fromEntries(
+    KINDS.filter((kind) => credentials[kind]).map((kind) => [kind, senderVariable(provider.name, kind)]),
+  );
 }
 
 /**
@@ -57,11 +70,11 @@ export interface ProviderExtras {
  * invalid description, a signed URL not configured) rejects, naming it and no value.
  */
 export async function enableProviders(
-  secrets: ProviderSecrets,
+  secrets: KeysBySender,
   extras: ProviderExtras = {},
 ): Promise<ReadonlyMap<string, EnabledProvider>> {
   const enabled = new Map<string, EnabledProvider>();
-  for (const provider of providers) {
+  for (const provider of allProviders) {
     const configured = secrets[provider.name] ?? [];
     const publicKeys = extras.publicKeys?.[provider.name] ?? [];
     if (configured.length === 0 && publicKeys.length === 0) continue;
@@ -69,11 +82,11 @@ export async function enableProviders(
     const variables = providerVariables(provider);
     // A key of a kind the sender does not use would leave it enabled with nothing to verify by.
     const unused = [
-      configured.length > 0 && variables.secret === undefined ? providerVariable(provider.name, 'SECRET') : undefined,
+      configured.length > 0 && variables.secret === undefined ? senderVariable(provider.name, 'secret') : undefined,
       publicKeys.length > 0 && variables.publicKey === undefined
-        ? providerVariable(provider.name, 'PUBLIC_KEY')
+        ? senderVariable(provider.name, 'publicKey')
         : undefined,
-      url !== undefined && variables.url === undefined ? providerVariable(provider.name, 'URL') : undefined,
+      url !== undefined && variables.url === undefined ? senderVariable(provider.name, 'url') : undefined,
     ].filter((variable) => variable !== undefined);
     if (unused.length > 0) {
       const expected = [variables.secret, variables.publicKey, variables.url].filter((name) => name !== undefined);

@@ -1,6 +1,7 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
 // and where its event id lives; nothing outside src/providers knows any of that.
 import type { ExactJson } from '../lib/json.ts';
+import type { CredentialKind } from '../sender-variables.ts';
 import type { Bytes, VerifyKey } from './hmac.ts';
 
 export interface Delivery {
@@ -74,15 +75,11 @@ export type Verification =
    */
   | { outcome: 'respond'; body: string; reason: string; status?: 200 | 204 };
 
-/** What a provider reads from configuration besides its name; the variables are named in registry.ts. */
-export interface Credentials {
-  /** HMAC secrets or shared tokens: `<NAME>_WEBHOOK_SECRET`. */
-  secret: boolean;
-  /** Public keys of a sender signing with a private key: `<NAME>_WEBHOOK_PUBLIC_KEY`. */
-  publicKey: boolean;
-  /** The signed public URL: `<NAME>_WEBHOOK_URL`, required when the provider is enabled. */
-  url: boolean;
-}
+/**
+ * Which kinds of credential a provider reads from configuration (a signed URL it reads is required
+ * once it is enabled); src/sender-variables.ts names their variables.
+ */
+export type Credentials = Readonly<Record<CredentialKind, boolean>>;
 
 export interface WebhookProvider {
   /** The route segment and the `provider` column. */

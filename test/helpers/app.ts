@@ -27,13 +27,14 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   let now = TEST_NOW_MS;
   const logs: string[] = [];
-  const providers = overrides.providers ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const enabledProviders =
+    overrides.enabledProviders ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
   const handlers = overrides.handlers ?? defaultHandlers;
   const app = createApp({
     db,
-    providers,
+    enabledProviders,
     handlers,
-    metrics: new Metrics(labelBounds(providers.keys(), handlers)),
+    metrics: new Metrics(labelBounds(enabledProviders.keys(), handlers)),
     gaugeSources: defaultGaugeSources,
     clock: () => now,
     newId: () => randomUUID().replaceAll('-', ''),

@@ -6,7 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
-import type { ProviderSecrets } from '../../src/config.ts';
+import type { KeysBySender } from '../../src/sender-variables.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './acme.ts';
 
 export type SchemeName = 'standard' | 'stripe' | 'github' | 'shopify' | 'slack';
@@ -269,6 +269,6 @@ export const slackSender: Sender = {
 export const senders: readonly Sender[] = [standardSender, stripeSender, githubSender, shopifySender, slackSender];
 
 /** Every scheme enabled with both of its secrets, acme with none. */
-export function allSchemeSecrets(): ProviderSecrets {
+export function allSchemeSecrets(): KeysBySender {
   return Object.fromEntries(senders.map((sender) => [sender.name, sender.secrets]));
 }

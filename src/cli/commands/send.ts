@@ -6,10 +6,11 @@
 // status. Needs no database; exit 0 once sent.
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
-import { type Config, providerSecrets, providerVariable } from '../../config.ts';
+import type { Config } from '../../config.ts';
 import { developmentSecretFile, developmentSecretUse, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type Outgoing, simulatedSchemes } from '../../ops/simulator.ts';
+import { providerSecrets, senderVariable } from '../../sender-variables.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 interface SendOptions {
@@ -49,7 +50,7 @@ async function signingSecret(config: Config, provider: string): Promise<string> 
   const secrets = providerSecrets(config);
   const configured = secrets[provider]?.[0];
   if (configured !== undefined) return configured;
-  const variable = providerVariable(provider, 'SECRET');
+  const variable = senderVariable(provider, 'secret');
   if (provider === 'acme' && developmentSecretUse(config).inUse) {
     const development = await existingDevelopmentSecret(config.DATA_DIR);
     if (development !== undefined) return development;
