@@ -85,8 +85,8 @@ function whereRowOf(event: InboxEvent): SQL | undefined {
   );
 }
 
-/** One delivery's row as an insert or take-back sees it. */
-export interface Arriving {
+/** An event on its way into its row: what the intake's insert (or take-back) writes. */
+export interface ArrivingEvent {
   event: InboxEvent;
   arrival: Arrival;
 }
@@ -107,7 +107,7 @@ const takeBackSet = (v: SQL) => sql`status = ${v}.status,
  * VALUES list: the statement's text is the same for any batch (prepared once per connection) and no
  * row's parameters are rendered one by one. A parked or queued event is not finished (completed_at).
  */
-function arrivingRows(rows: readonly Arriving[]): SQL {
+function arrivingRows(rows: readonly ArrivingEvent[]): SQL {
   const input = rows.map(({ event, arrival }) => ({
     provider: event.provider,
     event_id: event.eventId,
@@ -149,7 +149,7 @@ interface WrittenRow {
  * With digests the insert names no conflict target (either unique index arbitrates) and the failed
  * rows are taken back in one more statement, matched by the signed digest, never by an unsigned id.
  */
-export async function insertOrTakeBackAll(db: Executor, rows: readonly Arriving[]): Promise<(StoredRow | null)[]> {
+export async function insertOrTakeBackAll(db: Executor, rows: readonly ArrivingEvent[]): Promise<(StoredRow | null)[]> {
   const byId = new Map<string, StoredRow>();
   const found = (row: WrittenRow) =>
     byId.set(storedKeyString(row.provider, row.event_id), { failures: row.attempt_count, eventId: row.stored_id });

@@ -7,13 +7,13 @@ import type { LogSampler } from '../lib/log-sampler.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { InboxEvent } from './event-rows.ts';
-import { type DeliveryOutcome, ProcessingFailure } from './process.ts';
+import { type Committed, ProcessingFailure } from './process.ts';
 
 /**
  * `queued`: stored `received`, waiting for the async worker (a new event, or a `failed` row taken
  * back); nothing else is `queued` here. A parked event waits too, but for an operator's replay.
  */
-export type Answered = DeliveryOutcome | 'queued';
+export type Answered = Committed['outcome'];
 
 const RECEIVED = { status: 200, body: '{"received":true}' } as const;
 /**
@@ -30,12 +30,8 @@ const answers: Record<Answered, { status: 200 | 202; body: string }> = {
   parked: STORED_FOR_LATER,
 };
 
-/** What happened to one event of a delivery. */
-export interface StoredEvent {
-  event: InboxEvent;
-  outcome: Answered;
-  attempt?: number | undefined;
-}
+/** One event of a delivery and what the intake did with it: what its answer and its counts are made of. */
+export type AnsweredEvent = Committed & { event: InboxEvent };
 
 export function answer(c: Context, outcome: Answered): Response {
   const { status, body } = answers[outcome];
@@ -123,7 +119,7 @@ export class DeliveryReport {
   }
 
   /** Each event counted under its own type; one line for the delivery, with the answer it got. */
-  stored(events: readonly StoredEvent[], answered: Answered): void {
+  stored(events: readonly AnsweredEvent[], answered: Answered): void {
     const { logger, metrics } = this.deps;
     const durationMs = elapsedMs(this.#started);
     const [only] = events;

@@ -23,12 +23,12 @@ import { type Arrival, type InboxEvent, storedKeyString } from './event-rows.ts'
 import type { IntakeLoad } from './intake-load.ts';
 import {
   type Answered,
+  type AnsweredEvent,
   answer,
   DeliveryReport,
   REJECTION_LINES_PER_MINUTE,
-  type StoredEvent,
 } from './intake-report.ts';
-import { type Committed, finalStatus, type Plan, type PlannedEvent, planFor, processDelivery } from './process.ts';
+import { type Committed, finalStatus, type PlannedEvent, planFor, processDelivery } from './process.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
 export interface IntakeDeps {
@@ -104,10 +104,8 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
 
 const DUPLICATE: Committed = { outcome: 'duplicate' };
 
-interface Planned {
-  event: InboxEvent;
-  plan: Plan;
-}
+/** An event with its plan, before the mode decides what its row becomes. */
+type Planned = Pick<PlannedEvent, 'event' | 'plan'>;
 
 /**
  * A batch's events without repeats of one id: the first is stored, and a repeat is its duplicate
@@ -300,7 +298,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       } finally {
         deps.intakeLoad?.leave();
       }
-      const stored = planned.map(({ event }, index): StoredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
+      const stored = planned.map(({ event }, index): AnsweredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
       const outcome = deliveryOutcome(stored.map((result) => result.outcome));
       report.stored(stored, outcome);
       return answer(c, outcome);

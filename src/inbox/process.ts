@@ -10,7 +10,7 @@ import { AppError, refusedField } from '../lib/errors.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
 import {
   type AppliedStatus,
-  type Arrival,
+  type ArrivingEvent,
   type InboxEvent,
   insertOrTakeBackAll,
   recordDeliveryFailure,
@@ -56,20 +56,16 @@ export class ProcessingFailure extends AppError {
   }
 }
 
-export interface Processed {
-  outcome: DeliveryOutcome;
-  /** 1 for the first application, n+1 after n recorded failures; absent for a duplicate. */
-  attempt?: number;
-}
-
-/** `queued`: stored `received` for the worker (async mode); else what applying it now did. */
-export type Committed = Processed | { outcome: 'queued'; attempt: number };
+/**
+ * What the intake's transaction did with one event: `queued`, stored `received` for the worker (async
+ * mode), or what applying it now did. `attempt`: 1 for the first application, n+1 after n recorded
+ * failures; absent for a duplicate.
+ */
+export type Committed = { outcome: DeliveryOutcome; attempt?: number } | { outcome: 'queued'; attempt: number };
 
 /** One event of a delivery, planned, and what its row becomes: applied now, or `received` for the worker. */
-export interface PlannedEvent {
-  event: InboxEvent;
+export interface PlannedEvent extends ArrivingEvent {
   plan: Plan;
-  arrival: Arrival;
 }
 
 /** Whether the event's handler runs in the delivery's own transaction (sync mode, or nothing to queue). */
