@@ -5,6 +5,7 @@
 // to validation and handlers holds every number a JavaScript number cannot as a bigint (integers) or
 // a LosslessNumber (the rest), read by lossless-json.
 import { isSafeNumber, LosslessNumber, parse as parseLossless, splitNumber } from 'lossless-json';
+import { isStorableText } from './text.ts';
 
 export { LosslessNumber };
 
@@ -95,24 +96,20 @@ function exactNumber(token: string): number | bigint | LosslessNumber {
   return new LosslessNumber(token);
 }
 
-function isStorableString(text: string): boolean {
-  return text.isWellFormed() && !text.includes('\u0000');
-}
-
 /** Walks the document without recursion, so a hostile nesting cannot overflow the stack. */
 function isStorable(root: JsonValue): boolean {
   const stack: Array<{ value: JsonValue; depth: number }> = [{ value: root, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { value, depth } = item;
     if (typeof value === 'string') {
-      if (!isStorableString(value)) return false;
+      if (!isStorableText(value)) return false;
     } else if (typeof value === 'object' && value !== null) {
       if (depth >= MAX_JSON_DEPTH) return false;
       if (Array.isArray(value)) {
         for (const element of value) stack.push({ value: element, depth: depth + 1 });
       } else {
         for (const [key, element] of Object.entries(value)) {
-          if (!isStorableString(key)) return false;
+          if (!isStorableText(key)) return false;
           stack.push({ value: element, depth: depth + 1 });
         }
       }
