@@ -5,10 +5,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import type { Transaction } from '../src/db/client.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { IntakeCommitter } from '../src/inbox/committer.ts';
 import { Deadline } from '../src/inbox/deadline.ts';
-import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
@@ -54,20 +54,13 @@ async function harness(
 ): Promise<Harness> {
   const enabledProviders =
     options.enabledProviders ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
-  const metrics = new Metrics(labelBounds(enabledProviders.keys(), handlers));
   const batchSizes: number[] = [];
-  const observe = metrics.observeIntakeBatch.bind(metrics);
-  metrics.observeIntakeBatch = (size) => {
-    batchSizes.push(size);
-    observe(size);
-  };
   let count = 0;
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const test = await buildTestApp(db, {
     enabledProviders,
     handlers,
-    metrics,
-    groupCommit: { maxBatch: 64, lanes: 1 },
+    groupCommit: { maxBatch: 64, lanes: 1, onBatch: (size) => batchSizes.push(size) },
     config: { HANDLER_DEADLINE_MS: options.deadlineMs ?? 10_000 },
     beforeStore: async () => {
       count += 1;
@@ -182,7 +175,7 @@ describe('group commit', () => {
     expect(await outboxFor(event.id)).toBe(1);
   });
 
-  it('applies one GitHub body once when it comes under two delivery ids in one batch', async () => {
+  it('applies one GitHub body once when it comes under two delivery ids: the second waits for the next batch', async () => {
     const hold = deferred();
     const counted = uniqueId('counter');
     await sql`insert into subscriptions (external_id, status, provider_version, updated_at) values (${counted}, 'active', 0, now())`;
@@ -215,6 +208,8 @@ describe('group commit', () => {
 
     const texts = (await Promise.all(answers)).map((answer) => answer.body).sort();
     expect(texts).toEqual(['{"received":true,"duplicate":true}', '{"received":true}']);
+    // The ids differ, the digest is one key: never two members of one batch.
+    expect(h.batchSizes).toEqual([1, 1, 1]);
     const digest = createHash('sha256').update(body).digest('hex');
     expect(await sql`select event_id from webhook_events where content_digest = ${digest}`).toHaveLength(1);
     expect(Number((await subscriptionRow(sql, counted))?.provider_version)).toBe(1);
@@ -258,6 +253,9 @@ describe('group commit', () => {
       expect(await outboxFor(event.id)).toBe(1);
     }
     expect(Number((await subscriptionRow(sql, waiting))?.provider_version)).toBe(1);
+    // The other two went on together as a batch of their own, not one at a time.
+    expect(h.batchSizes).toEqual([1, 3, 2]);
+    expect(await transactionsOf(events.map((event) => event.id))).toBe(1);
   });
 
   it('answers 503 to every member of a batch whose connection is cut, stores nothing, then recovers', async () => {
@@ -509,13 +507,229 @@ describe('group commit, lanes and batch bounds', () => {
     const member = submission(Promise.resolve());
     try {
       // Every transaction loses the race: the batch is tried four times in all (not once, not forever),
-      // then, the conflict being the database's trouble and not the delivery's, answered 503.
-      await expect(committer.submit(member)).rejects.toMatchObject({ code: 'unavailable' });
+      // then, the conflict being the database's trouble and not the delivery's, answered 503 (with the
+      // conflict as its cause, for whoever reads the error).
+      await expect(committer.submit(member)).rejects.toMatchObject({ code: 'unavailable', cause: conflict });
       expect(transaction).toHaveBeenCalledTimes(4);
       expect(await eventRow(sql, member.items[0]?.event.eventId ?? '')).toBeUndefined();
     } finally {
       transaction.mockRestore();
       member.deadline.clear();
+    }
+  });
+});
+
+describe('group commit, what a batch decides for each member', () => {
+  const payload = { data: { id: 'sub_members', status: 'active' } };
+  /**
+   * One event of a delivery: applied now by `apply`, queued for the worker, or ignored (no handler).
+   * A `gate` id: the commit gate below holds the COMMIT of a transaction that wrote its row.
+   */
+  const item = (
+    kind: 'apply' | 'queue' | 'ignore',
+    apply: (tx: Transaction) => Promise<unknown> = async () => {},
+    prefix: 'evt' | 'gate' = 'evt',
+  ) => ({
+    event: {
+      provider: 'acme',
+      eventId: uniqueId(prefix),
+      eventType: 'subscription.created',
+      occurredAt: null,
+      payload,
+      payloadText: JSON.stringify(payload),
+      unknownSchemaVersion: false,
+    },
+    plan:
+      kind === 'ignore'
+        ? { kind: 'ignored' as const }
+        : {
+            kind: 'apply' as const,
+            handler: defineHandler({ schema: z.unknown(), apply: ({ tx }) => apply(tx).then(() => undefined) }),
+            payload,
+          },
+    arrival:
+      kind === 'queue'
+        ? { status: 'received' as const, availableAt: new Date() }
+        : { status: kind === 'ignore' ? ('ignored' as const) : ('completed' as const) },
+  });
+  const delivery = (items: ReturnType<typeof item>[], deadlineMs = 10_000) => ({
+    items,
+    deadline: new Deadline(deadlineMs),
+  });
+  const idsOf = (submission: ReturnType<typeof delivery>) => submission.items.map((one) => one.event.eventId);
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * The commit gate: a deferred trigger makes the COMMIT of any transaction that inserted a `gate_` row
+   * wait for an advisory lock, which a second connection holds until the test lets it go.
+   */
+  async function closeCommitGate(): Promise<{ waiting(): Promise<void>; open(): Promise<void> }> {
+    await sql`create or replace function commit_gate() returns trigger language plpgsql as $$
+      begin perform pg_advisory_xact_lock(7171); return null; end $$`;
+    await sql`drop trigger if exists commit_gate on webhook_events`;
+    await sql`create constraint trigger commit_gate after insert on webhook_events
+      deferrable initially deferred for each row when (new.event_id like 'gate\\_%') execute function commit_gate()`;
+    const taken = deferred();
+    const released = deferred();
+    const holder = sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(7171)`;
+      taken.resolve();
+      await released.promise;
+    });
+    await Promise.race([taken.promise, holder]);
+    return {
+      waiting: async () => {
+        const waiters = async () =>
+          Number(
+            (await sql`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)[0]?.n,
+          );
+        while ((await waiters()) === 0) await sleep(10);
+      },
+      open: async () => {
+        released.resolve();
+        await holder;
+        await sql`drop trigger if exists commit_gate on webhook_events`;
+      },
+    };
+  }
+
+  it('answers a member whose deadline passes while its batch commits with the commit, never 503', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const hold = deferred();
+    const held = delivery([item('apply', () => hold.promise)]);
+    const hurried = delivery([item('apply', undefined, 'gate')], 2500);
+    const patient = delivery([item('apply')], 20_000);
+    const gate = await closeCommitGate();
+    try {
+      const heldAnswer = committer.submit(held);
+      const answers = Promise.allSettled([committer.submit(hurried), committer.submit(patient)]);
+      hold.resolve();
+      await heldAnswer;
+      // Both were applied and the batch's COMMIT was sent; it waits at the gate past the hurried one's deadline.
+      await gate.waiting();
+      while (!hurried.deadline.expired) await sleep(20);
+      await gate.open();
+      expect(await answers).toEqual([
+        { status: 'fulfilled', value: [{ outcome: 'completed', attempt: 1 }] },
+        { status: 'fulfilled', value: [{ outcome: 'completed', attempt: 1 }] },
+      ]);
+      expect(await transactionsOf([...idsOf(hurried), ...idsOf(patient)])).toBe(1);
+      for (const id of [...idsOf(hurried), ...idsOf(patient)]) {
+        expect(await eventRow(sql, id)).toMatchObject({ status: 'completed', attempt_count: 0 });
+      }
+    } finally {
+      hold.resolve();
+      await gate.open();
+      for (const s of [held, hurried, patient]) s.deadline.clear();
+    }
+  });
+
+  it('answers a queued delivery whose deadline passes while its statement commits with the commit, never 503', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const queued = delivery([item('queue', undefined, 'gate')], 1500);
+    const gate = await closeCommitGate();
+    try {
+      const answer = committer.submit(queued).then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+      await gate.waiting();
+      while (!queued.deadline.expired) await sleep(20);
+      await gate.open();
+      expect(await answer).toEqual({ value: [{ outcome: 'queued', attempt: 1 }] });
+      expect(await eventRow(sql, idsOf(queued)[0] ?? '')).toMatchObject({ status: 'received', attempt_count: 0 });
+    } finally {
+      await gate.open();
+      queued.deadline.clear();
+    }
+  });
+
+  it('bounds the statements of a batch by half of what its most patient member has left', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const limits: number[] = [];
+    const readLimit = async (tx: Transaction) => {
+      const [row] = await tx.execute<{ ms: string }>(
+        "select setting as ms from pg_settings where name = 'statement_timeout'",
+      );
+      limits.push(Number(row?.ms));
+    };
+    const hold = deferred();
+    const held = delivery([item('apply', () => hold.promise)]);
+    const hurried = delivery([item('apply', readLimit)], 4000);
+    const patient = delivery([item('apply', readLimit)], 60_000);
+    try {
+      const answers = [held, hurried, patient].map((s) => committer.submit(s));
+      hold.resolve();
+      await Promise.all(answers);
+      // One batch of the two, bounded by about 30 s: not the hurried member's 2 s, nor all the patient one has.
+      expect(limits).toHaveLength(2);
+      for (const limit of limits) {
+        expect(limit).toBeGreaterThan(25_000);
+        expect(limit).toBeLessThanOrEqual(30_000);
+      }
+    } finally {
+      hold.resolve();
+      for (const s of [held, hurried, patient]) s.deadline.clear();
+    }
+  });
+
+  it('opens no transaction for a member already answered 503 when its failed batch goes one at a time', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const transaction = vi.spyOn(db, 'transaction');
+    const hold = deferred();
+    const held = delivery([item('apply', () => hold.promise)]);
+    const hurried = delivery([item('apply')], 1500);
+    let hurriedAnswered: Promise<unknown> = Promise.resolve();
+    // Fails once the hurried member's deadline has passed: the batch then runs its members one at a time.
+    const failing = delivery([
+      item('apply', async () => {
+        await hurriedAnswered;
+        throw new Error('downstream refused');
+      }),
+    ]);
+    try {
+      const heldAnswer = committer.submit(held);
+      const hurriedAnswer = committer.submit(hurried);
+      hurriedAnswered = hurriedAnswer.catch(() => undefined);
+      const failingAnswer = committer.submit(failing);
+      hold.resolve();
+      await heldAnswer;
+      await expect(hurriedAnswer).rejects.toMatchObject({ code: 'unavailable' });
+      await expect(failingAnswer).rejects.toMatchObject({ code: 'processing_failed', attempt: 1 });
+      // The held batch, the failed batch, and the failing member alone: the hurried one gets none.
+      expect(transaction).toHaveBeenCalledTimes(3);
+      expect(await eventRow(sql, idsOf(hurried)[0] ?? '')).toBeUndefined();
+      expect(await eventRow(sql, idsOf(failing)[0] ?? '')).toMatchObject({ status: 'failed', attempt_count: 1 });
+    } finally {
+      transaction.mockRestore();
+      hold.resolve();
+      for (const s of [held, hurried, failing]) s.deadline.clear();
+    }
+  });
+
+  it('runs a batch in a transaction when any event of any member has a handler to run now', async () => {
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
+    const applied: string[] = [];
+    const hold = deferred();
+    const held = delivery([item('apply', () => hold.promise)]);
+    // A member with nothing to apply, then a sender's batch whose first event is ignored and second applied.
+    const ignoredOnly = delivery([item('ignore')]);
+    const applying = item('apply', async () => void applied.push('applied'));
+    const mixed = delivery([item('ignore'), applying]);
+    try {
+      const answers = [held, ignoredOnly, mixed].map((s) => committer.submit(s));
+      hold.resolve();
+      const [, first, second] = await Promise.all(answers);
+      expect(first).toEqual([{ outcome: 'ignored', attempt: 1 }]);
+      expect(second).toEqual([
+        { outcome: 'ignored', attempt: 1 },
+        { outcome: 'completed', attempt: 1 },
+      ]);
+      expect(applied).toEqual(['applied']);
+      expect(await eventRow(sql, applying.event.eventId)).toMatchObject({ status: 'completed' });
+    } finally {
+      hold.resolve();
+      for (const s of [held, ignoredOnly, mixed]) s.deadline.clear();
     }
   });
 });
