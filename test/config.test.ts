@@ -1,6 +1,8 @@
 // Configuration parsing: the contract's defaults, rotation lists, and errors that name variables.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
+import { developmentSecretUse } from '../src/entry/dev-secret.ts';
+import { configuredSenders } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
 
 describe('parseConfig', () => {
@@ -207,5 +209,48 @@ describe('DATABASE_URL', () => {
     ]) {
       expect(parseConfig({ DATABASE_URL: url }).DATABASE_URL).toBe(url);
     }
+  });
+});
+
+describe('which senders count as configured: one rule for npm start, the Worker, db:start and send', () => {
+  const ed25519Hex = 'ab'.repeat(32);
+
+  it('a public key counts as a secret does: acme gets no development secret', () => {
+    const config = parseConfig({ DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex });
+    expect(configuredSenders(config.senderSettings)).toEqual({
+      enablingVariables: ['DISCORD_WEBHOOK_PUBLIC_KEY'],
+      unknownVariables: [],
+    });
+    expect(developmentSecretUse(config)).toEqual({
+      inUse: false,
+      reason: 'a sender secret or public key is set',
+      variables: ['DISCORD_WEBHOOK_PUBLIC_KEY'],
+    });
+  });
+
+  it('a variable naming no sender counts nowhere: acme keeps its development secret outside production', () => {
+    const config = parseConfig({
+      GTIHUB_WEBHOOK_SECRET: 'misspelt-secret-VALUE',
+      GTIHUB_WEBHOOK_URL: 'https://a.test/',
+    });
+    expect(configuredSenders(config.senderSettings)).toEqual({
+      enablingVariables: [],
+      unknownVariables: ['GTIHUB_WEBHOOK_SECRET'],
+    });
+    expect(developmentSecretUse(config).inUse).toBe(true);
+    expect(developmentSecretUse({ ...config, NODE_ENV: 'production' }).inUse).toBe(false);
+  });
+
+  it('a signed URL alone enables nothing, and a known sender beside an unknown one is what counts', () => {
+    const config = parseConfig({
+      HUBSPOT_WEBHOOK_URL: 'https://hooks.example.com/webhooks/hubspot',
+      SLACK_SIGNING_SECRET: 'slack-signing-secret-VALUE',
+      GTIHUB_WEBHOOK_PUBLIC_KEY: ed25519Hex,
+    });
+    expect(configuredSenders(config.senderSettings)).toEqual({
+      enablingVariables: ['SLACK_SIGNING_SECRET'],
+      unknownVariables: ['GTIHUB_WEBHOOK_PUBLIC_KEY'],
+    });
+    expect(developmentSecretUse(config).inUse).toBe(false);
   });
 });

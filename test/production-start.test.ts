@@ -224,6 +224,24 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     expect(refused.lines[0]).toContain('no provider secret');
   }, 60_000);
 
+  it('a variable that names no sender alone leaves the development secret in use outside production', async () => {
+    const service = await startListeningService({
+      DATABASE_URL: url,
+      DATA_DIR: freshDataDir(),
+      GTIHUB_WEBHOOK_SECRET: 'misspelt-secret-VALUE',
+    });
+    try {
+      expect(await logLine(service, /"msg":"names no sender/)).toMatchObject({ variable: 'GTIHUB_WEBHOOK_SECRET' });
+      expect(await sendersLine(service)).toMatchObject({
+        enabled: ['acme'],
+        acme_development_secret: 'in use',
+        reason: 'no sender secret or public key is set and NODE_ENV is not production',
+      });
+    } finally {
+      await stop(service);
+    }
+  }, 60_000);
+
   it("the CLI's send signs with the development secret exactly when start-up would use it", async () => {
     const dataDir = freshDataDir();
     await mkdir(dataDir);
