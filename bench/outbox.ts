@@ -20,7 +20,7 @@ import { parseConfig } from '../src/config.ts';
 import { connectDatabase, type DatabaseHandle } from '../src/db/client.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
-import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers.ts';
+import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers/publisher.ts';
 import {
   createRelay,
   DEFAULT_BATCH_SIZE,

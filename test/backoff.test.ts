@@ -2,7 +2,7 @@
 // ceiling, Retry-After in both forms, and which HTTP answers retry, die or count as published.
 import { describe, expect, it } from 'vitest';
 import { backoffDelayMs, parseRetryAfter, retryDelayMs } from '../src/lib/backoff.ts';
-import { classifyNetworkError, classifyStatus } from '../src/outbox/publishers.ts';
+import { classifyNetworkError, classifyStatus } from '../src/outbox/publishers/publisher.ts';
 
 const policy = { baseMs: 1000, maxMs: 60_000 };
 const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);

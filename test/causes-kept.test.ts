@@ -5,7 +5,7 @@ import { sql as drizzleSql, type SQL } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import type { Publisher } from '../src/outbox/publishers.ts';
+import type { Publisher } from '../src/outbox/publishers/publisher.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

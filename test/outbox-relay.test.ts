@@ -5,7 +5,7 @@
 import { sql as statement } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
-import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers.ts';
+import { fetchPost, httpPublisher, type Publisher } from '../src/outbox/publishers/publisher.ts';
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_BATCHES_IN_FLIGHT,

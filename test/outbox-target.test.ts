@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { nodePublisherFor } from '../src/outbox/publishers/node.ts';
-import { publisherFor } from '../src/outbox/publishers.ts';
+import { publisherFor } from '../src/outbox/publishers/publisher.ts';
 import { DEFAULT_REDIS_DEDUP_WINDOW_S, parseOutboxTarget } from '../src/outbox/target.ts';
 
 const logger = createLogger({ level: 'silent', now: () => new Date() });

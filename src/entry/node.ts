@@ -23,7 +23,7 @@ import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
-import type { Publisher } from '../outbox/publishers.ts';
+import type { Publisher } from '../outbox/publishers/publisher.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';

@@ -15,8 +15,8 @@ import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
 import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
+import { publisherFor } from '../outbox/publishers/publisher.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
-import { publisherFor } from '../outbox/publishers.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 

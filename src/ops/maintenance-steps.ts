@@ -6,8 +6,8 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { createWorker, workerSettings } from '../inbox/worker.ts';
+import { publisherFor } from '../outbox/publishers/publisher.ts';
 import { queuePublisher } from '../outbox/publishers/queues.ts';
-import { publisherFor } from '../outbox/publishers.ts';
 import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { type MaintenanceStep, StepFailure } from './maintenance.ts';
 

@@ -17,7 +17,7 @@ import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValu
 import { executePrepared } from '../db/prepared.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import type { OutboxMessage } from './publishers.ts';
+import type { OutboxMessage } from './publishers/publisher.ts';
 import { carriedAsIs, transportKey } from './transport-key.ts';
 
 /** A message as it is written: its topic, its key and its payload. */

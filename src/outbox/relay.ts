@@ -21,7 +21,7 @@ import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } 
 import type { Metrics } from '../lib/metrics.ts';
 import { printableLine } from '../lib/text.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
-import type { Publisher, PublishOutcome } from './publishers.ts';
+import type { Publisher, PublishOutcome } from './publishers/publisher.ts';
 
 type PublishFailure = Extract<PublishOutcome, { outcome: 'retry' | 'permanent' }>;
 

@@ -4,7 +4,7 @@
 // followed (a 3xx comes back as it is), the signal aborts the call, the body is read and dropped.
 // Node only; the Workers entry keeps fetchPost.
 import { request } from 'undici';
-import { type HttpPost, MAX_DISCARDED_BODY_BYTES } from './publishers.ts';
+import { type HttpPost, MAX_DISCARDED_BODY_BYTES } from './publishers/publisher.ts';
 
 export const undiciPost: HttpPost = async (url, { headers, body, signal }) => {
   const answer = await request(url, { method: 'POST', headers, body, signal });

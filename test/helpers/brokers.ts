@@ -15,7 +15,7 @@ import { afterAll } from 'vitest';
 import { freePort } from '../../src/entry/free-port.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
-import type { Publisher } from '../../src/outbox/publishers.ts';
+import type { Publisher } from '../../src/outbox/publishers/publisher.ts';
 import type { TestDatabase } from './database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './outbox.ts';
 

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers.ts';
+import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers/publisher.ts';
 import { createRelay, type Relay, type RelayDeps, type RelaySettings } from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';
 

@@ -4,7 +4,7 @@
 // until the relay, on its own, has published everything once the broker is back.
 import type postgres from 'postgres';
 import { expect } from 'vitest';
-import type { Publisher } from '../../src/outbox/publishers.ts';
+import type { Publisher } from '../../src/outbox/publishers/publisher.ts';
 import { BROKER_TEST_TIMEOUT, type OwnBroker } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows, type TestRelay } from '../helpers/outbox.ts';

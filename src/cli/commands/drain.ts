@@ -2,7 +2,7 @@
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
 import { ConfigError } from '../../config.ts';
 import { nodePublisherFor } from '../../outbox/publishers/node.ts';
-import type { Publisher } from '../../outbox/publishers.ts';
+import type { Publisher } from '../../outbox/publishers/publisher.ts';
 import { createRelay, DEFAULT_BUDGET_MS, relaySettings } from '../../outbox/relay.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 

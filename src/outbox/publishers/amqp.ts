@@ -6,9 +6,9 @@
 // publishes are pipelined on the channel. Node only.
 import { type ChannelModel, type ConfirmChannel, connect, type Message } from 'amqplib';
 import { errorName } from '../../lib/errors.ts';
-import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
 import { ConnectionSlot, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
+import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from './publisher.ts';
 
 type AmqpTarget = Extract<OutboxTarget, { kind: 'amqp' }>;
 

@@ -3,7 +3,7 @@
 // shutdown; the outcome shapes; a publish that settles when the relay's timeout fires; and the safe
 // part of a client error (a code, never a message that could quote the URL and its password).
 import { causeChain, errorCode, errorName } from '../../lib/errors.ts';
-import type { PublishOutcome } from '../publishers.ts';
+import type { PublishOutcome } from './publisher.ts';
 
 export const retry = (error: string, retryAfterMs?: number): PublishOutcome =>
   retryAfterMs === undefined ? { outcome: 'retry', error } : { outcome: 'retry', error, retryAfterMs };

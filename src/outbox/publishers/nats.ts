@@ -16,7 +16,6 @@ import {
   PermissionViolationError,
 } from '@nats-io/transport-node';
 import { errorName } from '../../lib/errors.ts';
-import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
 import {
   ConnectionSlot,
@@ -28,6 +27,7 @@ import {
   untilAborted,
   whenAborted,
 } from './broker.ts';
+import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from './publisher.ts';
 
 type NatsTarget = Extract<OutboxTarget, { kind: 'nats' }>;
 

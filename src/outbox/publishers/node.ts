@@ -2,11 +2,11 @@
 // JetStream, RabbitMQ or Redis Streams. The broker clients are Node libraries, so only the Node
 // entry and the CLI import this module; the Worker keeps publisherFor (HTTP) or its queue binding.
 import type { Logger } from '../../lib/logger.ts';
-import { httpPublisher, logPublisher, type Publisher } from '../publishers.ts';
 import { parseOutboxTarget } from '../target.ts';
 import { undiciPost } from '../undici-post.ts';
 import { amqpPublisher } from './amqp.ts';
 import { natsPublisher } from './nats.ts';
+import { httpPublisher, logPublisher, type Publisher } from './publisher.ts';
 import { redisPublisher } from './redis.ts';
 
 export interface NodePublisherDeps {

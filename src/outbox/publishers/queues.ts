@@ -6,8 +6,8 @@
 // by `deduplication_key` (docs/outbox-brokers.md). Web standards only.
 
 import { errorName } from '../../lib/errors.ts';
-import { messageFields, type Publisher, type PublishOutcome } from '../publishers.ts';
 import { permanent, retry, untilAborted } from './broker.ts';
+import { messageFields, type Publisher, type PublishOutcome } from './publisher.ts';
 
 /** What the publisher uses of a Workers `Queue` binding (typed here so Node's type world compiles it too). */
 export interface QueueProducer {

@@ -8,9 +8,9 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { errorName } from '../../lib/errors.ts';
-import type { OutboxMessage, Publisher, PublishOutcome } from '../publishers.ts';
 import type { OutboxTarget } from '../target.ts';
 import { ConnectionSlot, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
+import type { OutboxMessage, Publisher, PublishOutcome } from './publisher.ts';
 
 type RedisTarget = Extract<OutboxTarget, { kind: 'redis' }>;
 

@@ -1,14 +1,14 @@
 // Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
-// target configured, the log; the brokers' publishers (publishers/) implement the same interface. A
+// target configured, the log; the brokers' publishers (beside this file) implement the same interface. A
 // publisher answers with an outcome class (published, retry, permanent) and a bounded error category;
 // the relay owns attempts, backoff and dead letters. Web standards only (fetch, AbortSignal, Headers),
 // so the same code runs on Node and on Workers.
-import { ConfigError } from '../config.ts';
-import { parseRetryAfter } from '../lib/backoff.ts';
-import { causeChain, errorCode } from '../lib/errors.ts';
-import type { JsonValue } from '../lib/json.ts';
-import type { Logger } from '../lib/logger.ts';
-import { parseOutboxTarget } from './target.ts';
+import { ConfigError } from '../../config.ts';
+import { parseRetryAfter } from '../../lib/backoff.ts';
+import { causeChain, errorCode } from '../../lib/errors.ts';
+import type { JsonValue } from '../../lib/json.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { parseOutboxTarget } from '../target.ts';
 
 export interface OutboxMessage {
   id: string;
@@ -214,7 +214,7 @@ export function logPublisher(logger: Logger): Publisher {
 
 /**
  * The portable choice (Workers): the log without a target, else an HTTP target. A broker target
- * needs the Node relay's clients (publishers/node.ts): refused here with the fix, at start-up.
+ * needs the Node relay's clients (node.ts): refused here with the fix, at start-up.
  */
 export function publisherFor(
   targetUrl: string | undefined,
