@@ -16,15 +16,15 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { createWorker, workerSettings, workUntilCaughtUp } from '../inbox/worker.ts';
+import { workUntilCaughtUp } from '../inbox/worker.ts';
 import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
+import { relayFor, workerFor } from '../ops/drainers.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers/publisher.ts';
-import { createRelay, relaySettings } from '../outbox/relay.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
@@ -180,16 +180,8 @@ async function main(): Promise<void> {
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
   });
-  const relay = createRelay({
-    db: background.db,
-    publisher,
-    clock,
-    newId: () => `relay-${newId()}`,
-    random: Math.random,
-    logger,
-    metrics,
-    settings: relaySettings(config),
-  });
+  const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
+  const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
   const relaySchedule = startSchedule({
     name: 'outbox relay',
     intervalMs: config.RELAY_INTERVAL_MS,
@@ -200,25 +192,14 @@ async function main(): Promise<void> {
     },
   });
   // One application per background connection: the relay's writes wait at most for one of them.
-  const inboxWorkerSettings = workerSettings(config, { lanes: pools.background });
-  const worker = createWorker({
-    db: background.db,
-    handlers: defaultHandlers,
-    clock,
-    newId: () => `worker-${newId()}`,
-    random: Math.random,
-    logger,
-    metrics,
-    ...(intakeLoad === undefined ? {} : { intakeLoad }),
-    settings: inboxWorkerSettings,
-  });
+  const worker = workerFor(drainerParts, { intakeLoad, settings: { lanes: pools.background } });
   const workerSchedule = startSchedule({
     name: 'inbox worker',
     // Sync mode applies in the request: there is no queue to work.
     intervalMs: asyncMode ? config.WORKER_INTERVAL_MS : 0,
     random: Math.random,
     logger,
-    run: (signal) => workUntilCaughtUp(worker, inboxWorkerSettings.batchSize, signal),
+    run: (signal) => workUntilCaughtUp(worker, worker.settings.batchSize, signal),
   });
   const sweepSchedule = startSchedule({
     name: 'inbox sweep',

@@ -103,6 +103,7 @@ export interface WorkSummary extends Tally {
 /** One pass at a time per worker (its lease owner is its id); run several workers for parallelism. */
 export interface InboxWorker {
   readonly id: string;
+  readonly settings: WorkerSettings;
   work(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<WorkSummary>;
 }
 
@@ -242,7 +243,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     return result;
   }
 
-  return { id, work };
+  return { id, settings, work };
 }
 
 /**

@@ -2,14 +2,12 @@
 // lease sweep, one inbox worker pass, one outbox drain and the retention purge. Each reports counts
 // only, never ids, payloads or messages from the database.
 import { hasPendingMigrations } from '../db/migrations.ts';
-import { defaultHandlers } from '../domain/handlers.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { createWorker, workerSettings } from '../inbox/worker.ts';
 import { publisherFor } from '../outbox/publishers/publisher.ts';
 import { queuePublisher } from '../outbox/publishers/queues.ts';
-import { createRelay, relaySettings } from '../outbox/relay.ts';
-import { type MaintenanceStep, StepFailure } from './maintenance.ts';
+import { type DrainerParts, relayFor, workerFor } from './drainers.ts';
+import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
 
 /** Fails the run's first line when the origin database is unreachable or behind the code. */
 export const databaseReadiness: MaintenanceStep = {
@@ -31,20 +29,19 @@ export const inboxSweep: MaintenanceStep = {
   },
 };
 
+/** A cron run's ids are UUIDs: its isolate shares no counter with the others. */
+const drainerParts = (deps: MaintenanceDeps): DrainerParts => ({
+  ...deps,
+  newId: () => crypto.randomUUID(),
+  random: Math.random,
+});
+
 /** Async mode only: one worker pass per cron run (sync mode applies in the request and has no queue). */
 export const inboxWork: MaintenanceStep = {
   name: 'inbox_work',
-  async run({ config, db, clock, logger }, budgetMs) {
-    if (config.PROCESSING_MODE !== 'async') return { skipped: 'sync mode' };
-    const worker = createWorker({
-      db,
-      handlers: defaultHandlers,
-      clock,
-      newId: () => `worker-${crypto.randomUUID()}`,
-      random: Math.random,
-      logger,
-      settings: workerSettings(config, { budgetMs }),
-    });
+  async run(deps, budgetMs) {
+    if (deps.config.PROCESSING_MODE !== 'async') return { skipped: 'sync mode' };
+    const worker = workerFor(drainerParts(deps), { settings: { budgetMs } });
     const { claimed, completed, failed, deadLettered, released, stoppedBy } = await worker.work({ budgetMs });
     return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };
   },
@@ -66,19 +63,16 @@ const SCHEDULED_PUBLISH_CONCURRENCY = 4;
 
 export const outboxDrain: MaintenanceStep = {
   name: 'outbox_drain',
-  async run({ config, db, clock, logger, outboxQueue }, budgetMs) {
-    const relay = createRelay({
-      db,
-      // OUTBOX_TARGET_URL when set; else the Worker's queue binding when it has one; else the log.
-      publisher:
-        config.OUTBOX_TARGET_URL === undefined && outboxQueue !== undefined
-          ? queuePublisher(outboxQueue)
-          : publisherFor(config.OUTBOX_TARGET_URL, { clock, logger }),
-      clock,
-      newId: () => `cron-${crypto.randomUUID()}`,
-      random: Math.random,
-      logger,
-      settings: relaySettings(config, { budgetMs, concurrency: SCHEDULED_PUBLISH_CONCURRENCY }),
+  async run(deps, budgetMs) {
+    const { config, clock, logger, outboxQueue } = deps;
+    // OUTBOX_TARGET_URL when set; else the Worker's queue binding when it has one; else the log.
+    const publisher =
+      config.OUTBOX_TARGET_URL === undefined && outboxQueue !== undefined
+        ? queuePublisher(outboxQueue)
+        : publisherFor(config.OUTBOX_TARGET_URL, { clock, logger });
+    const relay = relayFor(drainerParts(deps), publisher, {
+      idPrefix: 'cron',
+      settings: { budgetMs, concurrency: SCHEDULED_PUBLISH_CONCURRENCY },
     });
     const summary = await relay.drain();
     return {

@@ -1,9 +1,10 @@
 // `webhook-inbox drain`: one relay pass over the outbox, as the in-process schedule runs it, and a
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
 import { ConfigError } from '../../config.ts';
+import { relayFor } from '../../ops/drainers.ts';
 import { nodePublisherFor } from '../../outbox/publishers/node.ts';
 import type { Publisher } from '../../outbox/publishers/publisher.ts';
-import { createRelay, DEFAULT_BUDGET_MS, relaySettings } from '../../outbox/relay.ts';
+import { DEFAULT_BUDGET_MS } from '../../outbox/relay.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 export const drainCommand: CommandModule = {
@@ -33,15 +34,7 @@ export const drainCommand: CommandModule = {
             if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
             throw error;
           }
-          const relay = createRelay({
-            db: context.db,
-            publisher,
-            clock,
-            newId: context.newId,
-            random: context.random,
-            logger,
-            settings: relaySettings(config, { budgetMs: options.budgetMs }),
-          });
+          const relay = relayFor(context, publisher, { settings: { budgetMs: options.budgetMs } });
           const summary = await relay.drain().finally(() => publisher.close?.());
           context.out(
             options.json

@@ -1,7 +1,7 @@
 // `webhook-inbox work`: one async inbox worker pass, as the in-process schedule runs it, and a
 // summary. Events that failed and were rescheduled or dead-lettered are still exit 0 (the contract).
-import { defaultHandlers } from '../../domain/handlers.ts';
-import { createWorker, DEFAULT_WORKER_BUDGET_MS, workerSettings } from '../../inbox/worker.ts';
+import { DEFAULT_WORKER_BUDGET_MS } from '../../inbox/worker.ts';
+import { workerFor } from '../../ops/drainers.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 
 export const workCommand: CommandModule = {
@@ -19,16 +19,8 @@ export const workCommand: CommandModule = {
       .option('--json', 'print the summary as one JSON document')
       .action(
         run(async (context, options: { budgetMs: number; json?: boolean }) => {
-          const worker = createWorker({
-            db: context.db,
-            handlers: defaultHandlers,
-            clock: context.clock,
-            newId: () => `worker-${context.newId()}`,
-            random: context.random,
-            logger: context.logger,
-            // The CLI's pool holds at most four connections: one application per connection.
-            settings: workerSettings(context.config, { budgetMs: options.budgetMs }),
-          });
+          // The CLI's pool holds at most four connections: one application per connection.
+          const worker = workerFor(context, { settings: { budgetMs: options.budgetMs } });
           const s = await worker.work();
           context.out(
             options.json
