@@ -491,11 +491,16 @@ describe('group commit, lanes and batch bounds', () => {
         },
       ],
     };
+    // A digest row may be taken back in a second statement: both go in one transaction, so an outage
+    // between them cannot leave the first committed under a 503.
+    const transaction = vi.spyOn(db, 'transaction');
     try {
       expect(await committer.submit(queued)).toEqual([{ outcome: 'queued', attempt: 1 }]);
+      expect(transaction).toHaveBeenCalledTimes(1);
       expect(applied).toEqual([]);
       expect(await eventRow(sql, item.event.eventId)).toMatchObject({ status: 'received', attempt_count: 0 });
     } finally {
+      transaction.mockRestore();
       base.deadline.clear();
     }
   });
