@@ -100,19 +100,19 @@ describe('applyStoredEvent', () => {
     });
     const key = { provider: 'acme', eventId: event.id };
     const options = { from: replayable, onFailure: { retryAt: later, maxAttempts: 3 } };
-    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'failed', attempts: 2 });
+    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'failed', failures: 2 });
     expect((await eventRow(sql, event.id))?.status).toBe('failed');
     const [row] = await sql<
       { available_at: Date }[]
     >`select available_at from webhook_events where event_id = ${event.id}`;
     expect(row?.available_at.toISOString()).toBe(later.toISOString());
-    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'dead_letter', attempts: 3 });
+    expect(await applyStoredEvent(broken, key, options)).toMatchObject({ outcome: 'dead_letter', failures: 3 });
 
     const permanent = acmeEvent();
     await storeWith(failingAfterDefault('subscription.updated', 'first'), permanent);
     const rejecting = context(failingAfterDefault('subscription.updated', 'can never apply'));
     const result = await applyStoredEvent(rejecting, { provider: 'acme', eventId: permanent.id }, options);
-    expect(result).toMatchObject({ outcome: 'dead_letter', attempts: 2 });
+    expect(result).toMatchObject({ outcome: 'dead_letter', failures: 2 });
     expect((await eventRow(sql, permanent.id))?.last_error).toContain('can never apply');
   });
 
