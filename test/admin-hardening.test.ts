@@ -1,6 +1,6 @@
 // The admin surface against hostile inputs and for the audit trail: time bounds and cursors out of
 // range are a 400 naming the field (never a 503 from a RangeError deep in a query), in the API and the
-// dashboard alike; named tokens (ADMIN_TOKENS) record an action under the token's owner whatever name
+// dashboard alike, and both name the same field by one rule (lib/errors.ts refusedField); named tokens (ADMIN_TOKENS) record an action under the token's owner whatever name
 // the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
 import { type ConfigError, parseConfig } from '../src/config.ts';
@@ -74,6 +74,29 @@ describe('time bounds and cursors out of range', () => {
   it('dashboard: a cursor holding NUL or out of range is refused as a bad value', async () => {
     expect((await get(`/admin/events?cursor=${nulCursor}`)).status).toBe(400);
     expect((await get(`/admin/events?cursor=${farCursor}`)).status).toBe(400);
+  });
+});
+
+describe('which field a refused query names, the same in the API and the dashboard', () => {
+  // The API's rule (lib/errors.ts refusedField): an unknown parameter before a bad value, because
+  // zod lists the unknown key last; names bounded to 200 characters and escaped as in JSON, because
+  // they are whatever the client sent. The dashboard named the first issue, in full and raw.
+  const long = 'k'.repeat(300);
+  it.each([
+    { list: '/events', query: 'status=lost&zzz=1', field: 'zzz', why: 'an unknown parameter before a bad value' },
+    { list: '/events', query: 'limit=0&bogus=1', field: 'bogus', why: 'an unknown parameter before a bad limit' },
+    { list: '/outbox', query: 'status=lost&statut=dead', field: 'statut', why: 'the same on the outbox' },
+    { list: '/events', query: `${long}=1`, field: `${'k'.repeat(199)}…`, why: 'a long name cut at 200' },
+    { list: '/events', query: 'a%0Ab=1', field: 'a\\nb', why: 'a line break escaped' },
+    { list: '/outbox', query: '%00=1', field: '\\u0000', why: 'NUL escaped' },
+  ])('$list: $why', async ({ list, query, field }) => {
+    expect(await get(`/admin/api${list}?${query}`)).toEqual({
+      status: 400,
+      body: JSON.stringify({ error: 'invalid_request', field }),
+    });
+    const page = await get(`/admin${list}?${query}`);
+    expect(page.status).toBe(400);
+    expect(page.body.match(/The value of <strong>(.*?)<\/strong>/s)?.[1]).toBe(field);
   });
 });
 

@@ -7,7 +7,8 @@ import { bodyLimit } from 'hono/body-limit';
 import type { DatabaseEnv } from '../db/client.ts';
 import { AppError } from '../lib/errors.ts';
 import { type AdminDeps, adminApiRoutes } from './api.ts';
-import { dashboardRoutes, dashboardSignIn } from './dashboard.tsx';
+import { dashboardSignIn } from './dashboard/gate.tsx';
+import { dashboardRoutes } from './dashboard/routes.tsx';
 import { type AdminTokens, adminGate } from './operators.ts';
 
 /** Bytes an admin request body may have: an operator name of 200 characters needs under 1 KiB. */
@@ -21,7 +22,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
   const gate = adminGate(deps.config);
   if (gate === undefined) return routes;
-  // A browser's plain navigation to a dashboard page gets the sign-in page (still a 401); see dashboard.tsx.
+  // A browser's plain navigation to a dashboard page gets the sign-in page (still a 401); see dashboard/gate.tsx.
   const signIn = dashboardSignIn();
   routes.use('/admin', signIn);
   routes.use('/admin/*', signIn);

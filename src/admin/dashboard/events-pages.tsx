@@ -1,0 +1,89 @@
+// The events pages: the list (/admin/events: counts per status, filters, id search, cursor paging)
+// and one event (its fields, stored payload, the outbox messages it produced, Replay). Pure
+// rendering: the routes read the rows (dashboard/routes.tsx).
+import type { FC } from 'hono/jsx';
+import { webhookEventStatuses } from '../../db/schema.ts';
+import type { Page } from '../../ops/cursor.ts';
+import type { EventDetail, EventListing } from '../../ops/events.ts';
+import type { OutboxListing } from '../../ops/outbox-view.ts';
+import { eventUrl } from '../event-urls.ts';
+import { ActionForm, Field, ItemPage } from './item-page.tsx';
+import { type DashboardList, ListPage, type ListPageFilter, Select } from './list-page.tsx';
+import { EventTable, iso, OutboxTable } from './rows.tsx';
+
+/** The events list, which an event's page leads back to. */
+const EVENTS_LIST: DashboardList = {
+  path: '/admin/events',
+  title: 'Events',
+  noun: 'Event',
+  when: 'Received',
+  statuses: webhookEventStatuses,
+  itemAttribute: 'data-event',
+};
+
+export interface EventsPageFilter extends ListPageFilter {
+  provider?: string | undefined;
+  type?: string | undefined;
+}
+
+export const EventsPage: FC<{
+  filter: EventsPageFilter;
+  providers: readonly string[];
+  counts: Record<string, number>;
+  page: Page<EventListing>;
+}> = ({ filter, providers, counts, page }) => {
+  const fields = (
+    <>
+      <Select name="provider" label="Provider" options={providers} value={filter.provider} />
+      <label>
+        Type
+        <input name="type" value={filter.type ?? ''} placeholder="subscription.updated" />
+      </label>
+    </>
+  );
+  return (
+    <ListPage of={EVENTS_LIST} counts={counts} filter={filter} fields={fields} next={page.nextCursor}>
+      <EventTable events={page.rows} empty="No event matches." />
+    </ListPage>
+  );
+};
+
+const REPLAYABLE_NOTE = 'Replay applies failed, parked and dead-lettered events again; others are only recorded.';
+
+export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[] }> = ({ event, messages }) => {
+  const target = `${event.provider}/${event.eventId}`;
+  const action = (
+    <>
+      <ActionForm action={eventUrl('api', event, '/replay')} target={target} kind="replay" label="Replay" />
+      <span class="note">{REPLAYABLE_NOTE}</span>
+    </>
+  );
+  return (
+    <>
+      <ItemPage
+        of={EVENTS_LIST}
+        context={event.provider}
+        id={event.eventId}
+        target={target}
+        item={event}
+        action={action}
+      >
+        <Field name="provider">{event.provider}</Field>
+        <Field name="type">{event.eventType}</Field>
+        <Field name="attempts">{String(event.attempts)}</Field>
+        <Field name="last error">
+          <span class={event.lastError === null ? 'empty' : 'error'} id="last-error">
+            {event.lastError ?? 'none'}
+          </span>
+        </Field>
+        <Field name="received (UTC)">{iso(event.receivedAt)}</Field>
+        <Field name="occurred (UTC)">{iso(event.occurredAt)}</Field>
+        <Field name="completed (UTC)">{iso(event.completedAt)}</Field>
+        <Field name="due (UTC)">{iso(event.availableAt)}</Field>
+        {event.lockedUntil === null ? null : <Field name="leased until (UTC)">{iso(event.lockedUntil)}</Field>}
+      </ItemPage>
+      <h2>Outbox messages it produced</h2>
+      <OutboxTable messages={messages} empty="None." />
+    </>
+  );
+};

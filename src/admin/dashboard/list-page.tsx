@@ -1,0 +1,136 @@
+// The frame of a list page (events, outbox): counts per status as links, the filter form whose
+// values live in the address, the rows, and a pager that keeps every filter. Pure rendering.
+import type { Child, FC } from 'hono/jsx';
+import { Status } from './rows.tsx';
+
+/** The choices of a list's "received/created in the last" filter: values of its `since` parameter. */
+const SINCE_DURATIONS = ['15m', '1h', '6h', '1d', '7d', '30d'] as const;
+
+const query = (params: Record<string, string | undefined>) => {
+  const text = new URLSearchParams(
+    Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
+  ).toString();
+  return text === '' ? '' : `?${text}`;
+};
+
+/** Counts per status, each a link to the list filtered by it. */
+const StatusLinks: FC<{
+  base: string;
+  counts: Record<string, number>;
+  statuses: readonly string[];
+  current?: string;
+}> = ({ base, counts, statuses, current }) => (
+  <nav class="counts" aria-label="by status">
+    <a href={base} aria-current={current === undefined ? 'page' : undefined}>
+      all <span class="n">{Object.values(counts).reduce((sum, n) => sum + n, 0)}</span>
+    </a>
+    {statuses.map((status) => (
+      <a href={`${base}?status=${status}`} aria-current={current === status ? 'page' : undefined}>
+        <Status status={status} /> <span class="n">{counts[status] ?? 0}</span>
+      </a>
+    ))}
+  </nav>
+);
+
+export const Select: FC<{ name: string; label: string; options: readonly string[]; value?: string; any?: string }> = ({
+  name,
+  label,
+  options,
+  value,
+  any = 'any',
+}) => (
+  <label>
+    {label}
+    <select name={name}>
+      <option value="">{any}</option>
+      {options.map((option) => (
+        <option value={option} selected={option === value}>
+          {option}
+        </option>
+      ))}
+    </select>
+  </label>
+);
+
+/** First and next page of a filtered list: the filters stay in both links. */
+const Pager: FC<{ list: string; filter: Record<string, string | undefined>; next: string | null }> = ({
+  list,
+  filter,
+  next,
+}) => (
+  <nav class="pager" aria-label="pages">
+    <a href={`${list}${query(filter)}`}>First page</a>
+    {next === null ? (
+      <span>Last page</span>
+    ) : (
+      <a href={`${list}${query({ ...filter, cursor: next })}`} rel="next">
+        Next page
+      </a>
+    )}
+  </nav>
+);
+
+/** A list's filter form: its own fields, then the time range and the id search every list has. */
+const FilterForm: FC<{
+  list: string;
+  noun: string;
+  when: string;
+  since?: string;
+  id?: string;
+  children: Child;
+}> = ({ list, noun, when, since, id, children }) => (
+  <form method="get" action={list} class="filters" aria-label="filters">
+    {children}
+    <Select name="since" label={`${when} in the last`} options={SINCE_DURATIONS} value={since} any="any time" />
+    <label>
+      {noun} id starts with
+      <input name="id" value={id ?? ''} type="search" />
+    </label>
+    <button type="submit">Filter</button>
+    <a href={list}>Clear</a>
+  </form>
+);
+
+/** The filters every list has, as typed in its address: its links (paging, refresh) carry them on. */
+export interface ListPageFilter {
+  status?: string | undefined;
+  id?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: string | undefined;
+}
+
+/** One of the dashboard's lists: its address and heading, what a row is called, when it counts from, its statuses. */
+export interface DashboardList {
+  path: string;
+  title: string;
+  noun: string;
+  when: string;
+  statuses: readonly string[];
+  /** The attribute that names an item on its page, as the list's rows name theirs. */
+  itemAttribute: 'data-event' | 'data-message';
+}
+
+/**
+ * A list page: counts per status as links, the filter form (status, then the list's own `fields`,
+ * then time range and id search), the rows, and the pager, which keeps every filter.
+ */
+export const ListPage: FC<{
+  of: DashboardList;
+  counts: Record<string, number>;
+  filter: ListPageFilter;
+  fields: Child;
+  next: string | null;
+  children: Child;
+}> = ({ of: { path, title, noun, when, statuses }, counts, filter, fields, next, children }) => (
+  <>
+    <h1 tabindex={-1}>{title}</h1>
+    <StatusLinks base={path} counts={counts} statuses={statuses} current={filter.status} />
+    <FilterForm list={path} noun={noun} when={when} since={filter.since} id={filter.id}>
+      <Select name="status" label="Status" options={statuses} value={filter.status} />
+      {fields}
+    </FilterForm>
+    {children}
+    <Pager list={path} filter={{ ...filter }} next={next} />
+  </>
+);

@@ -1,0 +1,84 @@
+// The outbox pages: the list (/admin/outbox: counts per status, filters, id search, cursor paging)
+// and one message (its fields, the event it came from, its payload, Retry when dead). Pure
+// rendering: the routes read the rows (dashboard/routes.tsx).
+import type { FC } from 'hono/jsx';
+import { outboxStatuses } from '../../db/schema.ts';
+import type { Page } from '../../ops/cursor.ts';
+import type { OutboxDetail, OutboxListing } from '../../ops/outbox-view.ts';
+import { ActionForm, Field, ItemPage } from './item-page.tsx';
+import { type DashboardList, ListPage, type ListPageFilter } from './list-page.tsx';
+import { eventPath, iso, OutboxTable } from './rows.tsx';
+
+/** The outbox list, which a message's page leads back to. */
+const OUTBOX_LIST: DashboardList = {
+  path: '/admin/outbox',
+  title: 'Outbox',
+  noun: 'Message',
+  when: 'Created',
+  statuses: outboxStatuses,
+  itemAttribute: 'data-message',
+};
+
+export interface OutboxPageFilter extends ListPageFilter {
+  topic?: string | undefined;
+}
+
+export const OutboxPage: FC<{
+  filter: OutboxPageFilter;
+  counts: Record<string, number>;
+  page: Page<OutboxListing>;
+}> = ({ filter, counts, page }) => {
+  const fields = (
+    <label>
+      Topic
+      <input name="topic" value={filter.topic ?? ''} />
+    </label>
+  );
+  return (
+    <ListPage of={OUTBOX_LIST} counts={counts} filter={filter} fields={fields} next={page.nextCursor}>
+      <OutboxTable messages={page.rows} empty="No message matches." />
+    </ListPage>
+  );
+};
+
+export const MessagePage: FC<{ message: OutboxDetail }> = ({ message }) => {
+  // The key is provider:event_id:topic; provider names hold no colon, event ids may.
+  const source = message.deduplicationKey.slice(0, -(message.topic.length + 1));
+  const colon = source.indexOf(':');
+  const provider = colon > 0 ? source.slice(0, colon) : undefined;
+  const eventId = colon > 0 ? source.slice(colon + 1) : '';
+  const action = (
+    <>
+      {message.status === 'dead' ? (
+        <ActionForm action={`/admin/api/outbox/${message.id}/retry`} target={message.id} kind="retry" label="Retry" />
+      ) : null}
+      <span class="note">Retry sends a dead message back to pending (attempts 0, due now).</span>
+    </>
+  );
+  return (
+    <ItemPage
+      of={OUTBOX_LIST}
+      context={message.topic}
+      id={message.id}
+      target={message.id}
+      item={message}
+      action={action}
+    >
+      <Field name="topic">{message.topic}</Field>
+      <Field name="from event">
+        {provider === undefined || eventId === '' ? (
+          message.deduplicationKey
+        ) : (
+          <a href={eventPath(provider, eventId)}>{`${provider}/${eventId}`}</a>
+        )}
+      </Field>
+      <Field name="attempts">{String(message.attempts)}</Field>
+      <Field name="last error">
+        <span class={message.lastError === null ? 'empty' : 'error'}>{message.lastError ?? 'none'}</span>
+      </Field>
+      <Field name="created (UTC)">{iso(message.createdAt)}</Field>
+      <Field name="due (UTC)">{iso(message.availableAt)}</Field>
+      <Field name="published (UTC)">{iso(message.publishedAt)}</Field>
+    </ItemPage>
+  );
+};

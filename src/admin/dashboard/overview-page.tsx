@@ -1,0 +1,131 @@
+// The overview page (/admin): figures for now, four charts over the last hour or day, and the
+// newest events that need attention. Pure rendering: the route reads the window (dashboard/routes.tsx).
+import type { FC } from 'hono/jsx';
+import type { LatencyQuantiles } from '../../lib/metrics.ts';
+import type { EventListing } from '../../ops/events.ts';
+import { OUTCOMES, type Outcome, type Overview } from '../../ops/overview.ts';
+import { Lines, StackedBars } from './charts.tsx';
+import { EventTable } from './rows.tsx';
+
+/** Each outcome's colour in the received chart. */
+const OUTCOME_COLOURS: Record<Outcome, string> = {
+  completed: '#2e7d32',
+  ignored: '#9e9e9e',
+  pending: '#1e88e5',
+  failed: '#ef6c00',
+  parked: '#8e24aa',
+  dead_letter: '#c62828',
+};
+
+/** A duration in seconds in its largest sensible unit, rounded (90 s, 14 min, 3 h, 2 d). */
+function age(seconds: number): string {
+  if (seconds < 120) return `${Math.round(seconds)} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86_400)} d`;
+}
+
+export interface OverviewData {
+  range: 'hour' | 'day';
+  overview: Overview;
+  latency: Array<LatencyQuantiles | null>;
+  counts: Record<string, number>;
+  attention: EventListing[];
+}
+
+export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, counts, attention }) => {
+  const { window } = overview;
+  const perMinute = window.bucketMs / 60_000;
+  const received: Array<{ name: string; colour: string; values: number[] }> = OUTCOMES.map((outcome) => ({
+    name: outcome,
+    colour: OUTCOME_COLOURS[outcome],
+    values: overview.received.map((bucket) => bucket[outcome] / perMinute),
+  }));
+  const axis = (format: (v: number) => string, minTop: number) => ({
+    fromMs: window.fromMs,
+    bucketMs: window.bucketMs,
+    format,
+    minTop,
+  });
+  const rate = (v: number) => (v >= 10 || v === 0 ? String(Math.round(v)) : v.toFixed(1));
+  const ms = (v: number) => (v >= 1 ? `${v.toFixed(1)} s` : `${Math.round(v * 1000)} ms`);
+  const now = overview.backlog.at(-1) ?? { events: 0, oldestSeconds: 0 };
+  const bucketWords = perMinute === 1 ? 'per minute' : `per minute, ${perMinute}-minute averages`;
+  return (
+    <>
+      <h1 tabindex={-1}>Overview</h1>
+      <nav class="tabs" aria-label="time range">
+        <a href="/admin?range=hour" aria-current={range === 'hour' ? 'page' : undefined}>
+          Last hour
+        </a>
+        <a href="/admin?range=day" aria-current={range === 'day' ? 'page' : undefined}>
+          Last day
+        </a>
+      </nav>
+      <section class="figures" aria-label="now">
+        <div>
+          <span class="label">Events to apply</span>
+          <strong id="backlog">{now.events}</strong>
+        </div>
+        <div>
+          <span class="label">Oldest waiting</span>
+          <strong id="oldest-event">{age(now.oldestSeconds)}</strong>
+        </div>
+        <div>
+          <span class="label">Outbox pending</span>
+          <strong id="outbox-pending">{overview.outbox.pending}</strong>
+        </div>
+        <div>
+          <span class="label">Oldest pending message</span>
+          <strong id="oldest-outbox">{age(overview.outbox.oldestPendingSeconds)}</strong>
+        </div>
+        <div>
+          <a href="/admin/events?status=dead_letter" class="label">
+            Dead letters
+          </a>
+          <strong>{counts.dead_letter ?? 0}</strong>
+        </div>
+        <div>
+          <a href="/admin/outbox?status=dead" class="label">
+            Dead messages
+          </a>
+          <strong>{overview.outbox.dead}</strong>
+        </div>
+      </section>
+      <div class="charts">
+        <StackedBars
+          title={`Events received ${bucketWords}, by current status`}
+          series={received}
+          axis={axis(rate, 2)}
+        />
+        <Lines
+          title="Processing time, p50 and p99"
+          series={[
+            { name: 'p50', colour: '#1e88e5', values: latency.map((q) => q?.p50 ?? null) },
+            { name: 'p99', colour: '#c62828', values: latency.map((q) => q?.p99 ?? null) },
+          ]}
+          axis={axis(ms, 0.1)}
+          note="Request time of stored deliveries served by this process since it started (per isolate on Workers)."
+        />
+        <Lines
+          title="Backlog: events received and not yet done (parked aside)"
+          series={[{ name: 'events', colour: '#1e88e5', values: overview.backlog.map((point) => point.events) }]}
+          axis={axis((v) => String(Math.round(v)), 2)}
+        />
+        <Lines
+          title="Age of the oldest event in the backlog"
+          series={[{ name: 'oldest', colour: '#ef6c00', values: overview.backlog.map((point) => point.oldestSeconds) }]}
+          axis={axis(age, 60)}
+        />
+      </div>
+      <section>
+        <h2>Needs attention</h2>
+        <EventTable events={attention} empty="Nothing failed, parked or dead-lettered." />
+        <p>
+          <a href="/admin/events?status=failed">All failed</a> · <a href="/admin/events?status=parked">All parked</a> ·{' '}
+          <a href="/admin/events?status=dead_letter">All dead letters</a>
+        </p>
+      </section>
+    </>
+  );
+};

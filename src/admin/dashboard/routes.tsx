@@ -1,0 +1,157 @@
+// The operator dashboard's routes under /admin: which address shows which page, and what each reads
+// from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
+// as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
+// messages, replay), the outbox and one message (retry). Every page shows the time it was read
+// ("as of") and a Refresh that keeps the filters, which live in the address. A list's query is
+// checked by the API's own schema and a refusal names the field the API would (refusedField).
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+import type { Child } from 'hono/jsx';
+import type { z } from 'zod';
+import type { DatabaseEnv } from '../../db/client.ts';
+import { refusedField } from '../../lib/errors.ts';
+import { getEvent, listEvents, statusCounts } from '../../ops/events.ts';
+import { getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
+import { readOverview, windowEndingAt } from '../../ops/overview.ts';
+import { timeRange } from '../../ops/time-bound.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { allProviders } from '../../providers/registry.ts';
+import type { AdminDeps } from '../api.ts';
+import { EVENT_BY_QUERY } from '../event-urls.ts';
+import { logPayloadRead } from '../operators.ts';
+import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
+import { EventPage, EventsPage } from './events-pages.tsx';
+import { securedPage } from './gate.tsx';
+import { MessagePage, OutboxPage } from './outbox-pages.tsx';
+import { OverviewPage } from './overview-page.tsx';
+import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
+
+/** Rows of the overview's "Needs attention" table. */
+const ATTENTION_ROWS = 10;
+
+/** The overview's two time windows (`?range=hour|day`): the length of each chart bucket and how many. */
+const OVERVIEW_WINDOWS = {
+  hour: { bucketMs: 60_000, buckets: 60 },
+  day: { bucketMs: 15 * 60_000, buckets: 96 },
+} as const;
+
+/**
+ * The filters a list page keeps in its links (paging, refresh), as they were typed; the page size
+ * only when it is not the default, so ordinary addresses stay short.
+ */
+function kept<Filter extends { limit: number }>(filter: Filter): Omit<Filter, 'limit'> & { limit?: string } {
+  const { limit, ...rest } = filter;
+  return limit === DEFAULT_LIMIT ? rest : { ...rest, limit: String(limit) };
+}
+
+/**
+ * The query without empty fields (a filter form's blank inputs), parsed by the API's own schema; a
+ * refusal names the field by the API's rule, so both surfaces name the same one.
+ */
+function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.infer<Schema> | { refused: string } {
+  const present = Object.fromEntries(Object.entries(c.req.query()).filter(([, value]) => value.trim() !== ''));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  return { refused: refusedField(parsed.error) ?? 'query' };
+}
+
+export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
+  const routes = new Hono<DatabaseEnv>();
+  const eventProviders = allProviders.map((provider) => provider.name);
+
+  const page = (
+    c: Context<DatabaseEnv>,
+    title: string,
+    current: string | undefined,
+    body: Child,
+    status: 200 | 400 | 404 = 200,
+  ) => securedPage(c, { title, asOfMs: deps.clock(), current }, body, status);
+  const refused = (c: Context, list: string, field: string) =>
+    page(c, 'Refused', list, <RefusedFilterPage list={list} field={field} />, 400);
+  const missing = (c: Context, list: string, what: string) =>
+    page(c, 'Not found', list, <NotFoundPage list={list} what={what} />, 404);
+
+  routes.get('/', async (c) => {
+    const range = c.req.query('range') === 'day' ? 'day' : 'hour';
+    const nowMs = deps.clock();
+    const window = windowEndingAt(nowMs, OVERVIEW_WINDOWS[range].bucketMs, OVERVIEW_WINDOWS[range].buckets);
+    const [overview, counts, failed, parked, dead] = await Promise.all([
+      readOverview(c.var.db, window, nowMs),
+      statusCounts(c.var.db),
+      ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
+        listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
+      ),
+    ]);
+    const attention = [failed, parked, dead]
+      .flatMap((found) => found?.rows ?? [])
+      .sort((a, b) => b.receivedAt.getTime() - a.receivedAt.getTime())
+      .slice(0, ATTENTION_ROWS);
+    return page(
+      c,
+      'Overview',
+      '/admin',
+      <OverviewPage
+        range={range}
+        overview={overview}
+        latency={deps.metrics.latencyQuantiles(window)}
+        counts={counts.events}
+        attention={attention}
+      />,
+    );
+  });
+
+  routes.get('/events', async (c) => {
+    const parsed = parseQuery(c, eventsQuery);
+    if ('refused' in parsed) return refused(c, '/admin/events', parsed.refused);
+    const { cursor, ...filter } = parsed;
+    const [listed, counts] = await Promise.all([
+      listEvents(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
+      statusCounts(c.var.db),
+    ]);
+    const view = <EventsPage filter={kept(filter)} providers={eventProviders} counts={counts.events} page={listed} />;
+    return page(c, 'Events', '/admin/events', view);
+  });
+
+  const eventPage = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }) => {
+    const [event, messages] = await Promise.all([
+      getEvent(c.var.db, key, { payload: true }),
+      messagesOfEvent(c.var.db, key),
+    ]);
+    if (event === undefined) return missing(c, '/admin/events', 'event');
+    logPayloadRead(c, deps.logger, { kind: 'event', ...key });
+    return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
+  };
+  routes.get('/events/:provider/:eventId', (c) =>
+    eventPage(c, { provider: c.req.param('provider'), eventId: c.req.param('eventId') }),
+  );
+  // The query form (src/admin/event-urls.ts): ids such as `.` and `..` that no path can carry.
+  routes.get(EVENT_BY_QUERY.dashboard.slice('/admin'.length), (c) =>
+    eventPage(c, { provider: c.req.query('provider') ?? '', eventId: c.req.query('event_id') ?? '' }),
+  );
+
+  routes.get('/outbox', async (c) => {
+    const parsed = parseQuery(c, outboxQuery);
+    if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
+    const { cursor, ...filter } = parsed;
+    const [listed, counts] = await Promise.all([
+      listOutbox(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
+      statusCounts(c.var.db),
+    ]);
+    return page(
+      c,
+      'Outbox',
+      '/admin/outbox',
+      <OutboxPage filter={kept(filter)} counts={counts.outbox} page={listed} />,
+    );
+  });
+
+  routes.get('/outbox/:id', async (c) => {
+    const id = c.req.param('id');
+    const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload: true }) : undefined;
+    if (message === undefined) return missing(c, '/admin/outbox', 'message');
+    logPayloadRead(c, deps.logger, { kind: 'outbox', id });
+    return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
+  });
+
+  return routes;
+}

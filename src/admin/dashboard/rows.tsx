@@ -1,0 +1,99 @@
+// The tables of events and of outbox messages (cards on a narrow screen), and what they share with
+// the item pages: the status badge, times in UTC, an event's dashboard address. Pure rendering.
+import type { Child, FC } from 'hono/jsx';
+import type { EventListing } from '../../ops/events.ts';
+import type { OutboxListing } from '../../ops/outbox-view.ts';
+import { eventUrl } from '../event-urls.ts';
+
+export const iso = (date: Date | null | undefined) =>
+  date == null ? '' : date.toISOString().replace('T', ' ').slice(0, 19);
+
+export const eventPath = (provider: string, eventId: string) => eventUrl('dashboard', { provider, eventId });
+const messagePath = (id: string) => `/admin/outbox/${id}`;
+
+export const Status: FC<{ status: string }> = ({ status }) => <span class={`status s-${status}`}>{status}</span>;
+
+/** A labelled cell: on a narrow screen each row becomes a card and the label shows beside the value. */
+const Cell: FC<{ label: string; class?: string; children?: Child }> = ({ label, class: className, children }) => (
+  <td data-label={label} class={className}>
+    {children}
+  </td>
+);
+
+/** A table of rows (cards on a narrow screen), or a line saying there are none. */
+const Rows: FC<{ headers: readonly string[]; count: number; empty: string; children: Child }> = ({
+  headers,
+  count,
+  empty,
+  children,
+}) =>
+  count === 0 ? (
+    <p class="empty">{empty}</p>
+  ) : (
+    <table class="rows">
+      <thead>
+        <tr>
+          {headers.map((header) => (
+            <th scope="col">{header}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  );
+
+/** The cells every row ends with: where it stands, how often it failed, and why. */
+const StateCells: FC<{ status: string; attempts: number; lastError: string | null }> = ({
+  status,
+  attempts,
+  lastError,
+}) => (
+  <>
+    <Cell label="status" class="status-cell">
+      <Status status={status} />
+    </Cell>
+    <Cell label="attempts">{String(attempts)}</Cell>
+    <Cell label="last error" class="error">
+      {lastError ?? ''}
+    </Cell>
+  </>
+);
+
+const EVENT_HEADERS = ['received (UTC)', 'provider', 'event', 'type', 'status', 'attempts', 'last error'] as const;
+
+export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, empty }) => (
+  <Rows headers={EVENT_HEADERS} count={events.length} empty={empty}>
+    {events.map((event) => (
+      <tr data-event={`${event.provider}/${event.eventId}`}>
+        <Cell label="received" class="time">
+          {iso(event.receivedAt)}
+        </Cell>
+        <Cell label="provider">{event.provider}</Cell>
+        <Cell label="event" class="id">
+          <a href={eventPath(event.provider, event.eventId)}>{event.eventId}</a>
+        </Cell>
+        <Cell label="type">{event.eventType}</Cell>
+        <StateCells status={event.status} attempts={event.attempts} lastError={event.lastError} />
+      </tr>
+    ))}
+  </Rows>
+);
+
+const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'status', 'attempts', 'last error'] as const;
+
+export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
+  <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
+    {messages.map((message) => (
+      <tr data-message={message.id}>
+        <Cell label="created" class="time">
+          {iso(message.createdAt)}
+        </Cell>
+        <Cell label="id" class="id">
+          <a href={messagePath(message.id)}>{message.id}</a>
+        </Cell>
+        <Cell label="topic">{message.topic}</Cell>
+        <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
+      </tr>
+    ))}
+  </Rows>
+);

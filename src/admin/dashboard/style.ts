@@ -1,0 +1,52 @@
+// The dashboard's one stylesheet, inlined in every page's <head> (the CSP allows inline styles and
+// nothing fetched). Status colours (.s-<status>) and the narrow-screen rules that turn tables into
+// cards (under 700 px) live here; the charts' series colours are the overview page's.
+export const DASHBOARD_STYLE = `
+*{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa;line-height:1.4}
+a{color:#0b57d0}a:focus-visible,button:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible,main:focus-visible{outline:3px solid #f9a825;outline-offset:2px}
+.skip{position:absolute;left:-999px}.skip:focus{left:.5rem;top:.5rem;background:#fff;padding:.3rem;z-index:2}
+header{background:#fff;border-bottom:1px solid #ddd;padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.5rem 1.2rem;align-items:center}
+header .brand{font-weight:700}header nav{display:flex;gap:1rem}header nav a[aria-current]{font-weight:700;text-decoration:none;color:#1d1d1f}
+.session{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin-left:auto;font-size:.9rem}
+.session #operator{width:9rem}
+main{padding:1rem;max-width:1200px;margin:0 auto}main:focus{outline:none}
+h1{font-size:1.4rem;margin:.2rem 0 .8rem}h1.id,.id{overflow-wrap:anywhere}h2{font-size:1.1rem;margin:1.4rem 0 .5rem}
+#notice{margin:0;padding:0 1rem;font-weight:600}#notice.ok{color:#1b5e20}#notice.warn{color:#8a5300}#notice.error{color:#b71c1c}
+#notice:not(:empty){padding:.4rem 1rem;background:#fff;border-bottom:1px solid #ddd}
+.as-of{color:#555}
+button{font:inherit;padding:.25rem .7rem;border:1px solid #888;border-radius:4px;background:#fff;cursor:pointer}
+input,select{font:inherit;padding:.2rem .3rem;max-width:100%}
+.status{display:inline-block;padding:0 .4rem;border-radius:3px;font-size:.85rem;color:#fff;background:#616161}
+.s-completed,.s-published{background:#2e7d32}.s-ignored{background:#757575}.s-received,.s-processing,.s-pending{background:#1565c0}
+.s-failed{background:#e65100}.s-parked{background:#6a1b9a}.s-dead_letter,.s-dead{background:#b71c1c}
+.counts,.tabs{display:flex;flex-wrap:wrap;gap:.4rem .9rem;margin:.3rem 0 .8rem}.counts a,.tabs a{text-decoration:none;padding:.15rem .3rem;border-radius:4px}
+.counts a[aria-current],.tabs a[aria-current]{outline:2px solid #0b57d0}
+.filters{display:flex;flex-wrap:wrap;gap:.5rem .8rem;align-items:flex-end;margin-bottom:.8rem}.filters label{display:flex;flex-direction:column;font-size:.85rem}
+table.rows{border-collapse:collapse;width:100%;background:#fff}
+.rows td,.rows th{border-bottom:1px solid #e0e0e0;padding:.3rem .5rem;text-align:left;font-size:.9rem;vertical-align:top}.rows th{background:#f0f0f0}
+.error{color:#b71c1c;overflow-wrap:anywhere}.rows td.error{max-width:26rem}.rows td.time{white-space:nowrap}.rows td.id{min-width:12rem;overflow-wrap:anywhere}.empty,.note{color:#555}.note{font-size:.85rem}
+.pager{display:flex;gap:1.5rem;margin:.8rem 0}
+.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
+.figures div{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;display:flex;flex-direction:column}
+.figures strong{font-size:1.5rem}.label{font-size:.85rem;color:#555}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
+figure{margin:0;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.6rem}figcaption{font-weight:600;font-size:.95rem}
+svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:14px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
+.legend{display:flex;flex-wrap:wrap;gap:.2rem .8rem;list-style:none;padding:0;margin:.3rem 0 0;font-size:.85rem}
+.swatch{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem;border-radius:2px}
+dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.7rem}
+dl.fields dt{color:#555}dl.fields dd{margin:0;overflow-wrap:anywhere}
+.act{display:flex;flex-wrap:wrap;gap:.8rem;align-items:center;margin:.8rem 0}
+details.payload{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85rem}
+#sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
+@media (max-width:700px){
+  .rows thead{position:absolute;left:-9999px}
+  .rows tr{display:block;border:1px solid #e0e0e0;border-radius:6px;margin-bottom:.6rem;background:#fff}
+  .rows td{display:grid;grid-template-columns:6.5rem 1fr;gap:.5rem;border:0;padding:.2rem .5rem;overflow-wrap:anywhere;justify-items:start}
+  .rows td.id,.rows td.time{min-width:0;white-space:normal}.rows td.error{max-width:none}
+  .rows td::before{content:attr(data-label);color:#555}
+  dl.fields{grid-template-columns:1fr}dl.fields dd{margin-bottom:.3rem}
+  .session{margin-left:0}
+}`;
