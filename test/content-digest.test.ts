@@ -1,6 +1,7 @@
 // GitHub and Shopify sign neither their delivery id nor a time: the same signed body must be a
 // duplicate whatever id it comes under, change nothing, and never take over another delivery's row.
-// Also the two-key insert under concurrency, across real connections.
+// Also the two-key insert under concurrency, across real connections, and the rule that decides
+// which deliveries get the second key, on its own.
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -9,6 +10,7 @@ import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
+import { keysByContentDigest } from '../src/providers/content-digest.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -26,6 +28,26 @@ const failing = defineHandler({
   async apply() {
     throw new DomainRejection('downstream refused');
   },
+});
+
+describe('keysByContentDigest: when the signed body keys an event beside its id', () => {
+  // Every combination, each named by what it means: any change to the rule changes a row.
+  it.each([
+    // idInHeader, idSigned, timeSigned, keyed: why
+    [true, false, false, true, 'GitHub, Shopify: any id will do and no age is refused'],
+    [true, false, true, true, 'an unsigned header id under a signed time: the id still keys nothing'],
+    [true, true, false, true, 'a signed header id with no time: the same delivery is valid forever'],
+    [true, true, true, false, 'Standard Webhooks: a signed id under a signed time'],
+    [false, false, false, true, 'an id in the signed body with no time: valid forever'],
+    [false, true, false, true, 'the same, whatever idSigned says (it covers header ids only)'],
+    [false, false, true, false, 'acme, Stripe, Slack: an id in the signed body under a signed time'],
+    [false, true, true, false, 'the same, whatever idSigned says'],
+  ] as Array<[boolean, boolean, boolean, boolean, string]>)(
+    'idInHeader %s, idSigned %s, timeSigned %s: %s (%s)',
+    (idInHeader, idSigned, timeSigned, keyed) => {
+      expect(keysByContentDigest({ idInHeader, idSigned, timeSigned })).toBe(keyed);
+    },
+  );
 });
 
 const cases: Array<[string, Sender, string]> = [

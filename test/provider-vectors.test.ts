@@ -4,17 +4,10 @@
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/providers/content-digest.ts';
 import { secretBytes } from '../src/providers/described.ts';
-import {
-  type Bytes,
-  decodeBase64,
-  decodeBase64Url,
-  encodeHex,
-  importHmacKey,
-  sha256Hex,
-  signHmac,
-  utf8,
-} from '../src/providers/hmac.ts';
+import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/providers/encoding.ts';
+import { importHmacKey, signHmac } from '../src/providers/hmac.ts';
 import { allProviders } from '../src/providers/registry.ts';
 import { parseEntries } from '../src/providers/scheme.ts';
 import type { Verification, WebhookProvider } from '../src/providers/types.ts';

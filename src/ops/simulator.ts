@@ -1,37 +1,25 @@
-// The provider simulator behind `webhook-inbox send`: builds events and signs them the way each
-// provider does (the schemes of src/providers, from the sender's side), using the same HMAC
-// primitives the service verifies with. The tests sign with the providers' own libraries instead,
-// so a shared mistake here would show up there.
+// The provider simulator behind `webhook-inbox send`: builds events of the six original senders
+// and signs them the way each does, by its description in src/providers/senders.ts
+// (providers/signing.ts): how a sender signs is decided there, once.
+import { senderDescriptions } from '../providers/senders.ts';
+import { type Outgoing, signAsSender } from '../providers/signing.ts';
 
-import { secretBytes } from '../providers/described.ts';
-import { encodeHex, importHmacKey, prefixed, signHmac, utf8 } from '../providers/hmac.ts';
+export type { Outgoing };
 
-/** One delivery: the exact body and the id it is stored under. */
-export interface Outgoing {
-  eventId: string;
-  body: string;
-  /** For schemes that name the type in a header (GitHub, Shopify). */
-  eventType: string;
-}
-
-export interface SimulatedScheme {
+/** The events a simulated sender makes; how they are signed comes from its description. */
+interface SimulatedEvents {
   /** A new event of `type` with an id of its own. */
   newEvent(type: string | undefined, nowSeconds: number): Outgoing;
   /** The file's bytes as they are; the id from the payload, or a fresh one for header-id schemes. */
   fromFile(body: string): Outgoing;
+}
+
+export interface SimulatedScheme extends SimulatedEvents {
   sign(outgoing: Outgoing, secret: string, nowSeconds: number): Promise<Record<string, string>>;
 }
 
-const JSON_TYPE = { 'content-type': 'application/json' };
-
 function freshId(prefix: string): string {
   return `${prefix}_${crypto.randomUUID().replaceAll('-', '').slice(0, 20)}`;
-}
-
-const toBase64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-
-async function mac(secret: string | Uint8Array<ArrayBuffer>, content: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
-  return signHmac(await importHmacKey(secret), content);
 }
 
 /** A field of a JSON body, for schemes whose event id is in the payload. */
@@ -50,7 +38,7 @@ function typeOf(body: string): string {
 
 const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'canceled', 'unpaid'] as const;
 
-export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
+const simulatedEvents: Readonly<Record<string, SimulatedEvents>> = {
   acme: {
     newEvent(type = 'subscription.updated', nowSeconds) {
       const id = freshId('evt');
@@ -66,11 +54,6 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: id, body: JSON.stringify(event), eventType: type };
     },
     fromFile: (body) => ({ eventId: field(body, 'id'), body, eventType: typeOf(body) }),
-    async sign(outgoing, secret, nowSeconds) {
-      const timestamp = String(nowSeconds);
-      const signature = await mac(secret, prefixed(`${timestamp}.`, utf8(outgoing.body)));
-      return { ...JSON_TYPE, 'x-acme-timestamp': timestamp, 'x-acme-signature': encodeHex(signature) };
-    },
   },
   standard: {
     newEvent(type = 'invoice.paid', nowSeconds) {
@@ -78,19 +61,6 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: freshId('msg'), body, eventType: type };
     },
     fromFile: (body) => ({ eventId: freshId('msg'), body, eventType: typeOf(body) }),
-    async sign(outgoing, secret, nowSeconds) {
-      const timestamp = String(nowSeconds);
-      const content = utf8(`${outgoing.eventId}.${timestamp}.${outgoing.body}`);
-      const key = secretBytes(secret, 'whsec');
-      if (key === null) throw new Error('standard: the secret must be "whsec_" followed by base64');
-      const signature = await mac(key, content);
-      return {
-        ...JSON_TYPE,
-        'webhook-id': outgoing.eventId,
-        'webhook-timestamp': timestamp,
-        'webhook-signature': `v1,${toBase64(signature)}`,
-      };
-    },
   },
   stripe: {
     newEvent(type = 'customer.subscription.updated', nowSeconds) {
@@ -105,10 +75,6 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: id, body, eventType: type };
     },
     fromFile: (body) => ({ eventId: field(body, 'id'), body, eventType: typeOf(body) }),
-    async sign(outgoing, secret, nowSeconds) {
-      const signature = await mac(secret, prefixed(`${nowSeconds}.`, utf8(outgoing.body)));
-      return { ...JSON_TYPE, 'stripe-signature': `t=${nowSeconds},v1=${encodeHex(signature)}` };
-    },
   },
   github: {
     newEvent(type = 'issues') {
@@ -116,15 +82,6 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: crypto.randomUUID(), body, eventType: type };
     },
     fromFile: (body) => ({ eventId: crypto.randomUUID(), body, eventType: 'push' }),
-    async sign(outgoing, secret) {
-      const signature = await mac(secret, utf8(outgoing.body));
-      return {
-        ...JSON_TYPE,
-        'x-github-delivery': outgoing.eventId,
-        'x-github-event': outgoing.eventType,
-        'x-hub-signature-256': `sha256=${encodeHex(signature)}`,
-      };
-    },
   },
   shopify: {
     newEvent(type = 'orders/create') {
@@ -132,16 +89,6 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: crypto.randomUUID(), body, eventType: type };
     },
     fromFile: (body) => ({ eventId: crypto.randomUUID(), body, eventType: 'orders/create' }),
-    async sign(outgoing, secret, nowSeconds) {
-      const signature = await mac(secret, utf8(outgoing.body));
-      return {
-        ...JSON_TYPE,
-        'x-shopify-topic': outgoing.eventType,
-        'x-shopify-webhook-id': outgoing.eventId,
-        'x-shopify-triggered-at': new Date(nowSeconds * 1000).toISOString(),
-        'x-shopify-hmac-sha256': toBase64(signature),
-      };
-    },
   },
   slack: {
     newEvent(type = 'app_mention', nowSeconds) {
@@ -150,14 +97,15 @@ export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = {
       return { eventId: id, body, eventType: type };
     },
     fromFile: (body) => ({ eventId: field(body, 'event_id'), body, eventType: typeOf(body) }),
-    async sign(outgoing, secret, nowSeconds) {
-      const timestamp = String(nowSeconds);
-      const signature = await mac(secret, prefixed(`v0:${timestamp}:`, utf8(outgoing.body)));
-      return {
-        ...JSON_TYPE,
-        'x-slack-request-timestamp': timestamp,
-        'x-slack-signature': `v0=${encodeHex(signature)}`,
-      };
-    },
   },
 };
+
+export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = Object.fromEntries(
+  Object.entries(simulatedEvents).map(([name, events]) => {
+    const description = senderDescriptions.find((candidate) => candidate.name === name);
+    if (description === undefined) throw new Error(`${name}: no such sender to simulate`);
+    const sign = (outgoing: Outgoing, secret: string, nowSeconds: number) =>
+      signAsSender(description, outgoing, secret, nowSeconds);
+    return [name, { ...events, sign }];
+  }),
+);

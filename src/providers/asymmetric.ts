@@ -1,7 +1,8 @@
 // Public keys of senders that sign with a private key, imported through Web Crypto (Node 20 and
 // workerd both have Ed25519 and ECDSA P-256), and the strict decoding of the DER signatures ECDSA
 // senders send. Keys are configured like secrets: the text the sender's dashboard shows.
-import { afterPrefix, type Bytes, decodeBase64, decodeHex, type VerifyKey } from './hmac.ts';
+import { afterPrefix, type Bytes, decodeBase64, decodeHex } from './encoding.ts';
+import type { VerifyKey } from './verify.ts';
 
 /** How a public key is written where the sender shows it. */
 export type PublicKeyFormat =

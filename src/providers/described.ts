@@ -4,41 +4,30 @@
 // MAX_SIGNATURES signatures, a signed time within the tolerance past and future, every configured
 // key tried (rotation), one reason-free 401, and a digest of the signed body backing any id the
 // signature does not cover.
+import type { z } from 'zod';
 import { refusedField } from '../lib/errors.ts';
 import { arrayElementTexts, type ExactJson, LosslessNumber, parseJsonText, payloadText } from '../lib/json.ts';
 import { occurrenceTime } from '../lib/occurrence.ts';
 import { derToP1363, importPublicKey } from './asymmetric.ts';
+import { keysByContentDigest, type SignedCoverage, sha256Hex } from './content-digest.ts';
 import {
   compileTemplate,
   descriptionProblems,
-  type Field,
   type Part,
   type Path,
+  type ProtocolReply,
   type SecretFormat,
   type SenderDescription,
   type SignatureEncoding,
   type SignatureMethod,
   type SignatureSpec,
   type Source,
+  signedContent,
   signsField,
   type TimeFormat,
 } from './description.ts';
-import {
-  afterPrefix,
-  type Bytes,
-  decodeBase64,
-  decodeBase64Url,
-  decodeHex,
-  encodeHex,
-  HMAC_BYTES,
-  importHmacKey,
-  type Signature,
-  sha256Hex,
-  signHmac,
-  utf8,
-  type VerifyKey,
-  verifyWithAnyKey,
-} from './hmac.ts';
+import { afterPrefix, type Bytes, decodeBase64, decodeBase64Url, decodeHex, encodeHex, utf8 } from './encoding.ts';
+import { HMAC_BYTES, importHmacKey, signHmac } from './hmac.ts';
 import { anyObject, MAX_SIGNATURES, parseEntries, tokenHeader } from './scheme.ts';
 import type {
   AuthenticatedEvent,
@@ -50,6 +39,7 @@ import type {
   VerificationTime,
   WebhookProvider,
 } from './types.ts';
+import { type Signature, type VerifyKey, verifyWithAnyKey } from './verify.ts';
 
 const UNIX = /^[0-9]{1,12}$/;
 const UNIX_MS = /^[0-9]{1,15}$/;
@@ -128,6 +118,16 @@ const SECRET_SHAPE: Readonly<Record<SecretFormat, string>> = {
   whsec: '"whsec_" followed by base64',
 };
 
+/** The HMAC key bytes of a configured secret of sender `name`, or a rejection naming it, never the value. */
+export function hmacKeyBytes(name: string, secret: string, format: SecretFormat): Bytes {
+  const bytes = secretBytes(secret, format);
+  // Named by sender, never echoed: the value is a secret.
+  if (bytes === null || bytes.byteLength === 0) {
+    throw new Error(`${name}: every secret must be ${SECRET_SHAPE[format]}`);
+  }
+  return bytes;
+}
+
 /** What a token check signs: any fixed text; the token's digest is the key (see tokenSignature). */
 const TOKEN_CHECK = utf8('webhook-inbox shared token');
 
@@ -148,7 +148,7 @@ async function digest(data: Bytes): Promise<Bytes> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', data));
 }
 
-/** The bytes of a signature written in `encoding` (strictly: see hmac.ts); hex of `length` bytes only. */
+/** The bytes of a signature written in `encoding` (strictly: see encoding.ts); hex of `length` bytes only. */
 function decodeText(text: string, encoding: SignatureEncoding, length?: number): Bytes | null {
   if (encoding === 'hex') return decodeHex(text, length);
   return encoding === 'base64' ? decodeBase64(text) : decodeBase64Url(text);
@@ -204,245 +204,319 @@ function readSignatures(spec: SignatureSpec, header: (name: string) => string | 
   return read;
 }
 
-function concat(chunks: readonly Bytes[]): Bytes {
-  // The body alone (GitHub, Shopify, …) is signed as it is: no copy.
-  if (chunks.length === 1 && chunks[0] !== undefined) return chunks[0];
-  let length = 0;
-  for (const chunk of chunks) length += chunk.byteLength;
-  const joined = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return joined;
+type Authentication = { failure: UnauthorizedReason } | { timestamp: string | null; idSigned: boolean };
+
+/** A header of the delivery by the name the description gives it (its header set's prefix added). */
+type Header = (name: string) => string | null;
+
+type HmacMethod = Extract<SignatureMethod, { algorithm: 'HMAC' }>;
+type PublicKeyMethod = Exclude<SignatureMethod, HmacMethod>;
+
+/** What a description says, worked out once per provider rather than once per delivery. */
+interface Compiled {
+  description: SenderDescription;
+  parts: readonly Part[];
+  hmacMethods: readonly HmacMethod[];
+  publicKeyMethods: readonly PublicKeyMethod[];
+  /** The signature list's entry that carries the signed time, for a time described as an entry. */
+  timestampEntry: string | undefined;
+  /** Where a signed id is read (`{id}` in the signed content). */
+  idHeader: string | readonly string[] | undefined;
+  idSigned: boolean;
+  schema: z.ZodType<unknown>;
 }
 
-type Fields = Readonly<Record<Exclude<Field, 'body'>, string | undefined>>;
+function compile(description: SenderDescription): Compiled {
+  const parts = compileTemplate(description.signed ?? '').parts;
+  const methods = description.signature?.methods ?? [];
+  const from = description.timestamp?.from;
+  return {
+    description,
+    parts,
+    hmacMethods: methods.filter((method): method is HmacMethod => method.algorithm === 'HMAC'),
+    publicKeyMethods: methods.filter((method): method is PublicKeyMethod => method.algorithm !== 'HMAC'),
+    timestampEntry: from !== undefined && 'entry' in from ? from.entry : undefined,
+    idHeader: 'header' in description.id ? description.id.header : undefined,
+    idSigned: signsField(parts, 'id'),
+    schema: description.payload ?? anyObject,
+  };
+}
+
+function credentialsOf(compiled: Compiled): Credentials {
+  return {
+    secret: compiled.description.token !== undefined || compiled.hmacMethods.length > 0,
+    publicKey: compiled.publicKeyMethods.length > 0,
+    url: signsField(compiled.parts, 'url'),
+  };
+}
 
 /**
- * The bytes the sender signed: the text around the body encoded once per run (`id.timestamp.` is
- * one encoding, not four), then the body as received.
+ * The keys of one configured secret: a shared token's (its digest, kept apart in TOKEN_KEYS) for a
+ * token sender, unless a signature is described too and the secret is written `whsec_…`; else one
+ * HMAC key per method.
  */
-function signedContent(parts: readonly Part[], body: Bytes, fields: Fields): Bytes | null {
-  const chunks: Bytes[] = [];
-  let text = '';
-  for (const part of parts) {
-    if ('literal' in part) text += part.literal;
-    else if (part.field === 'body') {
-      if (text !== '') chunks.push(utf8(text));
-      chunks.push(body);
-      text = '';
-    } else {
-      const value = fields[part.field];
-      if (value === undefined) return null;
-      text += value;
-    }
+async function secretKeys(compiled: Compiled, secret: string): Promise<VerifyKey[]> {
+  const { name, token } = compiled.description;
+  if (token !== undefined && (compiled.hmacMethods.length === 0 || !secret.startsWith('whsec_'))) {
+    const key = await importHmacKey(await digest(utf8(secret)));
+    TOKEN_KEYS.add(key);
+    return [key];
   }
-  if (text !== '') chunks.push(utf8(text));
-  return concat(chunks);
+  const keys: VerifyKey[] = [];
+  for (const method of compiled.hmacMethods) {
+    keys.push(await importHmacKey(hmacKeyBytes(name, secret, method.secret), method.hash));
+  }
+  return keys;
 }
 
-type Authentication = { failure: UnauthorizedReason } | { timestamp: string | null; idSigned: boolean };
+async function publicKeyKeys(compiled: Compiled, publicKey: string): Promise<VerifyKey[]> {
+  const keys: VerifyKey[] = [];
+  for (const method of compiled.publicKeyMethods) {
+    try {
+      keys.push(await importPublicKey(publicKey, method.algorithm, method.publicKey));
+    } catch (error) {
+      throw new Error(`${compiled.description.name}: ${(error as Error).message}`);
+    }
+  }
+  return keys;
+}
+
+/** Every configured key, once; an invalid description is refused here, before any delivery. */
+async function importKeys(
+  compiled: Compiled,
+  secrets: readonly string[],
+  publicKeys: readonly string[] = [],
+): Promise<VerifyKey[]> {
+  const problems = descriptionProblems(compiled.description);
+  if (problems.length > 0) {
+    throw new Error(`${compiled.description.name}: invalid description: ${problems.join('; ')}`);
+  }
+  const keys: VerifyKey[] = [];
+  for (const secret of secrets) keys.push(...(await secretKeys(compiled, secret)));
+  for (const publicKey of publicKeys) keys.push(...(await publicKeyKeys(compiled, publicKey)));
+  return keys;
+}
+
+/**
+ * The delivery's headers as the description names them: with header sets, the first set whose
+ * first signature (or token) header is present, else the last set.
+ */
+function headersOf(description: SenderDescription, headers: Headers): { header: Header; prefix: string } {
+  const sets = description.headerSets;
+  const first = description.signature?.headers[0] ?? description.token?.header ?? '';
+  const prefix = sets === undefined ? '' : (sets.find((set) => headers.has(`${set}${first}`)) ?? sets.at(-1) ?? '');
+  return { header: (name) => headers.get(`${prefix}${name}`), prefix };
+}
+
+/** A shared token (GitLab's secret token), compared with every token key: no time, no signed id. */
+async function authenticateToken(tokenHeaderName: string, header: Header, keys: readonly VerifyKey[]) {
+  const received = header(tokenHeaderName);
+  if (received === null) return { failure: 'headers_missing' as const };
+  const tokenKeys = keys.filter((key) => TOKEN_KEYS.has(key));
+  const valid = await verifyWithAnyKey(tokenKeys, [await tokenSignature(received)], TOKEN_CHECK);
+  return valid ? { timestamp: null, idSigned: false } : { failure: 'signature_mismatch' as const };
+}
+
+/**
+ * The signed time of a header or signature entry, fresh within the tolerance; null where none is
+ * described in headers (a time in the body is checked once the body is read).
+ */
+function signedTimeOf(
+  compiled: Compiled,
+  timestamps: readonly string[],
+  header: Header,
+  time: VerificationTime,
+): { time: string | null } | { failure: UnauthorizedReason } {
+  const timestamp = compiled.description.timestamp;
+  if (timestamp === undefined || 'path' in timestamp.from) return { time: null };
+  const from = timestamp.from;
+  // Exactly one: a second would leave it open which of them was signed.
+  const text = 'entry' in from ? (timestamps.length === 1 ? (timestamps[0] ?? null) : null) : header(from.header);
+  if (text === null) return { failure: 'headers_missing' };
+  return isFresh(text, timestamp.format, time) ? { time: text } : { failure: 'timestamp_outside_tolerance' };
+}
+
+/** Signatures present, few enough, time fresh, then every signature under every signing key. */
+async function authenticateSignature(
+  compiled: Compiled,
+  delivery: Delivery,
+  header: Header,
+  keys: readonly VerifyKey[],
+  time: VerificationTime,
+): Promise<Authentication> {
+  const spec = compiled.description.signature;
+  if (spec === undefined) return { failure: 'signature_malformed' };
+  const read = readSignatures(spec, header, compiled.timestampEntry);
+  if (read === null || read.signatures.length === 0 || read.signatures.length > MAX_SIGNATURES) {
+    return { failure: 'signature_malformed' };
+  }
+  const signedTime = signedTimeOf(compiled, read.timestamps, header, time);
+  if ('failure' in signedTime) return signedTime;
+  const { idSigned, idHeader, parts } = compiled;
+  const id = idSigned && idHeader !== undefined ? tokenHeader(header, idHeader) : undefined;
+  if (id === null) return { failure: 'headers_missing' };
+  const content = signedContent(parts, delivery.body, {
+    bodySha256: signsField(parts, 'bodySha256') ? await sha256Hex(delivery.body) : undefined,
+    timestamp: signedTime.time ?? undefined,
+    id,
+    url: delivery.url,
+    method: delivery.method ?? 'POST',
+  });
+  if (content === null) return { failure: 'headers_missing' };
+  const signingKeys = compiled.description.token === undefined ? keys : keys.filter((key) => !TOKEN_KEYS.has(key));
+  const valid = await verifyWithAnyKey(signingKeys, read.signatures, content);
+  return valid ? { timestamp: signedTime.time, idSigned } : { failure: 'signature_mismatch' };
+}
+
+/** By token where the sender has one and the delivery carries no signature header, else by signature. */
+function authenticate(
+  compiled: Compiled,
+  delivery: Delivery,
+  header: Header,
+  keys: readonly VerifyKey[],
+  time: VerificationTime,
+): Promise<Authentication> {
+  const { token, signature } = compiled.description;
+  if (token !== undefined && signature?.headers.some((name) => header(name) !== null) !== true) {
+    return authenticateToken(token.header, header, keys);
+  }
+  return authenticateSignature(compiled, delivery, header, keys, time);
+}
+
+function readSource(source: Source, header: Header, payload: ExactJson): string | null {
+  return 'header' in source ? tokenHeader(header, source.header) : textOf(valueAt(payload, source.path));
+}
+
+function occurredAt(
+  description: SenderDescription,
+  header: Header,
+  payload: ExactJson,
+  signedTime: string | null,
+): Date | null {
+  const occurred = description.occurredAt;
+  if (occurred === undefined) return null;
+  const text = occurred.from === 'timestamp' ? signedTime : readSource(occurred.from, header, payload);
+  // Informational: read every way senders write it (Clerk's milliseconds where the specification
+  // says RFC 3339), and no time at all when it states none the database can hold.
+  return occurrenceTime(text, occurred.format === 'unix' ? 'seconds' : 'seconds-or-milliseconds');
+}
+
+/**
+ * What `event` (the body, or one event of a batch) says: its id, type, time and schema version,
+ * or the field that is missing or unusable. `bodyDigest` is the id where the description says so.
+ */
+function eventOf(
+  description: SenderDescription,
+  event: ExactJson,
+  headers: { header: Header; prefix: string },
+  signedTime: string | null,
+  bodyDigest?: string,
+): AuthenticatedEvent | { field: string | undefined } {
+  const { header, prefix } = headers;
+  const source = description.id;
+  const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, event);
+  const typeSource = description.type;
+  const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, event);
+  const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(event, description.typeSuffix));
+  const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
+  if (eventId === null) return { field: sourceName(source, prefix) };
+  if (eventType === null || eventType.length > 255) return { field: sourceName(typeSource, prefix) };
+  const version = description.schemaVersion;
+  const versionText = version === undefined ? null : textOf(valueAt(event, version.path));
+  return {
+    eventId,
+    eventType,
+    occurredAt: occurredAt(description, header, event, signedTime),
+    payload: event,
+    unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
+  };
+}
+
+function knowsSchemaOf(compiled: Compiled, payload: ExactJson): boolean {
+  const version = compiled.description.schemaVersion;
+  if (version === undefined) return true;
+  const text = textOf(valueAt(payload, version.path));
+  return text !== null && version.known.has(text) && compiled.schema.safeParse(payload).success;
+}
+
+/** The sender's protocol message in an authentic payload, answered with what its description says. */
+function protocolReply(
+  description: SenderDescription,
+  payload: ExactJson,
+  keys: readonly VerifyKey[],
+): ProtocolReply | undefined | Promise<ProtocolReply | undefined> {
+  return description.answer?.(payload, {
+    hmacHex: async (text) => {
+      const key = keys.find((candidate) => candidate.algorithm.name === 'HMAC');
+      if (key === undefined) throw new Error(`${description.name}: no secret to answer with`);
+      return encodeHex(await signHmac(key, utf8(text)));
+    },
+  });
+}
+
+/** What the signature of an authentic delivery covered, for the content-digest rule. */
+function coverageOf(description: SenderDescription, authentication: { timestamp: string | null; idSigned: boolean }) {
+  const from = description.timestamp?.from;
+  const coverage: SignedCoverage = {
+    idInHeader: 'header' in description.id,
+    idSigned: authentication.idSigned,
+    // A time inside the body was checked once the body was read: signed, as the body is.
+    timeSigned: authentication.timestamp !== null || (from !== undefined && 'path' in from),
+  };
+  return coverage;
+}
+
+async function verify(
+  compiled: Compiled,
+  delivery: Delivery,
+  keys: readonly VerifyKey[],
+  time: VerificationTime,
+): Promise<Verification> {
+  const { description, schema } = compiled;
+  const headers = headersOf(description, delivery.headers);
+  const authentication = await authenticate(compiled, delivery, headers.header, keys, time);
+  if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
+
+  const bodyText = payloadText(delivery.body);
+  const payload = bodyText === undefined ? undefined : parseJsonText(bodyText);
+  if (bodyText === undefined || payload === undefined) return { outcome: 'invalid_payload' };
+  const checked = schema.safeParse(payload);
+  if (!checked.success) return { outcome: 'invalid_payload', field: refusedField(checked.error) };
+  const timestamp = description.timestamp;
+  if (timestamp !== undefined && 'path' in timestamp.from) {
+    // A time inside the body is read only now, but refused the same way as a header's.
+    if (!isFresh(textOf(valueAt(payload, timestamp.from.path)), timestamp.format, time)) {
+      return { outcome: 'unauthorized', reason: 'timestamp_outside_tolerance' };
+    }
+  }
+  const reply = await protocolReply(description, payload, keys);
+  if (reply !== undefined) return { outcome: 'respond', ...reply };
+
+  const secondKey = keysByContentDigest(coverageOf(description, authentication));
+  if (description.events !== undefined) {
+    const read = (event: ExactJson) => eventOf(description, event, headers, authentication.timestamp);
+    return batchOf(description.events.path, bodyText, payload, read, secondKey);
+  }
+  // Hashed only where it keys the event, or is the id itself.
+  const bodyDigest = secondKey || 'bodyDigest' in description.id ? await sha256Hex(delivery.body) : undefined;
+  const read = eventOf(description, payload, headers, authentication.timestamp, bodyDigest);
+  if ('field' in read) return { outcome: 'invalid_payload', field: read.field };
+  return {
+    outcome: 'verified',
+    event: { ...read, ...(secondKey && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}) },
+  };
+}
 
 /** The provider that runs `description`. Problems with it surface when its keys are imported. */
 export function describedProvider(description: SenderDescription): WebhookProvider {
-  const { name, signature: spec, token, timestamp } = description;
-  const parts = compileTemplate(description.signed ?? '').parts;
-  const methods = spec?.methods ?? [];
-  const hmacMethods = methods.flatMap((method) => (method.algorithm === 'HMAC' ? [method] : []));
-  const publicKeyMethods = methods.flatMap((method) => (method.algorithm === 'HMAC' ? [] : [method]));
-  const from = timestamp?.from;
-  const timestampEntry = from !== undefined && 'entry' in from ? from.entry : undefined;
-  const idHeader = 'header' in description.id ? description.id.header : undefined;
-  const idSigned = signsField(parts, 'id');
-  const schema = description.payload ?? anyObject;
-  const credentials: Credentials = {
-    secret: token !== undefined || hmacMethods.length > 0,
-    publicKey: publicKeyMethods.length > 0,
-    url: signsField(parts, 'url'),
+  const compiled = compile(description);
+  return {
+    name: description.name,
+    credentials: credentialsOf(compiled),
+    importKeys: (secrets, publicKeys) => importKeys(compiled, secrets, publicKeys),
+    verify: (delivery, keys, time) => verify(compiled, delivery, keys, time),
+    knowsSchemaOf: (payload) => knowsSchemaOf(compiled, payload),
   };
-
-  async function importKeys(secrets: readonly string[], publicKeys: readonly string[] = []): Promise<VerifyKey[]> {
-    const problems = descriptionProblems(description);
-    if (problems.length > 0) throw new Error(`${name}: invalid description: ${problems.join('; ')}`);
-    const keys: VerifyKey[] = [];
-    for (const secret of secrets) {
-      if (token !== undefined && (hmacMethods.length === 0 || !secret.startsWith('whsec_'))) {
-        const key = await importHmacKey(await digest(utf8(secret)));
-        TOKEN_KEYS.add(key);
-        keys.push(key);
-        continue;
-      }
-      for (const method of hmacMethods) {
-        const bytes = secretBytes(secret, method.secret);
-        // Named by provider, never echoed: the value is a secret.
-        if (bytes === null || bytes.byteLength === 0) {
-          throw new Error(`${name}: every secret must be ${SECRET_SHAPE[method.secret]}`);
-        }
-        keys.push(await importHmacKey(bytes, method.hash));
-      }
-    }
-    for (const publicKey of publicKeys) {
-      for (const method of publicKeyMethods) {
-        try {
-          keys.push(await importPublicKey(publicKey, method.algorithm, method.publicKey));
-        } catch (error) {
-          throw new Error(`${name}: ${(error as Error).message}`);
-        }
-      }
-    }
-    return keys;
-  }
-
-  /** Signatures present, few enough, time fresh, then every signature under every key. */
-  async function authenticate(
-    delivery: Delivery,
-    header: (name: string) => string | null,
-    keys: readonly VerifyKey[],
-    time: VerificationTime,
-  ): Promise<Authentication> {
-    if (token !== undefined && spec?.headers.some((name) => header(name) !== null) !== true) {
-      const received = header(token.header);
-      if (received === null) return { failure: 'headers_missing' };
-      const tokenKeys = keys.filter((key) => TOKEN_KEYS.has(key));
-      const valid = await verifyWithAnyKey(tokenKeys, [await tokenSignature(received)], TOKEN_CHECK);
-      return valid ? { timestamp: null, idSigned: false } : { failure: 'signature_mismatch' };
-    }
-    if (spec === undefined) return { failure: 'signature_malformed' };
-    const read = readSignatures(spec, header, timestampEntry);
-    if (read === null || read.signatures.length === 0 || read.signatures.length > MAX_SIGNATURES) {
-      return { failure: 'signature_malformed' };
-    }
-    let signedTime: string | null = null;
-    if (from !== undefined && !('path' in from)) {
-      // Exactly one: a second would leave it open which of them was signed.
-      signedTime =
-        'entry' in from ? (read.timestamps.length === 1 ? (read.timestamps[0] ?? null) : null) : header(from.header);
-      if (signedTime === null) return { failure: 'headers_missing' };
-      if (timestamp !== undefined && !isFresh(signedTime, timestamp.format, time)) {
-        return { failure: 'timestamp_outside_tolerance' };
-      }
-    }
-    const id = idSigned && idHeader !== undefined ? tokenHeader(header, idHeader) : undefined;
-    if (id === null) return { failure: 'headers_missing' };
-    const content = signedContent(parts, delivery.body, {
-      bodySha256: signsField(parts, 'bodySha256') ? await sha256Hex(delivery.body) : undefined,
-      timestamp: signedTime ?? undefined,
-      id,
-      url: delivery.url,
-      method: delivery.method ?? 'POST',
-    });
-    if (content === null) return { failure: 'headers_missing' };
-    const signingKeys = token === undefined ? keys : keys.filter((key) => !TOKEN_KEYS.has(key));
-    const valid = await verifyWithAnyKey(signingKeys, read.signatures, content);
-    return valid ? { timestamp: signedTime, idSigned } : { failure: 'signature_mismatch' };
-  }
-
-  function readSource(source: Source, header: (name: string) => string | null, payload: ExactJson) {
-    return 'header' in source ? tokenHeader(header, source.header) : textOf(valueAt(payload, source.path));
-  }
-
-  function occurredAt(
-    header: (name: string) => string | null,
-    payload: ExactJson,
-    signedTime: string | null,
-  ): Date | null {
-    const occurred = description.occurredAt;
-    if (occurred === undefined) return null;
-    const text = occurred.from === 'timestamp' ? signedTime : readSource(occurred.from, header, payload);
-    // Informational: read every way senders write it (Clerk's milliseconds where the specification
-    // says RFC 3339), and no time at all when it states none the database can hold.
-    return occurrenceTime(text, occurred.format === 'unix' ? 'seconds' : 'seconds-or-milliseconds');
-  }
-
-  async function verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification> {
-    const { headers, body } = delivery;
-    const sets = description.headerSets;
-    const first = spec?.headers[0] ?? token?.header ?? '';
-    const prefix = sets === undefined ? '' : (sets.find((set) => headers.has(`${set}${first}`)) ?? sets.at(-1) ?? '');
-    const header = (headerName: string) => headers.get(`${prefix}${headerName}`);
-
-    const authentication = await authenticate(delivery, header, keys, time);
-    if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
-
-    const bodyText = payloadText(body);
-    const payload = bodyText === undefined ? undefined : parseJsonText(bodyText);
-    if (bodyText === undefined || payload === undefined) return { outcome: 'invalid_payload' };
-    const checked = schema.safeParse(payload);
-    if (!checked.success) return { outcome: 'invalid_payload', field: refusedField(checked.error) };
-    if (from !== undefined && 'path' in from && timestamp !== undefined) {
-      // A time inside the body is read only now, but refused the same way as a header's.
-      if (!isFresh(textOf(valueAt(payload, from.path)), timestamp.format, time)) {
-        return { outcome: 'unauthorized', reason: 'timestamp_outside_tolerance' };
-      }
-    }
-    const reply = await description.answer?.(payload, {
-      hmacHex: async (text) => {
-        const key = keys.find((candidate) => candidate.algorithm.name === 'HMAC');
-        if (key === undefined) throw new Error(`${name}: no secret to answer with`);
-        return encodeHex(await signHmac(key, utf8(text)));
-      },
-    });
-    if (reply !== undefined) return { outcome: 'respond', ...reply };
-
-    // The body's digest is a second key where a captured body could otherwise come back: under
-    // an id the signature does not cover, or at any age where no time is signed (the inbox keeps
-    // such rows past retention). Hashed only where it keys the event, or is the id itself.
-    const timeSigned = authentication.timestamp !== null || (from !== undefined && 'path' in from);
-    const source = description.id;
-    const secondKey = ('header' in source && !authentication.idSigned) || !timeSigned;
-    if (description.events !== undefined) {
-      const read = (event: ExactJson) => eventOf(event, header, prefix, authentication.timestamp);
-      return batchOf(description.events.path, bodyText, payload, read, secondKey);
-    }
-    const bodyDigest = secondKey || 'bodyDigest' in source ? await sha256Hex(body) : undefined;
-    const read = eventOf(payload, header, prefix, authentication.timestamp, bodyDigest);
-    if ('field' in read) return { outcome: 'invalid_payload', field: read.field };
-    return {
-      outcome: 'verified',
-      event: { ...read, ...(secondKey && bodyDigest !== undefined ? { contentDigest: bodyDigest } : {}) },
-    };
-  }
-
-  /**
-   * What `event` (the body, or one event of a batch) says: its id, type, time and schema version,
-   * or the field that is missing or unusable. `bodyDigest` is the id where the description says so.
-   */
-  function eventOf(
-    event: ExactJson,
-    header: (name: string) => string | null,
-    prefix: string,
-    signedTime: string | null,
-    bodyDigest?: string,
-  ): AuthenticatedEvent | { field: string | undefined } {
-    const source = description.id;
-    const eventId = 'bodyDigest' in source ? (bodyDigest ?? null) : readSource(source, header, event);
-    const typeSource = description.type;
-    const baseType = 'constant' in typeSource ? typeSource.constant : readSource(typeSource, header, event);
-    const suffix = description.typeSuffix === undefined ? null : textOf(valueAt(event, description.typeSuffix));
-    const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
-    if (eventId === null) return { field: sourceName(source, prefix) };
-    if (eventType === null || eventType.length > 255) return { field: sourceName(typeSource, prefix) };
-    const version = description.schemaVersion;
-    const versionText = version === undefined ? null : textOf(valueAt(event, version.path));
-    return {
-      eventId,
-      eventType,
-      occurredAt: occurredAt(header, event, signedTime),
-      payload: event,
-      unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
-    };
-  }
-
-  const knowsSchemaOf = (payload: ExactJson) => {
-    const version = description.schemaVersion;
-    if (version === undefined) return true;
-    const text = textOf(valueAt(payload, version.path));
-    return text !== null && version.known.has(text) && schema.safeParse(payload).success;
-  };
-
-  return { name, credentials, importKeys, verify, knowsSchemaOf };
 }
 
 /**

@@ -1,10 +1,12 @@
 // The declarative scheme's vocabulary: a sender described as data (which headers carry what, how
 // the signature is written, which bytes are signed in what order, where the time, the id and the
-// type are), the signed-content template, and the check that a description can work at all. The
-// engine that runs descriptions is described.ts; the senders themselves are senders.ts.
+// type are), the signed-content template and the bytes it makes, and the check that a description
+// can work at all. The engine that runs descriptions is described.ts (signing.ts signs by them, as
+// the sender does); the senders themselves are senders.ts.
 import type { z } from 'zod';
 import type { ExactJson } from '../lib/json.ts';
 import type { AsymmetricAlgorithm, PublicKeyFormat } from './asymmetric.ts';
+import { type Bytes, utf8 } from './encoding.ts';
 import type { HmacHash } from './hmac.ts';
 
 /** Keys into a JSON document: object members by name, array elements by index. */
@@ -147,6 +149,46 @@ export function compileTemplate(template: string): { parts: Part[]; problems: st
 
 export const signsField = (parts: readonly Part[], field: Field) =>
   parts.some((part) => 'field' in part && part.field === field);
+
+/** The values a template's fields take for one delivery, the body aside; absent: not available. */
+export type Fields = Readonly<Record<Exclude<Field, 'body'>, string | undefined>>;
+
+function concat(chunks: readonly Bytes[]): Bytes {
+  // The body alone (GitHub, Shopify, …) is signed as it is: no copy.
+  if (chunks.length === 1 && chunks[0] !== undefined) return chunks[0];
+  let length = 0;
+  for (const chunk of chunks) length += chunk.byteLength;
+  const joined = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return joined;
+}
+
+/**
+ * The bytes the sender signed: the text around the body encoded once per run (`id.timestamp.` is
+ * one encoding, not four), then the body as received. Null when a field it names is not available.
+ */
+export function signedContent(parts: readonly Part[], body: Bytes, fields: Fields): Bytes | null {
+  const chunks: Bytes[] = [];
+  let text = '';
+  for (const part of parts) {
+    if ('literal' in part) text += part.literal;
+    else if (part.field === 'body') {
+      if (text !== '') chunks.push(utf8(text));
+      chunks.push(body);
+      text = '';
+    } else {
+      const value = fields[part.field];
+      if (value === undefined) return null;
+      text += value;
+    }
+  }
+  if (text !== '') chunks.push(utf8(text));
+  return concat(chunks);
+}
 
 /** Every reason a description cannot work; empty when it can. Checked before its keys are imported. */
 export function descriptionProblems(description: SenderDescription): string[] {

@@ -11,9 +11,9 @@ import {
   senderVariable,
 } from '../sender-variables.ts';
 import { describedProvider } from './described.ts';
-import type { VerifyKey } from './hmac.ts';
 import { senderDescriptions } from './senders.ts';
 import type { WebhookProvider } from './types.ts';
+import type { VerifyKey } from './verify.ts';
 
 /** Every sender this service speaks, enabled or not. */
 export const allProviders: readonly WebhookProvider[] = senderDescriptions.map(describedProvider);

@@ -2,7 +2,8 @@
 // and where its event id lives; nothing outside src/providers knows any of that.
 import type { ExactJson } from '../lib/json.ts';
 import type { CredentialKind } from '../sender-variables.ts';
-import type { Bytes, VerifyKey } from './hmac.ts';
+import type { Bytes } from './encoding.ts';
+import type { VerifyKey } from './verify.ts';
 
 export interface Delivery {
   /** The request body exactly as received. */
