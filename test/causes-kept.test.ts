@@ -162,6 +162,31 @@ describe('the relay', () => {
       error: expected,
     });
   });
+
+  it('keeps only the class of what a publisher threw, and the code under the wrappers of a refused connection', async () => {
+    const [thrownId] = (await insertMessages(sql, 1)) as [string];
+    const throwing: Publisher = {
+      kind: 'throwing',
+      publish: async () => {
+        throw new RangeError(`cannot serialise ${ROW_VALUE}`);
+      },
+    };
+    await buildTestRelay(db, { publisher: throwing }).relay.drain();
+    expect(await outboxRow(sql, thrownId)).toMatchObject({ attempts: 1, last_error: 'publisher RangeError' });
+
+    // As fetch fails when every address of the target refused: the code sits two links down.
+    const [refusedId] = (await insertMessages(sql, 1)) as [string];
+    const refused = Object.assign(new Error(`connect ECONNREFUSED ${ROW_VALUE}`), { code: 'ECONNREFUSED' });
+    const post = async (): Promise<never> => {
+      throw new TypeError('fetch failed', { cause: new AggregateError([refused], 'all addresses refused') });
+    };
+    await buildTestRelay(db, { target: 'http://target.invalid/hook', post }).relay.drain();
+    expect(await outboxRow(sql, refusedId)).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      last_error: 'network ECONNREFUSED',
+    });
+  });
 });
 
 describe('every refusal is logged with its reason', () => {
