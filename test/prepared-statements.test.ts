@@ -30,25 +30,25 @@ const arriving = (count: number) =>
     };
   });
 
-/** Claims batches of 1, 5 and 20 in one transaction, then lists the session's prepared claims. */
-async function claimThreeBatches(database: Database): Promise<{ stored: number; preparedClaims: number }> {
+/** Inserts batches of 1, 5 and 20 in one transaction, then counts the session's prepared inserts. */
+async function insertThreeBatches(database: Database): Promise<{ stored: number; preparedInserts: number }> {
   return database.transaction(async (tx: Transaction) => {
     let stored = 0;
     for (const size of [1, 5, 20]) stored += (await insertOrTakeBackAll(tx, arriving(size))).filter(Boolean).length;
     const [row] = await tx.execute<{ n: number }>(
       `select count(*)::int as n from pg_prepared_statements where statement like '%insert into webhook_events%'`,
     );
-    return { stored, preparedClaims: Number(row?.n) };
+    return { stored, preparedInserts: Number(row?.n) };
   });
 }
 
 describe('prepared hot statements', () => {
-  it('claims batches of any size with one statement prepared on the connection', async () => {
-    expect(await claimThreeBatches(db)).toEqual({ stored: 26, preparedClaims: 1 });
+  it('inserts batches of any size with one statement prepared on the connection', async () => {
+    expect(await insertThreeBatches(db)).toEqual({ stored: 26, preparedInserts: 1 });
   });
 
   it('runs them unnamed on a connection opened with prepare: false', async () => {
-    expect(await claimThreeBatches(unprepared.db)).toEqual({ stored: 26, preparedClaims: 0 });
+    expect(await insertThreeBatches(unprepared.db)).toEqual({ stored: 26, preparedInserts: 0 });
     const [row] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events`;
     expect(row?.n).toBe(52);
   });
