@@ -1,7 +1,7 @@
 // `npx tsx bench/batches.ts`: what one delivery of a batch sender costs (HubSpot, LINE, SendGrid,
 // GoCardless, Twilio Event Streams), each event stored in a row of its own. For each sender: the size
 // of a realistic event, how many fit in MAX_BODY_BYTES (262144), and the time from the request to the
-// answer (signature, parse, per-event validation, one claim statement, commit) for 1,000 events, or
+// answer (signature, parse, per-event validation, one insert statement, commit) for 1,000 events, or
 // as many as fit, with no handler (rows `ignored`) and with a handler that runs one statement per
 // event; both against HANDLER_DEADLINE_MS (5000). Signed with node:crypto, not the service's code.
 // Uses BENCH_DATABASE_URL when set (a fresh database on it), else an embedded server.

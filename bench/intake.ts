@@ -1,4 +1,4 @@
-// `npm run bench:intake`: intake throughput of the synchronous path (verify, claim, apply, commit)
+// `npm run bench:intake`: intake throughput of the synchronous path (verify, insert, apply, commit)
 // against a fresh database. Sends pre-signed unique acme events at a fixed concurrency and reports
 // events/s, latency, the service's CPU per event and peak RSS, then checks in SQL that every accepted
 // event is stored as completed.

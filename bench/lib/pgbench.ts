@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 const exec = promisify(execFile);
 
 /**
- * BEGIN, the inbox claim, the subscription upsert with the outbox message announcing it (one
+ * BEGIN, the inbox insert, the subscription upsert with the outbox message announcing it (one
  * statement), COMMIT: src/inbox/process.ts, src/domain/subscriptions.ts and src/outbox/enqueue.ts.
  */
 const PER_EVENT_SQL = String.raw`\set n random(1, 2000000000)
