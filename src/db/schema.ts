@@ -47,7 +47,7 @@ export const webhookEvents = pgTable(
     /** When the provider says the event happened (signed, where the scheme signs it); handlers need it on replay. */
     occurredAt: timestamp({ withTimezone: true }),
     completedAt: timestamp({ withTimezone: true }),
-    /** Failed applications; a redelivery that claims the row again counts nothing. */
+    /** Failed applications; a redelivery that takes a failed row back counts nothing. */
     attemptCount: integer().notNull().default(0),
     lastError: varchar({ length: LAST_ERROR_MAX }),
     /**
