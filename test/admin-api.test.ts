@@ -252,7 +252,50 @@ describe('outbox listings', () => {
     const byPrefix = await call(`/admin/api/outbox?id=${first.slice(0, 13)}&topic=${topic}`);
     expect((byPrefix.body.messages as Array<{ id: string }>).map((message) => message.id)).toEqual([first]);
     const none = await call(`/admin/api/outbox?topic=${topic}&until=2026-01-31T00:00:00Z`);
-    expect(none.body).toEqual({ messages: [], next_cursor: null });
+    expect(none.body).toEqual({ messages: [], next_cursor: null, counts: {} });
+  });
+});
+
+describe('counts by status on a list', () => {
+  it('honour every filter of the list but its status, on the first page only', async () => {
+    // One type, two providers, two days: each filter removes rows of some status.
+    const type = `counted.${Date.now()}`;
+    const rows: Array<[string, string, string]> = [
+      ['acme', 'failed', '2026-04-02T10:00:00Z'],
+      ['acme', 'failed', '2026-04-02T11:00:00Z'],
+      ['acme', 'completed', '2026-04-02T12:00:00Z'],
+      ['acme', 'dead_letter', '2026-04-01T10:00:00Z'],
+      ['stripe', 'failed', '2026-04-02T10:30:00Z'],
+      ['stripe', 'completed', '2026-04-01T09:00:00Z'],
+    ];
+    for (const [index, [provider, status, at]] of rows.entries()) {
+      await sql`insert into webhook_events (provider, event_id, event_type, status, payload, received_at)
+        values (${provider}, ${`evt_counted_${type}_${index}`}, ${type}, ${status}, '{}'::jsonb, ${at})`;
+    }
+    const counts = async (query: string) => (await call(`/admin/api/events?type=${type}&${query}`)).body.counts;
+    expect(await counts('limit=1')).toEqual({ failed: 3, completed: 2, dead_letter: 1 });
+    expect(await counts('provider=acme')).toEqual({ failed: 2, completed: 1, dead_letter: 1 });
+    expect(await counts('provider=acme&since=2026-04-02T00:00:00Z')).toEqual({ failed: 2, completed: 1 });
+    expect(await counts('until=2026-04-02T00:00:00Z')).toEqual({ completed: 1, dead_letter: 1 });
+    // The status filter chooses rows, not counts: each count is what its status link would list.
+    expect(await counts('status=failed&provider=stripe')).toEqual({ failed: 1, completed: 1 });
+    expect(await counts(`id=${encodeURIComponent(`evt_counted_${type}_0`)}`)).toEqual({ failed: 1 });
+    // The database agrees with the unfiltered figure.
+    const [inDatabase] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events
+      where event_type = ${type} and provider = 'acme' and status = 'failed'`;
+    expect(inDatabase?.n).toBe(2);
+    const first = await call(`/admin/api/events?type=${type}&limit=2`);
+    const next = await call(`/admin/api/events?type=${type}&limit=2&cursor=${first.body.next_cursor as string}`);
+    expect(next.body).not.toHaveProperty('counts');
+
+    const topic = `counted.${Date.now()}`;
+    await insertMessages(sql, 2, { topic, status: 'dead', createdAt: new Date('2026-04-02T10:00:00Z') });
+    await insertMessages(sql, 1, { topic, status: 'pending', createdAt: new Date('2026-04-02T12:00:00Z') });
+    await insertMessages(sql, 3, { topic, status: 'published', createdAt: new Date('2026-04-01T10:00:00Z') });
+    const outbox = async (query: string) => (await call(`/admin/api/outbox?topic=${topic}&${query}`)).body.counts;
+    expect(await outbox('status=dead')).toEqual({ dead: 2, pending: 1, published: 3 });
+    expect(await outbox('since=2026-04-02T00:00:00Z')).toEqual({ dead: 2, pending: 1 });
+    expect(await outbox('since=2026-04-02T11:00:00Z&until=2026-04-03T00:00:00Z')).toEqual({ pending: 1 });
   });
 });
 

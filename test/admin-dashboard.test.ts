@@ -111,6 +111,64 @@ describe('dashboard through app.request', () => {
   });
 });
 
+describe('dashboard figures', () => {
+  /** The overview's figure of that id: its count, and whether it is highlighted. */
+  async function figure(id: string): Promise<{ count: number; alert: boolean }> {
+    const html = await (await test.request('/admin', { headers: bearer })).text();
+    const found = new RegExp(`<div( class="alert")?>(?:(?!</div>).)*<strong id="${id}">(\\d+)</strong>`, 's').exec(
+      html,
+    );
+    if (found === null) throw new Error(`no figure ${id}`);
+    return { count: Number(found[2]), alert: found[1] !== undefined };
+  }
+
+  it('highlights dead letters and dead messages when there are any, and not when there are none', async () => {
+    await sql`delete from webhook_events where status = 'dead_letter'`;
+    await sql`delete from outbox_messages where status = 'dead'`;
+    expect(await figure('dead-letters')).toEqual({ count: 0, alert: false });
+    expect(await figure('dead-messages')).toEqual({ count: 0, alert: false });
+    expect(await (await test.request('/admin', { headers: bearer })).text()).not.toContain('need an operator');
+
+    await insertEvent(sql, { status: 'dead_letter', lastError: 'gave up' });
+    expect(await figure('dead-letters')).toEqual({ count: 1, alert: true });
+    expect(await figure('dead-messages')).toEqual({ count: 0, alert: false });
+    await insertMessages(sql, 2, { status: 'dead', attempts: 10 });
+    const [dead] = await sql<{ n: number }[]>`select count(*)::int as n from outbox_messages where status = 'dead'`;
+    expect(await figure('dead-messages')).toEqual({ count: dead?.n, alert: true });
+    expect(dead?.n).toBe(2);
+  });
+
+  it("a list's counts per status honour its provider, type, id and time filters", async () => {
+    const { type, ids } = await eventsOfType(3, 'failed');
+    const [first] = ids as [string];
+    await sql`update webhook_events set status = 'completed' where event_id = ${first}`;
+    await sql`update webhook_events set received_at = now() - interval '2 hours' where event_id = ${ids[1] ?? ''}`;
+    const counts = async (query: string) => {
+      const html = await (await test.request(`/admin/events?type=${type}&${query}`, { headers: bearer })).text();
+      const nav = /<nav class="counts".*?<\/nav>/s.exec(html)?.[0] ?? '';
+      return Object.fromEntries(
+        [...nav.matchAll(/<a href="([^"]*)"[^>]*>.*?<span class="n">(\d+)<\/span>/gs)].map((match) => {
+          const link = new URL((match[1] ?? '').replaceAll('&amp;', '&'), 'http://x');
+          // Each count links to what it counts: the same filters, its status.
+          expect(link.searchParams.get('type')).toBe(type);
+          return [link.searchParams.get('status') ?? 'all', Number(match[2])];
+        }),
+      );
+    };
+    expect(await counts('provider=acme')).toMatchObject({ all: 3, failed: 2, completed: 1, dead_letter: 0 });
+    expect(await counts('provider=stripe')).toMatchObject({ all: 0, failed: 0, completed: 0 });
+    expect(await counts('since=1h')).toMatchObject({ all: 2, failed: 1, completed: 1 });
+    expect(await counts(`id=${first}`)).toMatchObject({ all: 1, failed: 0, completed: 1 });
+    // The status filter picks the rows; the counts stay those of the other filters.
+    expect(await counts('status=failed&since=1h')).toMatchObject({ all: 2, failed: 1, completed: 1 });
+
+    const topic = `dash.${Date.now()}`;
+    await insertMessages(sql, 2, { topic, status: 'dead' });
+    const outbox = await (await test.request(`/admin/outbox?topic=${topic}`, { headers: bearer })).text();
+    expect(/<nav class="counts".*?<\/nav>/s.exec(outbox)?.[0]).toMatch(/all <span class="n">2<\/span>/);
+  });
+});
+
 describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
   const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
   const origin = new Promise<string>((resolve) =>
@@ -185,8 +243,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await expect.poll(() => rows.count()).toBe(2);
 
     // A status count is a link to the list filtered by that status.
-    await page.click('nav.counts a[href="/admin/events?status=parked"]');
-    await page.waitForURL(/\/admin\/events\?status=parked$/);
+    await page.click('nav.counts a:has(.s-parked)');
+    await page.waitForURL(/\/admin\/events\?.*status=parked/);
     expect(new Set(await page.locator('tr[data-event] .status').allTextContents())).not.toContain('failed');
 
     await page.goto(`${await origin}/admin/events?type=${encodeURIComponent(paged.type)}`);

@@ -12,8 +12,8 @@ import type { Clock } from '../lib/clock.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
-import { getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
+import { countEventsByStatus, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
@@ -53,6 +53,8 @@ const json = <Schema extends z.ZodType>(schema: Schema, description: string) => 
 const unauthorized = json(errorSchema, 'missing or wrong bearer token');
 const refused = { 400: json(errorSchema, 'a parameter or field was refused (named in `field`)'), 401: unauthorized };
 const notFound = json(errorSchema, 'unknown id');
+/** A list answer's `counts`, present on the first page only. */
+const withCounts = (counts: Record<string, number> | undefined) => (counts === undefined ? {} : { counts });
 const operatorRequest = { required: true, content: { 'application/json': { schema: operatorBody } } };
 
 const routes = {
@@ -161,8 +163,12 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   api.openapi(routes.listEvents, async (c) => {
     const query = c.req.valid('query');
-    const page = await listEvents(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
-    return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor }, 200);
+    const filter = { ...query, ...timeRange(query, deps.clock()) };
+    const [page, counts] = await Promise.all([
+      listEvents(c.var.db, filter),
+      query.cursor === undefined ? countEventsByStatus(c.var.db, filter) : undefined,
+    ]);
+    return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
 
   const showEvent = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }, payload: boolean) => {
@@ -205,8 +211,12 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   api.openapi(routes.listOutbox, async (c) => {
     const query = c.req.valid('query');
-    const page = await listOutbox(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
-    return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor }, 200);
+    const filter = { ...query, ...timeRange(query, deps.clock()) };
+    const [page, counts] = await Promise.all([
+      listOutbox(c.var.db, filter),
+      query.cursor === undefined ? countOutboxByStatus(c.var.db, filter) : undefined,
+    ]);
+    return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
 
   api.openapi(routes.showMessage, async (c) => {

@@ -176,7 +176,15 @@ export const nextCursor = z
   .nullable()
   .openapi({ description: 'pass as ?cursor= for the next page; null on the last page' });
 
-export const eventsPage = z.object({ events: eventSchema.array(), next_cursor: nextCursor }).openapi('EventsPage');
+/** A list's counts by status under its other filters: on the first page only (a cursor's pages would repeat them). */
+const listCounts = z.record(z.string(), z.number().int()).optional().openapi({
+  description:
+    'rows by status under every other filter of this request (status aside: each count is what that status would list); on the first page only, absent when a cursor is given',
+});
+
+export const eventsPage = z
+  .object({ events: eventSchema.array(), next_cursor: nextCursor, counts: listCounts })
+  .openapi('EventsPage');
 
 export const eventAnswer = z.object({
   event: eventSchema,
@@ -194,7 +202,7 @@ export const replayAnswer = z.object({
 });
 
 export const outboxPage = z
-  .object({ messages: outboxMessageSchema.array(), next_cursor: nextCursor })
+  .object({ messages: outboxMessageSchema.array(), next_cursor: nextCursor, counts: listCounts })
   .openapi('OutboxPage');
 
 export const messageAnswer = z.object({ message: outboxMessageSchema });

@@ -2,7 +2,7 @@
 // dashboard): filtered listings without payloads, newest first and paged by cursor, one event with
 // its payload only when asked, and counts by status. Reads only: every change goes through replay
 // (src/ops/replay.ts).
-import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
+import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -58,6 +58,26 @@ const listingColumns = {
   availableAt: t.availableAt,
 };
 
+/** Counted rows by status as the operator surfaces show them (`{failed: 3, …}`; a status with none is absent). */
+export function countsByStatus(rows: Iterable<{ status: string; n: string | number }>): Record<string, number> {
+  return Object.fromEntries([...rows].map((row) => [row.status, Number(row.n)]));
+}
+
+/** The filters of a listing without its page position: what its rows and its status counts share. */
+export type EventSelection = Omit<EventFilter, 'cursor' | 'limit'>;
+
+/** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
+function selected(filter: EventSelection): SQL | undefined {
+  return and(
+    filter.status === undefined ? undefined : eq(t.status, filter.status),
+    filter.provider === undefined ? undefined : eq(t.provider, filter.provider),
+    filter.type === undefined ? undefined : eq(t.eventType, filter.type),
+    filter.id === undefined ? undefined : like(t.eventId, startsWith(filter.id)),
+    filter.since === undefined ? undefined : gte(t.receivedAt, filter.since),
+    filter.until === undefined ? undefined : lt(t.receivedAt, filter.until),
+  );
+}
+
 /** Newest first, `limit` at a time; payloads are left out (a listing is for finding events, not reading data). */
 export async function listEvents(db: Executor, filter: EventFilter): Promise<Page<EventListing>> {
   const position = resumeFrom(filter.cursor, 2);
@@ -66,18 +86,26 @@ export async function listEvents(db: Executor, filter: EventFilter): Promise<Pag
     .from(t)
     .where(
       and(
-        filter.status === undefined ? undefined : eq(t.status, filter.status),
-        filter.provider === undefined ? undefined : eq(t.provider, filter.provider),
-        filter.type === undefined ? undefined : eq(t.eventType, filter.type),
-        filter.id === undefined ? undefined : like(t.eventId, startsWith(filter.id)),
-        filter.since === undefined ? undefined : gte(t.receivedAt, filter.since),
-        filter.until === undefined ? undefined : lt(t.receivedAt, filter.until),
+        selected(filter),
         position === undefined ? undefined : after(t.receivedAt, [t.provider, t.eventId], position),
       ),
     )
     .orderBy(desc(t.receivedAt), desc(t.provider), desc(t.eventId))
     .limit(filter.limit + 1);
   return pageOf(rows, filter.limit, (row) => [row.provider, row.eventId]);
+}
+
+/**
+ * Events by status under every filter of the listing but its status (the counts are the links that
+ * choose one): the listing's own WHERE, so the same indexes serve both.
+ */
+export async function countEventsByStatus(db: Executor, filter: EventSelection): Promise<Record<string, number>> {
+  const rows = await db
+    .select({ status: t.status, n: count() })
+    .from(t)
+    .where(selected({ ...filter, status: undefined }))
+    .groupBy(t.status);
+  return countsByStatus(rows);
 }
 
 export async function getEvent(
@@ -142,11 +170,9 @@ export async function statusCounts(db: Executor): Promise<StatusCounts> {
   const [ages] = await db.execute<{ inbox: string; outbox: string }>(sql`select
     coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as inbox,
     coalesce(extract(epoch from now() - ${oldestPendingCreatedAt}), 0) as outbox`);
-  const byStatus = (rows: Iterable<{ status: string; n: string }>) =>
-    Object.fromEntries([...rows].map((row) => [row.status, Number(row.n)]));
   return {
-    events: byStatus(events),
-    outbox: byStatus(outbox),
+    events: countsByStatus(events),
+    outbox: countsByStatus(outbox),
     oldestUnprocessedSeconds: Math.max(0, Math.round(Number(ages?.inbox ?? 0))),
     oldestPendingOutboxSeconds: Math.max(0, Math.round(Number(ages?.outbox ?? 0))),
   };

@@ -2,7 +2,7 @@
 // filtered listings newest first and paged by cursor, one message, the messages an event produced,
 // and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
 // message's own page and API answer, when asked.
-import { and, desc, eq, gte, like, lt, sql } from 'drizzle-orm';
+import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -10,6 +10,7 @@ import type { JsonValue } from '../lib/json.ts';
 import { isStorableText } from '../lib/text.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
+import { countsByStatus } from './events.ts';
 
 export interface OutboxListing {
   id: string;
@@ -71,6 +72,20 @@ export function outboxJson(message: OutboxDetail) {
   };
 }
 
+/** The filters of a listing without its page position: what its rows and its status counts share. */
+export type OutboxSelection = Omit<OutboxFilter, 'cursor' | 'limit'>;
+
+/** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
+function selected(filter: OutboxSelection): SQL | undefined {
+  return and(
+    filter.status === undefined ? undefined : eq(t.status, filter.status),
+    filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
+    filter.id === undefined ? undefined : like(sql`${t.id}::text`, startsWith(filter.id.toLowerCase())),
+    filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
+    filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
+  );
+}
+
 /** Newest first, `limit` at a time; payloads are left out. */
 export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Page<OutboxListing>> {
   const position = resumeFrom(filter.cursor, 1, isMessageId);
@@ -79,11 +94,7 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
     .from(t)
     .where(
       and(
-        filter.status === undefined ? undefined : eq(t.status, filter.status),
-        filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
-        filter.id === undefined ? undefined : like(sql`${t.id}::text`, startsWith(filter.id.toLowerCase())),
-        filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
-        filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
+        selected(filter),
         // The id column is a uuid: the cursor's text key is cast back to one.
         position === undefined ? undefined : after(t.createdAt, [t.id], position),
       ),
@@ -91,6 +102,16 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
     .orderBy(desc(t.createdAt), desc(t.id))
     .limit(filter.limit + 1);
   return pageOf(rows, filter.limit, (row) => [row.id]);
+}
+
+/** Messages by status under every filter of the listing but its status, with the listing's own WHERE. */
+export async function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<Record<string, number>> {
+  const rows = await db
+    .select({ status: t.status, n: count() })
+    .from(t)
+    .where(selected({ ...filter, status: undefined }))
+    .groupBy(t.status);
+  return countsByStatus(rows);
 }
 
 export async function getOutboxMessage(

@@ -1,4 +1,4 @@
-// The frame of a list page (events, outbox): counts per status as links, the filter form whose
+// The frame of a list page (events, outbox): counts per status under the other filters, as links, the filter form whose
 // values live in the address, the rows, and a pager that keeps every filter. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
 import { Status } from './rows.tsx';
@@ -13,19 +13,25 @@ const query = (params: Record<string, string | undefined>) => {
   return text === '' ? '' : `?${text}`;
 };
 
-/** Counts per status, each a link to the list filtered by it. */
+/**
+ * Counts per status under the list's other filters, each a link to the list with those filters and
+ * that status: a count is what its link lists.
+ */
 const StatusLinks: FC<{
   base: string;
   counts: Record<string, number>;
   statuses: readonly string[];
-  current?: string;
-}> = ({ base, counts, statuses, current }) => (
+  filter: ListPageFilter;
+}> = ({ base, counts, statuses, filter }) => (
   <nav class="counts" aria-label="by status">
-    <a href={base} aria-current={current === undefined ? 'page' : undefined}>
+    <a
+      href={`${base}${query({ ...filter, status: undefined })}`}
+      aria-current={filter.status === undefined ? 'page' : undefined}
+    >
       all <span class="n">{Object.values(counts).reduce((sum, n) => sum + n, 0)}</span>
     </a>
     {statuses.map((status) => (
-      <a href={`${base}?status=${status}`} aria-current={current === status ? 'page' : undefined}>
+      <a href={`${base}${query({ ...filter, status })}`} aria-current={filter.status === status ? 'page' : undefined}>
         <Status status={status} /> <span class="n">{counts[status] ?? 0}</span>
       </a>
     ))}
@@ -125,7 +131,7 @@ export const ListPage: FC<{
 }> = ({ of: { path, title, noun, when, statuses }, counts, filter, fields, next, children }) => (
   <>
     <h1 tabindex={-1}>{title}</h1>
-    <StatusLinks base={path} counts={counts} statuses={statuses} current={filter.status} />
+    <StatusLinks base={path} counts={counts} statuses={statuses} filter={filter} />
     <FilterForm list={path} noun={noun} when={when} since={filter.since} id={filter.id}>
       <Select name="status" label="Status" options={statuses} value={filter.status} />
       {fields}

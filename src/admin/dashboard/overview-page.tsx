@@ -25,6 +25,20 @@ function age(seconds: number): string {
   return `${Math.round(seconds / 86_400)} d`;
 }
 
+/**
+ * A count of items that wait for an operator (dead letters, dead messages): highlighted, and said in
+ * words, not by colour alone, when there is any; plain when there is none.
+ */
+const DeadFigure: FC<{ id: string; href: string; label: string; count: number }> = ({ id, href, label, count }) => (
+  <div class={count > 0 ? 'alert' : undefined}>
+    <a href={href} class="label">
+      {label}
+    </a>
+    <strong id={id}>{count}</strong>
+    {count > 0 ? <span class="label">need an operator</span> : null}
+  </div>
+);
+
 export interface OverviewData {
   range: 'hour' | 'day';
   overview: Overview;
@@ -50,6 +64,7 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
   const rate = (v: number) => (v >= 10 || v === 0 ? String(Math.round(v)) : v.toFixed(1));
   const ms = (v: number) => (v >= 1 ? `${v.toFixed(1)} s` : `${Math.round(v * 1000)} ms`);
   const now = overview.backlog.at(-1) ?? { events: 0, oldestSeconds: 0 };
+  const deadLetters = counts.dead_letter ?? 0;
   const bucketWords = perMinute === 1 ? 'per minute' : `per minute, ${perMinute}-minute averages`;
   return (
     <>
@@ -79,18 +94,18 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
           <span class="label">Oldest pending message</span>
           <strong id="oldest-outbox">{age(overview.outbox.oldestPendingSeconds)}</strong>
         </div>
-        <div>
-          <a href="/admin/events?status=dead_letter" class="label">
-            Dead letters
-          </a>
-          <strong>{counts.dead_letter ?? 0}</strong>
-        </div>
-        <div>
-          <a href="/admin/outbox?status=dead" class="label">
-            Dead messages
-          </a>
-          <strong>{overview.outbox.dead}</strong>
-        </div>
+        <DeadFigure
+          id="dead-letters"
+          href="/admin/events?status=dead_letter"
+          label="Dead letters"
+          count={deadLetters}
+        />
+        <DeadFigure
+          id="dead-messages"
+          href="/admin/outbox?status=dead"
+          label="Dead messages"
+          count={overview.outbox.dead}
+        />
       </section>
       <div class="charts">
         <StackedBars

@@ -10,8 +10,8 @@ import type { Child } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../../db/client.ts';
 import { refusedField } from '../../lib/errors.ts';
-import { getEvent, listEvents, statusCounts } from '../../ops/events.ts';
-import { getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
+import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
+import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
 import { timeRange } from '../../ops/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
@@ -104,11 +104,12 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const parsed = parseQuery(c, eventsQuery);
     if ('refused' in parsed) return refused(c, '/admin/events', parsed.refused);
     const { cursor, ...filter } = parsed;
+    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [listed, counts] = await Promise.all([
-      listEvents(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
-      statusCounts(c.var.db),
+      listEvents(c.var.db, { ...selection, cursor }),
+      countEventsByStatus(c.var.db, selection),
     ]);
-    const view = <EventsPage filter={kept(filter)} providers={eventProviders} counts={counts.events} page={listed} />;
+    const view = <EventsPage filter={kept(filter)} providers={eventProviders} counts={counts} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
   });
 
@@ -133,16 +134,12 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const parsed = parseQuery(c, outboxQuery);
     if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
     const { cursor, ...filter } = parsed;
+    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [listed, counts] = await Promise.all([
-      listOutbox(c.var.db, { ...filter, ...timeRange(filter, deps.clock()), cursor }),
-      statusCounts(c.var.db),
+      listOutbox(c.var.db, { ...selection, cursor }),
+      countOutboxByStatus(c.var.db, selection),
     ]);
-    return page(
-      c,
-      'Outbox',
-      '/admin/outbox',
-      <OutboxPage filter={kept(filter)} counts={counts.outbox} page={listed} />,
-    );
+    return page(c, 'Outbox', '/admin/outbox', <OutboxPage filter={kept(filter)} counts={counts} page={listed} />);
   });
 
   routes.get('/outbox/:id', async (c) => {

@@ -29,7 +29,7 @@ table.rows{border-collapse:collapse;width:100%;background:#fff}
 .pager{display:flex;gap:1.5rem;margin:.8rem 0}
 .figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .figures div{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;display:flex;flex-direction:column}
-.figures strong{font-size:1.5rem}.label{font-size:.85rem;color:#555}
+.figures strong{font-size:1.5rem}.figures div.alert{border:2px solid #b71c1c;background:#fdecea}.figures div.alert strong,.figures div.alert .label{color:#b71c1c}.label{font-size:.85rem;color:#555}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
 figure{margin:0;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.6rem}figcaption{font-weight:600;font-size:.95rem}
 svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:14px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
