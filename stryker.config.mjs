@@ -41,6 +41,6 @@ export default {
   htmlReporter: { fileName: '.stryker/report/mutation.html' },
   jsonReporter: { fileName: '.stryker/report/mutation.json' },
   // The sandbox copies only what a test run needs.
-  ignorePatterns: ['.data', 'bench/results', 'test/artifacts', '.wrangler', 'dist'],
+  ignorePatterns: ['.stryker', '.data', 'bench/results', 'test/artifacts', '.wrangler', 'dist'],
   thresholds: { high: 90, low: 80, break: null },
 };
