@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adminApiRoutes } from '../src/admin/api.ts';
-import { TEST_NOW_MS } from './helpers/acme.ts';
+import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -171,6 +171,24 @@ describe('events', () => {
     const again = await post(`/admin/api/events/acme/${eventId}/replay`, { operator: 'alice' });
     expect(again.body).toMatchObject({ before: 'completed', applied: false, event: { status: 'completed' } });
     expect(again.body.reason).toMatch(/only failed, parked or dead-lettered events are applied again/);
+  });
+
+  it('a replay whose handler fails again answers applied: false, with the error as its reason', async () => {
+    const eventId = uniqueId('evt');
+    // A valid envelope with data the handler's schema refuses: applying it cannot succeed.
+    const payload = { ...acmeEvent({ id: eventId }), data: { id: 'sub_x', status: 'weird' } };
+    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count)
+      values ('acme', ${eventId}, 'subscription.updated', 'failed', ${sql.json(payload)}, 1)`;
+    const replayed = await post(`/admin/api/events/acme/${eventId}/replay`, { operator: 'alice' });
+    expect(replayed).toMatchObject({
+      status: 200,
+      body: { before: 'failed', applied: false, event: { status: 'failed', attempts: 2 } },
+    });
+    expect(replayed.body.reason).toEqual((await eventRow(sql, eventId))?.last_error);
+    expect(await eventRow(sql, eventId)).toMatchObject({ status: 'failed', attempt_count: 2 });
+    expect(await operatorActionRows(sql, `acme/${eventId}`)).toEqual([
+      expect.objectContaining({ before_status: 'failed', after_status: 'failed' }),
+    ]);
   });
 
   it('a replay without an operator is 400, an unknown event 404, and neither changes anything', async () => {

@@ -53,15 +53,22 @@ describe('replay', () => {
     ]);
   });
 
-  it('a dead-lettered event that fails again stays replayable (failed, not dead) and exits 0', async () => {
+  it('a dead-lettered event that fails again stays replayable (failed, not dead), says so and exits 4', async () => {
     const eventId = uniqueId('evt');
     // Valid envelope, but data the handler's schema refuses: applying it cannot succeed.
     const payload = { ...acmeEvent({ id: eventId }), data: { id: 'sub_x', status: 'weird' } };
     await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count)
       values ('acme', ${eventId}, 'subscription.updated', 'dead_letter', ${sql.json(payload)}, 10)`;
     const result = await cli(['replay', 'acme', eventId, '--operator', 'carol', '--yes']);
-    expect(result.code).toBe(0);
-    expect(await eventRow(sql, eventId)).toMatchObject({ status: 'failed', attempt_count: 11 });
+    expect(result.code).toBe(4);
+    const row = await eventRow(sql, eventId);
+    expect(row).toMatchObject({ status: 'failed', attempt_count: 11 });
+    expect(result.output).toBe(`replay failed acme/${eventId}: dead_letter -> failed: ${row?.last_error}\n`);
+    const json = await cli(['replay', 'acme', eventId, '--operator', 'carol', '--yes', '--json']);
+    expect(json.code).toBe(4);
+    expect(JSON.parse(json.output)).toEqual([
+      expect.objectContaining({ before: 'failed', after: 'failed', applied: false, reason: row?.last_error }),
+    ]);
     expect((await operatorActionRows(sql, `acme/${eventId}`))[0]).toMatchObject({
       before_status: 'dead_letter',
       after_status: 'failed',

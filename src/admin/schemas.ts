@@ -193,7 +193,10 @@ export const eventAnswer = z.object({
 
 export const replayAnswer = z.object({
   before: z.enum(webhookEventStatuses),
-  applied: z.boolean().openapi({ description: 'whether the event went through the domain path again' }),
+  applied: z.boolean().openapi({
+    description:
+      'whether the replay applied the event: true only when it went through the domain path and is now completed or ignored; false when it failed or parked again, or was not replayable',
+  }),
   reason: z
     .string()
     .nullable()

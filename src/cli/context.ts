@@ -18,7 +18,8 @@ import { operatorNameProblem } from '../ops/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { allProviders } from '../providers/registry.ts';
 
-export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3 } as const;
+/** replayFailed: a replay took an event through the domain path and it failed or parked again. */
+export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3, replayFailed: 4 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /** A command's own refusal, with the code and the one line to print on stderr. */

@@ -54,7 +54,7 @@ Database: DATABASE_URL when set; otherwise the embedded PostgreSQL that
 runs (with NODE_ENV=production, only when EMBEDDED_DATABASE=allow). Every
 other setting comes from the server's environment variables
 (docs/configuration.md). \`webhook-inbox <command> --help\` describes a command.
-Exit codes: 0 done, 1 could not run, 2 usage, 3 not found.`;
+Exit codes: 0 done, 1 could not run, 2 usage, 3 not found, 4 a replay failed.`;
 
 export function buildProgram(io: CliIo, setExitCode: (code: ExitCode) => void): Command {
   const helpWidth = io.columns ?? 80;

@@ -34,10 +34,18 @@ export interface ReplayRequest {
   operator: string;
 }
 
+/**
+ * What a replay did to one event: `applied`, taken through the domain path and done (completed or
+ * ignored); `failed`, taken through it and failed or parked again (nothing applied); `skipped`, not
+ * taken through it (not replayable, or another worker or replay took it first).
+ */
+export type ReplayOutcome = 'applied' | 'failed' | 'skipped';
+
 export interface ReplayedEvent {
   eventId: string;
   before: WebhookEventStatus;
-  /** Whether the event was taken through the domain path (false: it was not in a replayable state). */
+  outcome: ReplayOutcome;
+  /** Whether the event's change is now applied by this replay (outcome `applied`). */
   applied: boolean;
   /** The event as it stands after the replay. */
   after: EventDetail;
@@ -47,16 +55,19 @@ export interface ReplayedEvent {
 
 export type ReplayResult = { kind: 'replayed'; events: ReplayedEvent[] } | { kind: 'not_found'; eventIds: string[] };
 
+/** Done: nothing left to apply (an ignored event was recorded as needing nothing). */
+const isDone = (status: WebhookEventStatus) => status === 'completed' || status === 'ignored';
+
 /**
  * In words, why a replay left an event where it is: not in a replayable state, taken by someone
  * else, parked again (only an unknown schema version parks), or failed with its recorded error.
  */
-export function replayReason(before: WebhookEventStatus, applied: boolean, after: EventDetail): string | undefined {
+export function replayReason(before: WebhookEventStatus, ran: boolean, after: EventDetail): string | undefined {
   if (!REPLAYABLE.includes(before)) {
     return `it was ${before}: only failed, parked or dead-lettered events are applied again (nothing applied, recorded)`;
   }
-  if (!applied) return 'another worker or replay took the event first; this one applied nothing';
-  if (after.status === 'completed' || after.status === 'ignored') return undefined;
+  if (!ran) return 'another worker or replay took the event first; this one applied nothing';
+  if (isDone(after.status)) return undefined;
   if (after.status === 'parked') {
     return "parked again: this service still does not know the payload's schema version";
   }
@@ -132,7 +143,8 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
           await audit(tx, 'skipped');
           return 'skipped' as const;
         });
-    const applied = outcome !== 'skipped';
+    // Whether the event went through the domain path; it is applied only if it came out done.
+    const ran = outcome !== 'skipped';
     const after = await getEvent(context.db, key);
     context.logger.info('operator replay', {
       operator: request.operator,
@@ -140,15 +152,24 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
       event_id: eventId,
       before,
       after: afterStatus,
-      applied,
+      ran,
+      applied: ran && after !== undefined && isDone(after.status),
       attempt: after?.attempts,
     });
     if (after === undefined) continue;
     context.metrics?.countReplay(
-      applied && after.status !== 'received' && after.status !== 'processing' ? after.status : 'not_applied',
+      ran && after.status !== 'received' && after.status !== 'processing' ? after.status : 'not_applied',
     );
-    const reason = replayReason(before, applied, after);
-    events.push({ eventId, before, applied, after, ...(reason === undefined ? {} : { reason }) });
+    const reason = replayReason(before, ran, after);
+    const result: ReplayOutcome = !ran ? 'skipped' : isDone(after.status) ? 'applied' : 'failed';
+    events.push({
+      eventId,
+      before,
+      outcome: result,
+      applied: result === 'applied',
+      after,
+      ...(reason === undefined ? {} : { reason }),
+    });
   }
   return { kind: 'replayed', events };
 }

@@ -5,8 +5,12 @@
 // and keeps the address bar (filters included) in step. Replay and retry post to the JSON API and
 // report the outcome as it is: a failure in red with its reason. The operator's name is asked once
 // and kept for the session, as is the choice to refresh every 30 seconds.
+import { REPLAYABLE } from '../../ops/replay.ts';
+
 export const DASHBOARD_SCRIPT = `
 const TOKEN = 'webhook-inbox-admin-token';
+// The statuses replay takes an event from: still one of them after a replay means it failed again.
+const WAITING = ${JSON.stringify(REPLAYABLE)};
 const OPERATOR = 'webhook-inbox-operator';
 const AUTO = 'webhook-inbox-auto-refresh';
 const auth = () => { const t = sessionStorage.getItem(TOKEN); return t ? { authorization: 'Bearer ' + t } : {}; };
@@ -82,9 +86,13 @@ function outcome(kind, target, res, body) {
       : ['Message ' + target + ': not retried, it is ' + body.message.status + ' (only dead messages are retried)', 'warn'];
   }
   const status = body.event.status;
-  if (!body.applied) return [target + ': nothing replayed: ' + body.reason, 'warn'];
-  if (status === 'completed' || status === 'ignored') return [target + ': replayed, now ' + status, 'ok'];
-  return [target + ': replay failed, now ' + status + ': ' + (body.reason || body.event.last_error || 'no reason recorded'), 'error'];
+  if (body.applied) return [target + ': replayed, now ' + status, 'ok'];
+  // Not applied: it failed or parked again (it was and still is waiting for an operator), or the
+  // replay did not run it (not replayable, or taken by another worker first).
+  if (WAITING.includes(body.before) && WAITING.includes(status)) {
+    return [target + ': replay failed, now ' + status + ': ' + (body.reason || body.event.last_error || 'no reason recorded'), 'error'];
+  }
+  return [target + ': nothing replayed: ' + body.reason, 'warn'];
 }
 
 document.addEventListener('DOMContentLoaded', () => {

@@ -1,10 +1,11 @@
 // `webhook-inbox replay <provider> <event-id…> --operator NAME [--yes]`: shows the events' current
 // state and asks for confirmation on a terminal (both on stderr), or takes --yes, then replays them
-// through src/ops/replay.ts. Unknown ids change nothing and exit 3; an event that fails again is still
-// exit 0 (it was replayed; its new state and why are printed).
+// through src/ops/replay.ts. Unknown ids change nothing and exit 3; an event that fails or parks again
+// exits 4 (replayFailed) once every event was tried, its new state and why printed; an event that was
+// not replayable (completed, ignored) is recorded and still exit 0.
 import { defaultHandlers } from '../../domain/handlers.ts';
 import { type EventDetail, getEvent } from '../../ops/events.ts';
-import { REPLAYABLE, replayEvents } from '../../ops/replay.ts';
+import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/replay.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
 import { formatTable, terminalText } from '../table.ts';
 
@@ -75,22 +76,29 @@ export const replayCommand: CommandModule = {
                   })),
                 ),
               );
-              return EXIT.done;
+              return exitOf(result.events);
             }
             for (const event of result.events) {
               const target = targets(provider, [event.eventId]);
               const reason = event.reason === undefined ? '' : `: ${terminalText(event.reason)}`;
+              const change = `${event.before} -> ${event.after.status}`;
               context.out(
-                event.applied
-                  ? `replayed ${target}: ${event.before} -> ${event.after.status}${reason}`
-                  : `not replayed ${target}${reason}`,
+                event.outcome === 'applied'
+                  ? `replayed ${target}: ${change}${reason}`
+                  : event.outcome === 'failed'
+                    ? `replay failed ${target}: ${change}${reason}`
+                    : `not replayed ${target}${reason}`,
               );
             }
-            return EXIT.done;
+            return exitOf(result.events);
           },
         ),
       ),
 };
+
+/** Done, unless some event went through the domain path and failed or parked again. */
+const exitOf = (events: readonly ReplayedEvent[]) =>
+  events.some((event) => event.outcome === 'failed') ? EXIT.replayFailed : EXIT.done;
 
 /** What the replay is about to do, one row per event, shown before the question. */
 function planTable(events: ReadonlyArray<EventDetail | undefined>): string {
