@@ -48,6 +48,19 @@ describe('the Worker entry', () => {
     expect(String(logs[0]?.error)).toContain('no provider secret is set');
   });
 
+  it('counts a variable naming no sender as no secret, as npm start does in production', async () => {
+    const logs = captureLogs();
+    const response = await fetchWith({
+      ...env,
+      ACME_WEBHOOK_SECRET: '',
+      GTIHUB_WEBHOOK_SECRET: 'misspelt-VALUE',
+    } as Env);
+
+    expect(response.status).toBe(503);
+    expect(String(logs[0]?.error)).toContain('no provider secret is set');
+    expect(JSON.stringify(logs)).not.toContain('misspelt-VALUE');
+  });
+
   it('names a missing Hyperdrive binding instead of failing on it', async () => {
     const logs = captureLogs();
     const response = await fetchWith({ ...env, HYPERDRIVE: undefined } as unknown as Env);
