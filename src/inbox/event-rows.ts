@@ -25,7 +25,7 @@
 // deliveries, workers and replays of one event, exactly one moves it.
 //
 // SQL templates rather than Drizzle's builders on the per-delivery paths: the builder costs about
-// twenty times more CPU to render the same statement.
+// nine times the CPU to render the same one-row insert (decision 0007).
 import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database, Executor, Transaction } from '../db/client.ts';
