@@ -4,6 +4,7 @@ import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
+import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 
@@ -70,6 +71,32 @@ describe('events', () => {
     const withPayload = await call(`/admin/api/events/acme/${eventId}?payload=true`);
     expect(JSON.stringify(withPayload.body)).toContain(subscription);
     expect(await call('/admin/api/events/acme/evt_unknown')).toEqual({ status: 404, body: { error: 'not_found' } });
+  });
+
+  it('answers a stored payload with every number as stored, beyond 2^53 and past a double', async () => {
+    const { eventId } = await insertExactEvent(sql);
+    for (const path of [
+      `/admin/api/events/acme/${eventId}?payload=true`,
+      `/admin/api/event?provider=acme&event_id=${eventId}&payload=true`,
+    ]) {
+      const response = await test.request(path, { headers: bearer });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      const text = await response.text();
+      for (const digits of EXACT_NUMBERS) expect(text).toContain(digits);
+      // The JSON a client gets is the document (the string's line break escaped inside it).
+      expect(text).toContain('"note":"line one\\nline two"');
+      expect((JSON.parse(text) as { event: { payload: { id: string } } }).event.payload.id).toBe(eventId);
+    }
+    const [stored] = await sql<
+      { text: string }[]
+    >`select payload::text as text from webhook_events where event_id = ${eventId}`;
+    for (const digits of EXACT_NUMBERS) expect(stored?.text).toContain(digits);
+
+    const [message] = (await insertMessages(sql, 1, { status: 'dead' })) as [string];
+    await sql`update outbox_messages set payload = ${`{"order_id": ${EXACT_NUMBERS[0]}}`}::text::jsonb where id = ${message}`;
+    const shown = await (await test.request(`/admin/api/outbox/${message}?payload=true`, { headers: bearer })).text();
+    expect(shown).toContain(`"payload":{"order_id":${EXACT_NUMBERS[0]}}`);
   });
 
   it('refuses unknown parameters and bad values with a 400 naming the field, never the value', async () => {

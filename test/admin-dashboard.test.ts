@@ -15,6 +15,7 @@ import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
+import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 
@@ -108,6 +109,16 @@ describe('dashboard through app.request', () => {
     const last = await (await test.request(next, { headers: bearer })).text();
     expect(last.match(/<tr data-event=/g)?.length).toBe(1);
     expect(last).toContain('Last page');
+  });
+});
+
+describe('dashboard payloads', () => {
+  it("shows an event's payload with every number as stored", async () => {
+    const { eventId } = await insertExactEvent(sql);
+    const html = await (await test.request(`/admin/events/acme/${eventId}`, { headers: bearer })).text();
+    const shown = /<pre id="payload">(.*?)<\/pre>/s.exec(html)?.[1] ?? '';
+    for (const digits of EXACT_NUMBERS) expect(shown).toContain(digits);
+    expect(shown).toContain('&quot;note&quot;: &quot;line one\\nline two&quot;');
   });
 });
 

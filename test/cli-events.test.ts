@@ -4,6 +4,7 @@ import { acmeEvent, uniqueId } from './helpers/acme.ts';
 import { runCli } from './helpers/cli.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
+import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { operatorActionRows } from './helpers/outbox.ts';
 
@@ -162,6 +163,24 @@ describe('events', () => {
 });
 
 describe('migrate', () => {
+  it('prints a payload as JSON, indented, with line breaks and every number as stored', async () => {
+    const { eventId } = await insertExactEvent(sql);
+    const shown = await cli(['events', 'show', 'acme', eventId, '--payload']);
+    expect(shown.code).toBe(0);
+    const payload = shown.output.slice(shown.output.indexOf('\npayload\n') + '\npayload\n'.length);
+    // A JSON document over several lines, not one line of escapes nor a JSON string of JSON.
+    expect(payload).not.toContain('\\u000a');
+    expect(payload.split('\n').length).toBeGreaterThan(5);
+    expect(payload.trimStart().startsWith('{')).toBe(true);
+    expect((JSON.parse(payload) as { id: string }).id).toBe(eventId);
+    // The string's own line break stays escaped, as JSON requires.
+    expect(payload).toContain('"note": "line one\\nline two"');
+    for (const digits of EXACT_NUMBERS) expect(payload).toContain(digits);
+    const json = await cli(['events', 'show', 'acme', eventId, '--payload', '--json']);
+    for (const digits of EXACT_NUMBERS) expect(json.output).toContain(digits);
+    expect((JSON.parse(json.output) as { payload: { id: string } }).payload.id).toBe(eventId);
+  });
+
   it('migrates an empty database, then the other verbs run on it', async () => {
     expect((await cli(['events', 'list'], { DATABASE_URL: empty.url })).code).toBe(1);
     const result = await cli(['migrate'], { DATABASE_URL: empty.url });

@@ -10,6 +10,7 @@ import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
+import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { countEventsByStatus, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
@@ -53,6 +54,17 @@ const json = <Schema extends z.ZodType>(schema: Schema, description: string) => 
 const unauthorized = json(errorSchema, 'missing or wrong bearer token');
 const refused = { 400: json(errorSchema, 'a parameter or field was refused (named in `field`)'), 401: unauthorized };
 const notFound = json(errorSchema, 'unknown id');
+/**
+ * A 200 whose body may hold a stored payload: written with every number as stored (lib/json-out.ts),
+ * where c.json's JSON.stringify would round an id beyond 2^53 or throw on a bigint. Typed as c.json's
+ * answer would be, so the route's declared schema still checks the shape.
+ */
+function exactJson<Body extends object>(c: Context, body: Body) {
+  return c.body(exactJsonText(body), 200, { 'content-type': 'application/json' }) as unknown as ReturnType<
+    typeof c.json<Body, 200>
+  >;
+}
+
 /** A list answer's `counts`, present on the first page only. */
 const withCounts = (counts: Record<string, number> | undefined) => (counts === undefined ? {} : { counts });
 const operatorRequest = { required: true, content: { 'application/json': { schema: operatorBody } } };
@@ -179,11 +191,11 @@ export function adminApiRoutes(deps: AdminDeps) {
     return { event: eventJson(event), messages: messages.map(outboxJson) };
   };
   api.openapi(routes.showEvent, async (c) =>
-    c.json(await showEvent(c, c.req.valid('param'), c.req.valid('query').payload === 'true'), 200),
+    exactJson(c, await showEvent(c, c.req.valid('param'), c.req.valid('query').payload === 'true')),
   );
   api.openapi(routes.showEventByQuery, async (c) => {
     const { provider, event_id: eventId, payload } = c.req.valid('query');
-    return c.json(await showEvent(c, { provider, eventId }, payload === 'true'), 200);
+    return exactJson(c, await showEvent(c, { provider, eventId }, payload === 'true'));
   });
 
   const replayOne = async (db: Database, key: { provider: string; eventId: string }, operator: string) => {
@@ -226,7 +238,7 @@ export function adminApiRoutes(deps: AdminDeps) {
     const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload }) : undefined;
     if (message === undefined) throw new AppError('not_found');
     if (payload) logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    return c.json({ message: outboxJson(message) }, 200);
+    return exactJson(c, { message: outboxJson(message) });
   });
 
   api.openapi(routes.retry, async (c) => {

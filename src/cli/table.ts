@@ -2,6 +2,7 @@
 // types and payloads are chosen by senders, so a signed id holding an escape sequence or a newline
 // could rewrite the screen or forge rows; human output shows such characters as C-style escapes
 // (git's quoting of unusual path names), while `--json` keeps every value exact.
+import { exactJsonText } from '../lib/json-out.ts';
 
 /**
  * Characters that act on a terminal or reorder what it shows: C0 and C1 controls and DEL, line and
@@ -35,11 +36,14 @@ export function terminalLines(text: string): string {
     .join('\n');
 }
 
-/** JSON for a human to read: JSON.stringify leaves DEL, C1 and bidi controls raw; here they are \u escapes. */
+/**
+ * JSON for a human to read, indented, every number as stored (lib/json-out.ts). JSON.stringify leaves
+ * DEL, C1 and bidi controls raw in strings; here they are \u escapes. It escapes every C0 control in
+ * a string itself, so a raw line break is the indentation's own and stays one.
+ */
 export function terminalJson(value: unknown): string {
-  return JSON.stringify(value, null, 2).replace(
-    UNSAFE,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  return exactJsonText(value, 2).replace(UNSAFE, (char) =>
+    char === '\n' ? char : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }
 

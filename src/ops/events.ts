@@ -6,7 +6,8 @@ import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
-import type { JsonValue } from '../lib/json.ts';
+import type { ExactJson } from '../lib/json.ts';
+import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { oldestPendingCreatedAt } from '../outbox/stats.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
@@ -26,8 +27,8 @@ export interface EventListing {
 export interface EventDetail extends EventListing {
   occurredAt: Date | null;
   lockedUntil: Date | null;
-  /** Present only when asked for; null once retention purged it. */
-  payload?: JsonValue | null;
+  /** Present only when asked for, every number as stored; null once retention purged it. */
+  payload?: ExactJson | null;
 }
 
 export interface EventFilter {
@@ -108,6 +109,9 @@ export async function countEventsByStatus(db: Executor, filter: EventSelection):
   return countsByStatus(rows);
 }
 
+/** The payload as jsonb's text, read exactly by storedJson (the driver's JSON.parse would round big numbers). */
+const storedText = sql<string | null>`${t.payload}::text`;
+
 export async function getEvent(
   db: Executor,
   key: { provider: string; eventId: string },
@@ -116,12 +120,12 @@ export async function getEvent(
   // An id the database cannot hold (a NUL from a URL's %00) names no event; the query would fail.
   if (!isStorableText(key.eventId)) return undefined;
   const [row] = await db
-    .select({ ...listingColumns, occurredAt: t.occurredAt, lockedUntil: t.lockedUntil, payload: t.payload })
+    .select({ ...listingColumns, occurredAt: t.occurredAt, lockedUntil: t.lockedUntil, payload: storedText })
     .from(t)
     .where(and(eq(t.provider, key.provider), eq(t.eventId, key.eventId)));
   if (row === undefined) return undefined;
   const { payload, ...rest } = row;
-  return options.payload ? { ...rest, payload: payload as JsonValue | null } : rest;
+  return options.payload ? { ...rest, payload: storedJson(payload) } : rest;
 }
 
 /** The wire form shared by `--json` and the admin API (snake_case, like the tables). */

@@ -6,7 +6,8 @@ import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm'
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
-import type { JsonValue } from '../lib/json.ts';
+import type { ExactJson } from '../lib/json.ts';
+import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
@@ -26,7 +27,8 @@ export interface OutboxListing {
 }
 
 export interface OutboxDetail extends OutboxListing {
-  payload?: JsonValue;
+  /** Present only when asked for, every number as stored. */
+  payload?: ExactJson | null;
 }
 
 export interface OutboxFilter {
@@ -120,12 +122,12 @@ export async function getOutboxMessage(
   options: { payload?: boolean } = {},
 ): Promise<OutboxDetail | undefined> {
   const [row] = await db
-    .select({ ...listingColumns, payload: t.payload })
+    .select({ ...listingColumns, payload: sql<string>`${t.payload}::text` })
     .from(t)
     .where(eq(t.id, id));
   if (row === undefined) return undefined;
   const { payload, ...rest } = row;
-  return options.payload ? { ...rest, payload: payload as JsonValue } : rest;
+  return options.payload ? { ...rest, payload: storedJson(payload) } : rest;
 }
 
 /**

@@ -2,6 +2,7 @@
 // action it offers (Replay, Retry: a form the page's script posts to the API), and its stored
 // payload. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
+import { exactJsonText } from '../../lib/json-out.ts';
 import type { DashboardList } from './list-page.tsx';
 import { Status } from './rows.tsx';
 
@@ -26,11 +27,11 @@ export const Field: FC<{ name: string; children?: Child }> = ({ name, children }
   </>
 );
 
-/** The stored payload as stored (jsonb's own rendering, indented); folded when large. */
+/** The stored payload, indented, every number as stored (lib/json-out.ts); folded when large. */
 const Payload: FC<{ payload: unknown }> = ({ payload }) => {
   if (payload === null || payload === undefined) return <p class="empty">Payload purged by retention.</p>;
-  const text = JSON.stringify(payload, null, 2);
-  const bytes = new TextEncoder().encode(JSON.stringify(payload)).length;
+  const text = exactJsonText(payload, 2);
+  const bytes = new TextEncoder().encode(exactJsonText(payload)).length;
   return (
     <details open={bytes <= FOLD_PAYLOAD_BYTES} class="payload">
       <summary>Payload ({bytes.toLocaleString('en')} bytes)</summary>

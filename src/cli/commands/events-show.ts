@@ -1,5 +1,7 @@
 // `webhook-inbox events show <provider> <event-id>`: one event's state, attempts, last error and
-// timestamps; its payload only with --payload (it may hold personal data). Unknown: exit 3.
+// timestamps; its payload only with --payload (it may hold personal data), as indented JSON with every
+// number as stored (also with --json, compact). Unknown: exit 3.
+import { exactJsonText } from '../../lib/json-out.ts';
 import { eventJson, getEvent } from '../../ops/events.ts';
 import { type CommandModule, EXIT, providerArgument } from '../context.ts';
 import { terminalJson, terminalText } from '../table.ts';
@@ -23,7 +25,7 @@ export const eventsShowCommand: CommandModule = {
           }
           const json = eventJson(event);
           if (options.json) {
-            context.out(JSON.stringify(json));
+            context.out(exactJsonText(json));
           } else {
             const { payload, ...fields } = json as typeof json & { payload?: unknown };
             const width = Math.max(...Object.keys(fields).map((name) => name.length));
