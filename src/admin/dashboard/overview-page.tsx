@@ -55,13 +55,14 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
     colour: OUTCOME_COLOURS[outcome],
     values: overview.received.map((bucket) => bucket[outcome] / perMinute),
   }));
-  const axis = (format: (v: number) => string, minTop: number) => ({
+  const axis = (format: (v: number) => string, minTop: number, scale: 'count' | 'decimal' | 'seconds') => ({
     fromMs: window.fromMs,
     bucketMs: window.bucketMs,
     format,
     minTop,
+    scale,
   });
-  const rate = (v: number) => (v >= 10 || v === 0 ? String(Math.round(v)) : v.toFixed(1));
+  const rate = (v: number) => (v >= 10 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(1));
   const ms = (v: number) => (v >= 1 ? `${v.toFixed(1)} s` : `${Math.round(v * 1000)} ms`);
   const now = overview.backlog.at(-1) ?? { events: 0, oldestSeconds: 0 };
   const deadLetters = counts.dead_letter ?? 0;
@@ -111,7 +112,7 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
         <StackedBars
           title={`Events received ${bucketWords}, by current status`}
           series={received}
-          axis={axis(rate, 2)}
+          axis={axis(rate, 2, perMinute === 1 ? 'count' : 'decimal')}
         />
         <Lines
           title="Processing time, p50 and p99"
@@ -119,18 +120,18 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
             { name: 'p50', colour: '#1e88e5', values: latency.map((q) => q?.p50 ?? null) },
             { name: 'p99', colour: '#c62828', values: latency.map((q) => q?.p99 ?? null) },
           ]}
-          axis={axis(ms, 0.1)}
+          axis={axis(ms, 0.1, 'decimal')}
           note="Request time of stored deliveries served by this process since it started (per isolate on Workers)."
         />
         <Lines
           title="Backlog: events received and not yet done (parked aside)"
           series={[{ name: 'events', colour: '#1e88e5', values: overview.backlog.map((point) => point.events) }]}
-          axis={axis((v) => String(Math.round(v)), 2)}
+          axis={axis((v) => String(Math.round(v)), 2, 'count')}
         />
         <Lines
           title="Age of the oldest event in the backlog"
           series={[{ name: 'oldest', colour: '#ef6c00', values: overview.backlog.map((point) => point.oldestSeconds) }]}
-          axis={axis(age, 60)}
+          axis={axis(age, 60, 'seconds')}
         />
       </div>
       <section>
