@@ -207,8 +207,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  async function signedIn(width = 1280): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width, height: 900 } });
+  async function signedIn(width = 1280, height = 900): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width, height } });
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', TOKEN);
     await page.click('#sign-in button');
@@ -354,6 +354,45 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.locator(`tr[data-event="acme/${eventId}"]`).waitFor();
     expect(await page.locator('tr[data-event]').count()).toBe(2);
     expect(await page.isChecked('#auto-refresh')).toBe(true);
+    await page.close();
+  }, 60_000);
+
+  it('at 390x844 the first screen of the events list shows at least six whole events', async () => {
+    // Events as an incident leaves them: failed, with an error, ids as long as Stripe's.
+    const type = `${uniqueId('phone')}.failed`;
+    for (let i = 0; i < 10; i++) {
+      const { eventId } = await insertEvent(sql, {
+        status: 'failed',
+        lastError: 'DomainRejection: ledger still down (connection refused)',
+        attempts: 3,
+      });
+      await sql`update webhook_events set event_type = ${type} where event_id = ${eventId}`;
+    }
+    const page = await signedIn(390, 844);
+    const views: Array<[string, string]> = [
+      ['all', '/admin/events'],
+      ['filtered', `/admin/events?status=failed&type=${encodeURIComponent(type)}`],
+    ];
+    for (const [name, path] of views) {
+      await page.goto(`${await origin}${path}`);
+      await page.locator('tr[data-event]').first().waitFor();
+      await page.locator('#sign-in').waitFor({ state: 'detached' });
+      const visible = await page.locator('tr[data-event]').evaluateAll(
+        (rows, height) =>
+          rows.filter((row) => {
+            const box = row.getBoundingClientRect();
+            return box.top >= 0 && box.bottom <= height && box.height > 0;
+          }).length,
+        844,
+      );
+      await page.screenshot({ path: `${ARTIFACTS}/dashboard-events-${name}-390x844-screen.png` });
+      expect(visible, `${path}: events wholly on the first screen`).toBeGreaterThanOrEqual(6);
+    }
+    // The filters are a tap away, and say which are in use.
+    await page.click('details.filter-fold > summary');
+    await page.locator('form.filters select[name="status"]').waitFor({ state: 'visible' });
+    expect(await page.locator('details.filter-fold > summary').textContent()).toContain('2 in use');
+    await page.screenshot({ path: `${ARTIFACTS}/dashboard-events-390x844-filters.png` });
     await page.close();
   }, 60_000);
 

@@ -13,7 +13,11 @@ const SECTIONS = [
   ['/admin/outbox', 'Outbox'],
 ] as const;
 
-const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+/** "2026-12-01 " and "19:43:51": a phone shows the time only (the date is today's, as a rule). */
+const stamp = (ms: number) => {
+  const iso = new Date(ms).toISOString();
+  return { date: `${iso.slice(0, 10)} `, time: iso.slice(11, 19) };
+};
 
 /** What a page tells its frame: its title, when it was read (absent on the sign-in page), its section. */
 export interface PageFrame {
@@ -56,7 +60,11 @@ export const Layout: FC<PageFrame & { nonce: string; children: Child }> = ({
               </nav>
               <div class="session">
                 <span class="as-of">
-                  As of <time datetime={new Date(asOfMs).toISOString()}>{stamp(asOfMs)} UTC</time>
+                  As of{' '}
+                  <time datetime={new Date(asOfMs).toISOString()}>
+                    <span class="date">{stamp(asOfMs).date}</span>
+                    {stamp(asOfMs).time} UTC
+                  </time>
                 </span>
                 <button type="button" id="refresh">
                   Refresh

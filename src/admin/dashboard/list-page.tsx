@@ -76,25 +76,33 @@ const Pager: FC<{ list: string; filter: Record<string, string | undefined>; next
   </nav>
 );
 
-/** A list's filter form: its own fields, then the time range and the id search every list has. */
+/**
+ * A list's filter form: its own fields, then the time range and the id search every list has. It is
+ * a fold whose summary says how many filters are in use: open on a wide screen (the summary hidden),
+ * folded on a phone by the page's script, so the rows come first on a small screen.
+ */
 const FilterForm: FC<{
   list: string;
   noun: string;
   when: string;
   since?: string;
   id?: string;
+  inUse: number;
   children: Child;
-}> = ({ list, noun, when, since, id, children }) => (
-  <form method="get" action={list} class="filters" aria-label="filters">
-    {children}
-    <Select name="since" label={`${when} in the last`} options={SINCE_DURATIONS} value={since} any="any time" />
-    <label>
-      {noun} id starts with
-      <input name="id" value={id ?? ''} type="search" />
-    </label>
-    <button type="submit">Filter</button>
-    <a href={list}>Clear</a>
-  </form>
+}> = ({ list, noun, when, since, id, inUse, children }) => (
+  <details class="filter-fold" open>
+    <summary>{inUse === 0 ? 'Filters' : `Filters (${inUse} in use)`}</summary>
+    <form method="get" action={list} class="filters" aria-label="filters">
+      {children}
+      <Select name="since" label={`${when} in the last`} options={SINCE_DURATIONS} value={since} any="any time" />
+      <label>
+        {noun} id starts with
+        <input name="id" value={id ?? ''} type="search" />
+      </label>
+      <button type="submit">Filter</button>
+      <a href={list}>Clear</a>
+    </form>
+  </details>
 );
 
 /** The filters every list has, as typed in its address: its links (paging, refresh) carry them on. */
@@ -105,6 +113,10 @@ export interface ListPageFilter {
   until?: string | undefined;
   limit?: string | undefined;
 }
+
+/** How many filters narrow the list (the page size is not one). */
+const filtersInUse = (filter: ListPageFilter) =>
+  Object.entries(filter).filter(([name, value]) => name !== 'limit' && value !== undefined && value !== '').length;
 
 /** One of the dashboard's lists: its address and heading, what a row is called, when it counts from, its statuses. */
 export interface DashboardList {
@@ -132,7 +144,7 @@ export const ListPage: FC<{
   <>
     <h1 tabindex={-1}>{title}</h1>
     <StatusLinks base={path} counts={counts} statuses={statuses} filter={filter} />
-    <FilterForm list={path} noun={noun} when={when} since={filter.since} id={filter.id}>
+    <FilterForm list={path} noun={noun} when={when} since={filter.since} id={filter.id} inUse={filtersInUse(filter)}>
       <Select name="status" label="Status" options={statuses} value={filter.status} />
       {fields}
     </FilterForm>

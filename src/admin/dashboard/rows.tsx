@@ -52,7 +52,9 @@ const StateCells: FC<{ status: string; attempts: number; lastError: string | nul
     <Cell label="status" class="status-cell">
       <Status status={status} />
     </Cell>
-    <Cell label="attempts">{String(attempts)}</Cell>
+    <Cell label="attempts" class="attempts">
+      {String(attempts)}
+    </Cell>
     <Cell label="last error" class="error">
       {lastError ?? ''}
     </Cell>
@@ -68,11 +70,15 @@ export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ even
         <Cell label="received" class="time">
           {iso(event.receivedAt)}
         </Cell>
-        <Cell label="provider">{event.provider}</Cell>
+        <Cell label="provider" class="provider">
+          {event.provider}
+        </Cell>
         <Cell label="event" class="id">
           <a href={eventPath(event.provider, event.eventId)}>{event.eventId}</a>
         </Cell>
-        <Cell label="type">{event.eventType}</Cell>
+        <Cell label="type" class="type">
+          {event.eventType}
+        </Cell>
         <StateCells status={event.status} attempts={event.attempts} lastError={event.lastError} />
       </tr>
     ))}
@@ -91,7 +97,9 @@ export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ 
         <Cell label="id" class="id">
           <a href={messagePath(message.id)}>{message.id}</a>
         </Cell>
-        <Cell label="topic">{message.topic}</Cell>
+        <Cell label="topic" class="topic">
+          {message.topic}
+        </Cell>
         <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
       </tr>
     ))}

@@ -26,6 +26,10 @@ function swap(html) {
   const page = new DOMParser().parseFromString(html, 'text/html');
   const next = page.getElementById('app');
   if (!next) return false;
+  // On a phone the rows come first: a list's filters start folded (their summary counts those in use).
+  if (matchMedia('(max-width: 700px)').matches) {
+    for (const fold of next.querySelectorAll('details.filter-fold')) fold.open = false;
+  }
   document.getElementById('app').replaceWith(next);
   document.title = page.title;
   const operator = document.getElementById('operator');

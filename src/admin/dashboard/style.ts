@@ -1,6 +1,8 @@
 // The dashboard's one stylesheet, inlined in every page's <head> (the CSP allows inline styles and
 // nothing fetched). Status colours (.s-<status>) and the narrow-screen rules that turn tables into
-// cards (under 700 px) live here; the charts' series colours are the overview page's.
+// cards (under 700 px) live here; the charts' series colours are the overview page's. It is the text
+// of a <style>, which the JSX escapes and HTML does not unescape there: no quotes and no ">" in it
+// (grid lines, not named areas).
 export const DASHBOARD_STYLE = `
 *{box-sizing:border-box}
 body{font-family:system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa;line-height:1.4}
@@ -22,6 +24,8 @@ input,select{font:inherit;padding:.2rem .3rem;max-width:100%}
 .s-failed{background:#e65100}.s-parked{background:#6a1b9a}.s-dead_letter,.s-dead{background:#b71c1c}
 .counts,.tabs{display:flex;flex-wrap:wrap;gap:.4rem .9rem;margin:.3rem 0 .8rem}.counts a,.tabs a{text-decoration:none;padding:.15rem .3rem;border-radius:4px}
 .counts a[aria-current],.tabs a[aria-current]{outline:2px solid #0b57d0}
+details.filter-fold summary{cursor:pointer;font-size:.9rem;margin-bottom:.4rem}
+@media (min-width:701px){details.filter-fold[open] summary{display:none}}
 .filters{display:flex;flex-wrap:wrap;gap:.5rem .8rem;align-items:flex-end;margin-bottom:.8rem}.filters label{display:flex;flex-direction:column;font-size:.85rem}
 table.rows{border-collapse:collapse;width:100%;background:#fff}
 .rows td,.rows th{border-bottom:1px solid #e0e0e0;padding:.3rem .5rem;text-align:left;font-size:.9rem;vertical-align:top}.rows th{background:#f0f0f0}
@@ -42,11 +46,20 @@ details.payload{background:#fff;border:1px solid #e0e0e0;border-radius:6px;paddi
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85rem}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
+  header{padding:.3rem .6rem;gap:.2rem .8rem}
+  .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
+  .session button{padding:.1rem .5rem}
+  main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
+  .counts{gap:.15rem .5rem;margin:.1rem 0 .4rem;font-size:.85rem}
   .rows thead{position:absolute;left:-9999px}
-  .rows tr{display:block;border:1px solid #e0e0e0;border-radius:6px;margin-bottom:.6rem;background:#fff}
-  .rows td{display:grid;grid-template-columns:6.5rem 1fr;gap:.5rem;border:0;padding:.2rem .5rem;overflow-wrap:anywhere;justify-items:start}
-  .rows td.id,.rows td.time{min-width:0;white-space:normal}.rows td.error{max-width:none}
-  .rows td::before{content:attr(data-label);color:#555}
+  .rows tbody{display:block}
+  .rows tr{display:grid;grid-template-columns:auto minmax(0,1fr) auto;gap:0 .6rem;border:1px solid #e0e0e0;border-radius:6px;margin-bottom:.35rem;padding:.25rem .5rem;background:#fff;font-size:.85rem}
+  .rows td{display:block;border:0;padding:0;min-width:0;font-size:inherit}
+  .rows td.id{grid-area:1/1/2/3;min-width:0;overflow-wrap:anywhere}.rows td.status-cell{grid-area:1/3}
+  .rows td.provider{grid-area:2/1}.rows td.type{grid-area:2/2}.rows td.topic{grid-area:2/1/3/3}
+  .rows td.time{grid-area:2/3;white-space:nowrap;color:#555}
+  .rows td.provider,.rows td.type,.rows td.topic{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+  .rows td.attempts{grid-area:3/1;color:#555}.rows td.attempts::before{content:attr(data-label);margin-right:.3em}
+  .rows td.error{grid-area:3/2/4/4;max-width:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
   dl.fields{grid-template-columns:1fr}dl.fields dd{margin-bottom:.3rem}
-  .session{margin-left:0}
 }`;
