@@ -386,6 +386,10 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
         844,
       );
       await page.screenshot({ path: `${ARTIFACTS}/dashboard-events-${name}-390x844-screen.png` });
+      // The header took 190 px before: brand and sections on one line, the session's controls on two.
+      expect(await page.locator('header').evaluate((header) => header.getBoundingClientRect().height)).toBeLessThan(
+        100,
+      );
       expect(visible, `${path}: events wholly on the first screen`).toBeGreaterThanOrEqual(6);
     }
     // The filters are a tap away, and say which are in use.

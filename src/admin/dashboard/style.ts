@@ -46,7 +46,7 @@ details.payload{background:#fff;border:1px solid #e0e0e0;border-radius:6px;paddi
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85rem}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .8rem}
+  header{padding:.3rem .6rem;gap:.2rem .8rem}header nav{gap:.7rem}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
