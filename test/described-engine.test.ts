@@ -1,0 +1,240 @@
+// The description engine (described.ts) on the paths no sender's everyday delivery takes: a time
+// written in another format, a token-only description, a batch description without a payload
+// schema, a signed URL or method, the reason each refusal gives. No HTTP and no database: what the
+// engine decides, signed with node:crypto as each sender's documentation says.
+import { createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { describedProvider, secretBytes } from '../src/providers/described.ts';
+import type { SenderDescription } from '../src/providers/description.ts';
+import { utf8 } from '../src/providers/encoding.ts';
+import { allProviders } from '../src/providers/registry.ts';
+import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
+import type { Verification, WebhookProvider } from '../src/providers/types.ts';
+import { TEST_NOW_SECONDS } from './helpers/acme.ts';
+import { sha256Hex } from './helpers/named-senders.ts';
+
+const SECRET = 'engine-test-secret';
+const at = { nowSeconds: TEST_NOW_SECONDS, toleranceSeconds: 300 };
+const hmac = (content: string, encoding: 'hex' | 'base64', key: string | Buffer = SECRET) =>
+  createHmac('sha256', key).update(content).digest(encoding);
+
+function provider(name: string): WebhookProvider {
+  const found = allProviders.find((candidate) => candidate.name === name);
+  if (found === undefined) throw new Error(`no provider ${name}`);
+  return found;
+}
+
+async function verify(
+  sender: WebhookProvider,
+  body: string,
+  headers: Record<string, string>,
+  extra: { method?: string; url?: string; secrets?: string[] } = {},
+): Promise<Verification> {
+  const keys = await sender.importKeys(extra.secrets ?? [SECRET]);
+  const { method, url } = extra;
+  return sender.verify(
+    { body: utf8(body), headers: new Headers(headers), ...(method === undefined ? {} : { method }), url },
+    keys,
+    at,
+  );
+}
+
+const malformed = { outcome: 'unauthorized', reason: 'signature_malformed' };
+const missing = { outcome: 'unauthorized', reason: 'headers_missing' };
+const mismatch = { outcome: 'unauthorized', reason: 'signature_mismatch' };
+const stale = { outcome: 'unauthorized', reason: 'timestamp_outside_tolerance' };
+
+describe('signed times are read in exactly the format described', () => {
+  const box = provider('box');
+  const body = JSON.stringify({ id: 'box_evt_1', trigger: 'FILE.UPLOADED', created_at: '2026-01-01T00:00:00Z' });
+  const boxHeaders = (timestamp: string) => ({
+    'box-delivery-timestamp': timestamp,
+    'box-signature-primary': hmac(`${body}${timestamp}`, 'base64'),
+  });
+
+  it('accepts an RFC 3339 time, and refuses the same instant in a form Date.parse also reads', async () => {
+    const verified = await verify(box, body, boxHeaders('2026-01-01T00:00:00Z'));
+    expect(verified).toMatchObject({ outcome: 'verified', event: { eventId: 'box_evt_1' } });
+    // Signed as sent: only the format refuses them.
+    for (const written of ['Thu, 01 Jan 2026 00:00:00 GMT', '2026-01-01', '2026-01-01 00:00:00Z']) {
+      expect(await verify(box, body, boxHeaders(written)), written).toEqual(stale);
+    }
+  });
+});
+
+describe('the reason a refusal gives', () => {
+  const stripe = provider('stripe');
+  const body = JSON.stringify({ id: 'evt_engine', object: 'event', type: 'customer.created', data: { object: {} } });
+  const v1 = (key = SECRET) => `v1=${hmac(`${TEST_NOW_SECONDS}.${body}`, 'hex', key)}`;
+
+  it('a signature header that is only blank carries no signature: malformed, not a mismatch', async () => {
+    expect(await verify(stripe, body, { 'stripe-signature': '   ' })).toEqual(malformed);
+    expect(await verify(provider('github'), '{}', { 'x-hub-signature-256': ' ', 'x-github-delivery': 'd' })).toEqual(
+      malformed,
+    );
+  });
+
+  it(`takes exactly ${MAX_SIGNATURES} signatures, the valid one last`, async () => {
+    const strangers = Array.from({ length: MAX_SIGNATURES - 1 }, (_, index) => v1(`stranger-${index}`));
+    const header = [`t=${TEST_NOW_SECONDS}`, ...strangers, v1()].join(',');
+    expect(await verify(stripe, body, { 'stripe-signature': header })).toMatchObject({ outcome: 'verified' });
+    const tooMany = [`t=${TEST_NOW_SECONDS}`, v1('one-more'), ...strangers, v1()].join(',');
+    expect(await verify(stripe, body, { 'stripe-signature': tooMany })).toEqual(malformed);
+  });
+
+  it('a sender that signs its URL, verified without one: headers missing', async () => {
+    const hubspot = provider('hubspot');
+    const batch = JSON.stringify([{ eventId: 1, subscriptionType: 'contact.creation' }]);
+    const timestamp = String(TEST_NOW_SECONDS * 1000);
+    const url = 'https://hooks.example.com/webhooks/hubspot';
+    const headers = {
+      'x-hubspot-request-timestamp': timestamp,
+      'x-hubspot-signature-v3': hmac(`POST${url}${batch}${timestamp}`, 'base64'),
+    };
+    expect(await verify(hubspot, batch, headers, { url })).toMatchObject({ outcome: 'verified_batch' });
+    expect(await verify(hubspot, batch, headers)).toEqual(missing);
+  });
+
+  it('the method signed is the delivery’s, POST when it names none', async () => {
+    const hubspot = provider('hubspot');
+    const batch = JSON.stringify([{ eventId: 2, subscriptionType: 'contact.creation' }]);
+    const timestamp = String(TEST_NOW_SECONDS * 1000);
+    const url = 'https://hooks.example.com/webhooks/hubspot';
+    const signedAs = (method: string) => ({
+      'x-hubspot-request-timestamp': timestamp,
+      'x-hubspot-signature-v3': hmac(`${method}${url}${batch}${timestamp}`, 'base64'),
+    });
+    expect(await verify(hubspot, batch, signedAs('PUT'), { url, method: 'PUT' })).toMatchObject({
+      outcome: 'verified_batch',
+    });
+    expect(await verify(hubspot, batch, signedAs('POST'), { url, method: 'PUT' })).toEqual(mismatch);
+    expect(await verify(hubspot, batch, signedAs('POST'), { url })).toMatchObject({ outcome: 'verified_batch' });
+  });
+});
+
+describe('a token key never checks a signature', () => {
+  it('GitLab: a signature made with the digest of the plain token is refused', async () => {
+    const gitlab = provider('gitlab');
+    const token = 'plain-gitlab-token';
+    const body = JSON.stringify({ object_kind: 'push' });
+    const id = 'msg_token_key';
+    // The token key's material is the token's SHA-256: whoever knows only that digest must not sign.
+    const digestKey = Buffer.from(sha256Hex(token), 'hex');
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(TEST_NOW_SECONDS),
+      'webhook-signature': `v1,${hmac(`${id}.${TEST_NOW_SECONDS}.${body}`, 'base64', digestKey)}`,
+    };
+    expect(await verify(gitlab, body, headers, { secrets: [token] })).toEqual(mismatch);
+    expect(
+      await verify(gitlab, body, { 'x-gitlab-token': token, 'idempotency-key': id }, { secrets: [token] }),
+    ).toMatchObject({ outcome: 'verified', event: { eventId: id, eventType: 'push' } });
+  });
+});
+
+describe('a description with a token and no signature', () => {
+  const description: SenderDescription = {
+    name: 'tokenonly',
+    token: { header: 'x-token' },
+    id: { header: 'x-delivery' },
+    type: { path: ['kind'] },
+  };
+  const sender = describedProvider(description);
+  const body = JSON.stringify({ kind: 'ping' });
+
+  it('needs a secret only, and checks the token the delivery carries', async () => {
+    expect(sender.credentials).toEqual({ secret: true, publicKey: false, url: false });
+    const verified = await verify(sender, body, { 'x-token': SECRET, 'x-delivery': 'd1' });
+    // The id is an unsigned header: the body's digest keys the event beside it.
+    expect(verified).toEqual({
+      outcome: 'verified',
+      event: {
+        eventId: 'd1',
+        eventType: 'ping',
+        occurredAt: null,
+        payload: { kind: 'ping' },
+        unknownSchemaVersion: false,
+        contentDigest: sha256Hex(body),
+      },
+    });
+    expect(await verify(sender, body, { 'x-token': 'another', 'x-delivery': 'd1' })).toEqual(mismatch);
+    expect(await verify(sender, body, { 'x-delivery': 'd1' })).toEqual(missing);
+  });
+
+  it('reads unprefixed headers when its header-set list is empty', async () => {
+    const unprefixed = describedProvider({ ...description, name: 'tokenempty', headerSets: [] });
+    expect(await verify(unprefixed, body, { 'x-token': SECRET, 'x-delivery': 'd2' })).toMatchObject({
+      outcome: 'verified',
+      event: { eventId: 'd2' },
+    });
+  });
+});
+
+describe('where a refused field is named', () => {
+  it('an id read at a nested path is named by its dotted path', async () => {
+    const body = JSON.stringify({ event: { type: 'charge:created' } });
+    expect(await verify(provider('coinbase'), body, { 'x-cc-webhook-signature': hmac(body, 'hex') })).toEqual({
+      outcome: 'invalid_payload',
+      field: 'event.id',
+    });
+  });
+
+  it('a batch event whose type and suffix together exceed 255 characters names its type', async () => {
+    const event = { id: 'EV1', resource_type: 'r'.repeat(200), action: 'a'.repeat(60) };
+    const body = JSON.stringify({ events: [{ id: 'EV0', resource_type: 'payments', action: 'paid' }, event] });
+    expect(await verify(provider('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toEqual({
+      outcome: 'invalid_payload',
+      field: 'events.1.resource_type',
+    });
+  });
+
+  describe('a batch description without a payload schema', () => {
+    const batchDescription = (path: readonly string[]): SenderDescription => ({
+      name: 'batchnoschema',
+      signature: {
+        headers: ['x-signature'],
+        encoding: 'hex',
+        methods: [{ algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' }],
+      },
+      signed: '{body}',
+      events: { path },
+      id: { path: ['id'] },
+      type: { path: ['type'] },
+    });
+    const send = (path: readonly string[], body: string) =>
+      verify(describedProvider(batchDescription(path)), body, { 'x-signature': hmac(body, 'hex') });
+
+    it('refuses a body whose events are not an array, naming where they were expected', async () => {
+      expect(await send(['events'], '{"events":{"id":"a","type":"t"}}')).toEqual({
+        outcome: 'invalid_payload',
+        field: 'events',
+      });
+      expect(await send([], '{"id":"a","type":"t"}')).toEqual({ outcome: 'invalid_payload' });
+    });
+
+    it('refuses the whole batch for one event without an id, naming it', async () => {
+      expect(await send(['events'], '{"events":[{"id":"a","type":"t"},{"type":"t"}]}')).toEqual({
+        outcome: 'invalid_payload',
+        field: 'events.1.id',
+      });
+    });
+  });
+});
+
+describe('secrets and schema versions', () => {
+  it('a base64 secret is plain base64: a whsec_ prefix is not taken off', () => {
+    expect(secretBytes('AAAA', 'base64')).toEqual(new Uint8Array([0, 0, 0]));
+    expect(secretBytes('whsec_AAAA', 'base64')).toBeNull();
+    expect(secretBytes('whsec_AAAA', 'whsec')).toEqual(new Uint8Array([0, 0, 0]));
+  });
+
+  it('knows every payload of a sender without schema versions, and only the known versions of acme', () => {
+    const stripeEvent = { id: 'evt', object: 'event', type: 't', api_version: '1999-01-01', data: { object: {} } };
+    expect(provider('stripe').knowsSchemaOf?.(stripeEvent)).toBe(true);
+    const acme = provider('acme');
+    const acmeEvent = { id: 'evt', type: 't', api_version: '2024-06-01', created: 1, version: 1, data: {} };
+    expect(acme.knowsSchemaOf?.(acmeEvent)).toBe(true);
+    expect(acme.knowsSchemaOf?.({ ...acmeEvent, api_version: '2099-01-01' })).toBe(false);
+    expect(acme.knowsSchemaOf?.({ ...acmeEvent, created: -1 })).toBe(false);
+  });
+});
