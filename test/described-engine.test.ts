@@ -179,12 +179,20 @@ describe('where a refused field is named', () => {
     });
   });
 
-  it('a batch event whose type and suffix together exceed 255 characters names its type', async () => {
+  it('a batch event whose type and suffix together exceed 255 characters names its type; 255 are taken', async () => {
     const event = { id: 'EV1', resource_type: 'r'.repeat(200), action: 'a'.repeat(60) };
     const body = JSON.stringify({ events: [{ id: 'EV0', resource_type: 'payments', action: 'paid' }, event] });
     expect(await verify(provider('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toEqual({
       outcome: 'invalid_payload',
       field: 'events.1.resource_type',
+    });
+    const longest = { id: 'EV2', resource_type: 'r'.repeat(200), action: 'a'.repeat(54) };
+    const accepted = JSON.stringify({ events: [longest] });
+    expect(
+      await verify(provider('gocardless'), accepted, { 'webhook-signature': hmac(accepted, 'hex') }),
+    ).toMatchObject({
+      outcome: 'verified_batch',
+      events: [{ eventId: 'EV2', eventType: `${'r'.repeat(200)}.${'a'.repeat(54)}` }],
     });
   });
 
