@@ -4,7 +4,8 @@
 // engine decides, signed with node:crypto as each sender's documentation says.
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { describedProvider, secretBytes } from '../src/providers/described.ts';
+import { parseJsonText } from '../src/lib/json.ts';
+import { describedProvider, secretBytes, valueAt } from '../src/providers/described.ts';
 import type { SenderDescription } from '../src/providers/description.ts';
 import { utf8 } from '../src/providers/encoding.ts';
 import { allProviders } from '../src/providers/registry.ts';
@@ -244,5 +245,22 @@ describe('secrets and schema versions', () => {
     expect(acme.knowsSchemaOf?.(acmeEvent)).toBe(true);
     expect(acme.knowsSchemaOf?.({ ...acmeEvent, api_version: '2099-01-01' })).toBe(false);
     expect(acme.knowsSchemaOf?.({ ...acmeEvent, created: -1 })).toBe(false);
+  });
+});
+
+describe('valueAt reads what the payload itself says', () => {
+  const payload = parseJsonText('{"list":["first"],"byName":{"0":"zero"},"amount":0.10000000000000000001}');
+
+  it('indexes arrays by number and objects by name, never the other way round', () => {
+    expect(valueAt(payload, ['list', 0])).toBe('first');
+    expect(valueAt(payload, ['list', '0'])).toBeUndefined();
+    expect(valueAt(payload, ['byName', '0'])).toBe('zero');
+    expect(valueAt(payload, ['byName', 0])).toBeUndefined();
+  });
+
+  it('never reads inside an exact number, nor an inherited member', () => {
+    expect(valueAt(payload, ['amount', 'value'])).toBeUndefined();
+    expect(valueAt(payload, ['byName', 'constructor'])).toBeUndefined();
+    expect(valueAt(payload, ['missing', 'deeper'])).toBeUndefined();
   });
 });
