@@ -3,8 +3,8 @@
 // the publish timeout.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { outboxStats } from '../src/outbox/stats.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
+import { outboxStats } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 import { startSink } from './helpers/sink.ts';
