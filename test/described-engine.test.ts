@@ -197,6 +197,49 @@ describe('where a refused field is named', () => {
     });
   });
 
+  it('a header id is named with its header set, every name it may come under', async () => {
+    const shopifyBody = '{"id":1}';
+    const shopify = { 'x-shopify-hmac-sha256': hmac(shopifyBody, 'base64'), 'x-shopify-topic': 'orders/create' };
+    expect(await verify(provider('shopify'), shopifyBody, shopify)).toEqual({
+      outcome: 'invalid_payload',
+      field: 'header x-shopify-webhook-id',
+    });
+    const gitlabBody = '{"object_kind":"push"}';
+    expect(await verify(provider('gitlab'), gitlabBody, { 'x-gitlab-token': SECRET })).toEqual({
+      outcome: 'invalid_payload',
+      field: 'header webhook-id|idempotency-key',
+    });
+  });
+
+  it('an id is 1 to 255 characters, or a non-negative integer written exactly', async () => {
+    const coinbase = provider('coinbase');
+    // The id's JSON text as written in the body, and the id stored (null: refused, naming event.id).
+    const cases: Array<[string, string | null]> = [
+      ['"a"', 'a'],
+      [`"${'i'.repeat(255)}"`, 'i'.repeat(255)],
+      ['""', null],
+      [`"${'i'.repeat(256)}"`, null],
+      ['0', '0'],
+      ['42', '42'],
+      ['-1', null],
+      ['1.5', null],
+      ['1152921504606846976', '1152921504606846976'],
+      ['-1152921504606846976', null],
+      [`1${'0'.repeat(254)}`, `1${'0'.repeat(254)}`],
+      [`1${'0'.repeat(255)}`, null],
+      ['true', null],
+    ];
+    for (const [written, stored] of cases) {
+      const body = `{"event":{"id":${written},"type":"charge:created"}}`;
+      const verified = await verify(coinbase, body, { 'x-cc-webhook-signature': hmac(body, 'hex') });
+      const expected =
+        stored === null
+          ? { outcome: 'invalid_payload', field: 'event.id' }
+          : { outcome: 'verified', event: { eventId: stored } };
+      expect(verified, written.slice(0, 20)).toMatchObject(expected);
+    }
+  });
+
   describe('a batch description without a payload schema', () => {
     const batchDescription = (path: readonly string[]): SenderDescription => ({
       name: 'batchnoschema',
@@ -231,6 +274,13 @@ describe('where a refused field is named', () => {
 });
 
 describe('secrets and schema versions', () => {
+  it('refuses an empty secret at import, naming the sender and the form expected', async () => {
+    await expect(provider('acme').importKeys([''])).rejects.toThrow('acme: every secret must be text');
+    await expect(provider('standard').importKeys(['whsec_'])).rejects.toThrow(
+      'standard: every secret must be "whsec_" followed by base64',
+    );
+  });
+
   it('a base64 secret is plain base64: a whsec_ prefix is not taken off', () => {
     expect(secretBytes('AAAA', 'base64')).toEqual(new Uint8Array([0, 0, 0]));
     expect(secretBytes('whsec_AAAA', 'base64')).toBeNull();
