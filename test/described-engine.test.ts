@@ -113,6 +113,56 @@ describe('the reason a refusal gives', () => {
   });
 });
 
+describe('which events the body digest keys', () => {
+  it('a time inside the signed body counts as signed: an id in the body under it needs no digest', async () => {
+    const timeInBody = describedProvider({
+      name: 'timeinbody',
+      signature: {
+        headers: ['x-signature'],
+        encoding: 'hex',
+        methods: [{ algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' }],
+      },
+      signed: '{body}',
+      timestamp: { from: { path: ['sentAt'] }, format: 'unix' },
+      id: { path: ['id'] },
+      type: { path: ['type'] },
+    });
+    const fresh = JSON.stringify({ id: 'e1', type: 't', sentAt: TEST_NOW_SECONDS });
+    const verified = await verify(timeInBody, fresh, { 'x-signature': hmac(fresh, 'hex') });
+    expect(verified).toMatchObject({ outcome: 'verified', event: { eventId: 'e1' } });
+    expect(verified.outcome === 'verified' && 'contentDigest' in verified.event).toBe(false);
+    const old = JSON.stringify({ id: 'e1', type: 't', sentAt: TEST_NOW_SECONDS - 301 });
+    expect(await verify(timeInBody, old, { 'x-signature': hmac(old, 'hex') })).toEqual(stale);
+  });
+
+  it('an id that is the body digest under a signed time is the digest, and no second key', async () => {
+    const body = JSON.stringify({ triggerType: 'form_submission', payload: {} });
+    const timestamp = String(TEST_NOW_SECONDS * 1000);
+    const headers = { 'x-webflow-timestamp': timestamp, 'x-webflow-signature': hmac(`${timestamp}:${body}`, 'hex') };
+    const verified = await verify(provider('webflow'), body, headers);
+    expect(verified).toMatchObject({
+      outcome: 'verified',
+      event: { eventId: sha256Hex(body), eventType: 'form_submission', occurredAt: new Date(TEST_NOW_SECONDS * 1000) },
+    });
+    expect(verified.outcome === 'verified' && 'contentDigest' in verified.event).toBe(false);
+  });
+});
+
+describe('a type with a suffix', () => {
+  it('needs its base: a GitHub body with an action but no event header is refused, naming the header', async () => {
+    const body = '{"action":"opened"}';
+    const headers = { 'x-hub-signature-256': `sha256=${hmac(body, 'hex')}`, 'x-github-delivery': 'd-suffix' };
+    expect(await verify(provider('github'), body, headers)).toEqual({
+      outcome: 'invalid_payload',
+      field: 'header x-github-event',
+    });
+    expect(await verify(provider('github'), body, { ...headers, 'x-github-event': 'issues' })).toMatchObject({
+      outcome: 'verified',
+      event: { eventId: 'd-suffix', eventType: 'issues.opened', contentDigest: sha256Hex(body) },
+    });
+  });
+});
+
 describe('a token key never checks a signature', () => {
   it('GitLab: a signature made with the digest of the plain token is refused', async () => {
     const gitlab = provider('gitlab');
