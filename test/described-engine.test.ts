@@ -83,6 +83,13 @@ describe('the reason a refusal gives', () => {
     expect(await verify(stripe, body, { 'stripe-signature': tooMany })).toEqual(malformed);
   });
 
+  it('a time entry must be there exactly once: none, or two, leaves it open which was signed', async () => {
+    const t = `t=${TEST_NOW_SECONDS}`;
+    expect(await verify(stripe, body, { 'stripe-signature': `${t},${v1()}` })).toMatchObject({ outcome: 'verified' });
+    expect(await verify(stripe, body, { 'stripe-signature': v1() })).toEqual(missing);
+    expect(await verify(stripe, body, { 'stripe-signature': `${t},${t},${v1()}` })).toEqual(missing);
+  });
+
   it('a sender that signs its URL, verified without one: headers missing', async () => {
     const hubspot = provider('hubspot');
     const batch = JSON.stringify([{ eventId: 1, subscriptionType: 'contact.creation' }]);
