@@ -347,7 +347,7 @@ async function authenticateSignature(
   time: VerificationTime,
 ): Promise<Authentication> {
   const spec = compiled.description.signature;
-  // Stryker disable next-line ObjectLiteral,StringLiteral: unreachable, for the types only: authenticate sends every description without a signature to the token check
+  // Stryker disable next-line ConditionalExpression,ObjectLiteral,StringLiteral: never true, for the types only: authenticate sends every description without a signature to the token check
   if (spec === undefined) return { failure: 'signature_malformed' };
   const read = readSignatures(spec, header, compiled.timestampEntry);
   if (read === null || read.signatures.length === 0 || read.signatures.length > MAX_SIGNATURES) {
