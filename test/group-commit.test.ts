@@ -115,6 +115,28 @@ describe('group commit', () => {
     }
   });
 
+  it('answers a duplicate in a batch without applying it; the rest still commit together', async () => {
+    const hold = deferred();
+    const h = await harness(lanesHeldBy(hold.promise));
+    const seen = acmeEvent();
+    expect(await send(h.test, seen)).toEqual({ status: 200, body: '{"received":true}' });
+    const first = send(h.test, blocker());
+    await h.arrived(2);
+    const events = Array.from({ length: 3 }, () => acmeEvent());
+    const answers = [seen, ...events].map((event) => send(h.test, event));
+    await h.arrived(6);
+    hold.resolve();
+    await first;
+
+    const [again, ...fresh] = await Promise.all(answers);
+    expect(again).toEqual({ status: 200, body: '{"received":true,"duplicate":true}' });
+    for (const answer of fresh) expect(answer).toEqual({ status: 200, body: '{"received":true}' });
+    expect(h.batchSizes).toEqual([1, 1, 4]);
+    // The duplicate's handler never ran, so nothing rolled the batch back to one delivery at a time.
+    expect(await transactionsOf(events.map((event) => event.id))).toBe(1);
+    expect(await outboxFor(seen.id)).toBe(1);
+  });
+
   it('fails only the delivery whose handler throws; the rest of its batch is applied once', async () => {
     const hold = deferred();
     const doomed = uniqueId('sub');
