@@ -12,7 +12,7 @@ import { allProviders } from '../src/providers/registry.ts';
 import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
 import type { Verification, WebhookProvider } from '../src/providers/types.ts';
 import { TEST_NOW_SECONDS } from './helpers/acme.ts';
-import { sha256Hex } from './helpers/named-senders.ts';
+import { namedSenders, sha256Hex } from './helpers/named-senders.ts';
 
 const SECRET = 'engine-test-secret';
 const at = { nowSeconds: TEST_NOW_SECONDS, toleranceSeconds: 300 };
@@ -219,6 +219,28 @@ describe('a description with a token and no signature', () => {
     expect(await verify(sender, body, { 'x-delivery': 'd1' })).toEqual(missing);
   });
 
+  it('with a signature in any one of its headers, is judged by that signature, not the token', async () => {
+    const key = Buffer.alloc(24, 3);
+    const both = describedProvider({
+      name: 'tokenandtwo',
+      token: { header: 'x-token' },
+      signature: {
+        headers: ['sig-a', 'sig-b'],
+        encoding: 'base64',
+        methods: [{ algorithm: 'HMAC', hash: 'SHA-256', secret: 'whsec' }],
+      },
+      signed: '{body}',
+      id: { path: ['id'] },
+      type: { path: ['kind'] },
+    });
+    const signedBody = JSON.stringify({ id: 'e2', kind: 'ping' });
+    const secrets = [`whsec_${key.toString('base64')}`];
+    expect(await verify(both, signedBody, { 'sig-b': hmac(signedBody, 'base64', key) }, { secrets })).toMatchObject({
+      outcome: 'verified',
+      event: { eventId: 'e2' },
+    });
+  });
+
   it('reads unprefixed headers when its header-set list is empty', async () => {
     const unprefixed = describedProvider({ ...description, name: 'tokenempty', headerSets: [] });
     expect(await verify(unprefixed, body, { 'x-token': SECRET, 'x-delivery': 'd2' })).toMatchObject({
@@ -369,5 +391,141 @@ describe('valueAt reads what the payload itself says', () => {
     expect(valueAt(payload, ['amount', 'value'])).toBeUndefined();
     expect(valueAt(payload, ['byName', 'constructor'])).toBeUndefined();
     expect(valueAt(payload, ['missing', 'deeper'])).toBeUndefined();
+  });
+});
+
+describe('every named sender through the engine alone', () => {
+  it.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender] as const))(
+    '%s: its own signature is verified, with the id, type and second key its description gives; a stranger’s is not',
+    async (_label, sender) => {
+      const engine = provider(sender.name);
+      const [credential] = sender.credentials;
+      const configured = [credential.configured];
+      const keys =
+        sender.variable === 'secret' ? await engine.importKeys(configured) : await engine.importKeys([], configured);
+      const outgoing = sender.newEvent(TEST_NOW_SECONDS);
+      const deliver = (headers: Record<string, string>) =>
+        engine.verify({ body: utf8(outgoing.body), headers: new Headers(headers), url: sender.url }, keys, at);
+      const verified = await deliver(sender.headers(outgoing, credential, TEST_NOW_SECONDS));
+      const event =
+        verified.outcome === 'verified'
+          ? verified.event
+          : verified.outcome === 'verified_batch'
+            ? verified.events[0]
+            : null;
+      expect(event, verified.outcome).not.toBeNull();
+      expect(event?.eventId).toBe(sender.id === 'digest' ? sha256Hex(outgoing.body) : outgoing.eventId);
+      expect(event?.eventType).toBe(outgoing.eventType);
+      const keyed = sender.id === 'unsigned-header' || sender.token === true || !sender.signsTime;
+      const digest = sender.id === 'event' ? sha256Hex(outgoing.eventId ?? '') : sha256Hex(outgoing.body);
+      expect(event?.contentDigest).toBe(keyed ? digest : undefined);
+      expect(engine.credentials.publicKey).toBe(sender.variable === 'publicKey' || sender.name === 'standard');
+      expect(engine.credentials.secret).toBe(sender.variable === 'secret');
+      expect(engine.credentials.url).toBe(sender.url !== undefined);
+
+      const stranger = await deliver(sender.headers(outgoing, sender.stranger, TEST_NOW_SECONDS));
+      expect(stranger).toEqual(sender.token === true ? mismatch : expect.objectContaining({ outcome: 'unauthorized' }));
+    },
+  );
+});
+
+describe('more refusals, each with its reason', () => {
+  const github = provider('github');
+  const body = '{"action":"opened"}';
+
+  it('a signature without its prefix, or not hex, is malformed; an entry list that does not parse too', async () => {
+    const headers = { 'x-github-delivery': 'd', 'x-github-event': 'issues' };
+    expect(await verify(github, body, { ...headers, 'x-hub-signature-256': hmac(body, 'hex') })).toEqual(malformed);
+    expect(await verify(github, body, { ...headers, 'x-hub-signature-256': `sha256=${'z'.repeat(64)}` })).toEqual(
+      malformed,
+    );
+    const stripe = provider('stripe');
+    expect(await verify(stripe, body, { 'stripe-signature': `t=${TEST_NOW_SECONDS},v1=${'z'.repeat(64)}` })).toEqual(
+      malformed,
+    );
+    expect(await verify(stripe, body, { 'stripe-signature': `t=${TEST_NOW_SECONDS},v1` })).toEqual(malformed);
+  });
+
+  it('a signed header id that is missing: headers missing', async () => {
+    const standard = provider('standard');
+    const secret = `whsec_${Buffer.alloc(24, 1).toString('base64')}`;
+    const content = `.${TEST_NOW_SECONDS}.${body}`;
+    const headers = {
+      'webhook-timestamp': String(TEST_NOW_SECONDS),
+      'webhook-signature': `v1,${hmac(content, 'base64', Buffer.alloc(24, 1))}`,
+    };
+    expect(await verify(standard, body, headers, { secrets: [secret] })).toEqual(missing);
+  });
+
+  it('GitLab: its signing secret sent as a plain token is refused', async () => {
+    const secret = `whsec_${Buffer.alloc(24, 2).toString('base64')}`;
+    const headers = { 'x-gitlab-token': secret, 'idempotency-key': 'k1' };
+    expect(await verify(provider('gitlab'), '{"object_kind":"push"}', headers, { secrets: [secret] })).toEqual(
+      mismatch,
+    );
+  });
+
+  it('Box: an empty secondary beside a valid primary is no signature; the tolerance holds at both edges', async () => {
+    const box = provider('box');
+    const boxBody = JSON.stringify({ id: 'box_evt_2', trigger: 'FILE.UPLOADED', created_at: '2025-06-01T00:00:00Z' });
+    const signedAt = (seconds: number) => {
+      const timestamp = new Date(seconds * 1000).toISOString();
+      return { 'box-delivery-timestamp': timestamp, 'box-signature-primary': hmac(`${boxBody}${timestamp}`, 'base64') };
+    };
+    expect(await verify(box, boxBody, { ...signedAt(TEST_NOW_SECONDS), 'box-signature-secondary': '' })).toMatchObject({
+      outcome: 'verified',
+      event: { occurredAt: new Date('2025-06-01T00:00:00Z') },
+    });
+    for (const offset of [-300, 300]) {
+      expect(await verify(box, boxBody, signedAt(TEST_NOW_SECONDS + offset))).toMatchObject({ outcome: 'verified' });
+    }
+    for (const offset of [-301, 301])
+      expect(await verify(box, boxBody, signedAt(TEST_NOW_SECONDS + offset))).toEqual(stale);
+  });
+
+  it('acme: a known schema version is known, another is kept and flagged', async () => {
+    const acme = provider('acme');
+    const event = { id: 'evt_v', type: 't', api_version: '2024-06-01', created: 1, version: 1, data: {} };
+    const sign = (text: string) => ({
+      'x-acme-timestamp': String(TEST_NOW_SECONDS),
+      'x-acme-signature': hmac(`${TEST_NOW_SECONDS}.${text}`, 'hex'),
+    });
+    const known = JSON.stringify(event);
+    expect(await verify(acme, known, sign(known))).toMatchObject({ event: { unknownSchemaVersion: false } });
+    const later = JSON.stringify({ ...event, api_version: '2099-01-01' });
+    expect(await verify(acme, later, sign(later))).toMatchObject({ event: { unknownSchemaVersion: true } });
+  });
+
+  it('Slack: a signed url_verification is answered with its challenge', async () => {
+    const slackBody = JSON.stringify({ type: 'url_verification', challenge: 'c-123' });
+    const headers = {
+      'x-slack-request-timestamp': String(TEST_NOW_SECONDS),
+      'x-slack-signature': `v0=${hmac(`v0:${TEST_NOW_SECONDS}:${slackBody}`, 'hex')}`,
+    };
+    expect(await verify(provider('slack'), slackBody, headers)).toEqual({
+      outcome: 'respond',
+      body: '{"challenge":"c-123"}',
+      reason: 'url_verification',
+    });
+  });
+
+  it('names the sender when a public key or the description itself is unusable', async () => {
+    await expect(provider('discord').importKeys([], ['zz'])).rejects.toThrow(/^discord: /);
+    const invalid = describedProvider({
+      name: 'Bad!',
+      token: { header: 'x-t' },
+      id: { path: ['id'] },
+      type: { path: ['t'] },
+    });
+    await expect(invalid.importKeys(['s'])).rejects.toThrow('Bad!: invalid description: name must be lower-case');
+  });
+
+  it('NFKD and UTF-8 secrets are their text’s bytes, decomposed or not', () => {
+    expect(secretBytes('\u00e9', 'nfkd')).toEqual(utf8('e\u0301'));
+    expect(secretBytes('\u00e9', 'utf8')).toEqual(utf8('\u00e9'));
+  });
+
+  it('a path through null reads nothing', () => {
+    expect(valueAt(parseJsonText('{"a":null}'), ['a', 'b'])).toBeUndefined();
   });
 });
