@@ -419,9 +419,9 @@ describe('every named sender through the engine alone', () => {
       const keyed = sender.id === 'unsigned-header' || sender.token === true || !sender.signsTime;
       const digest = sender.id === 'event' ? sha256Hex(outgoing.eventId ?? '') : sha256Hex(outgoing.body);
       expect(event?.contentDigest).toBe(keyed ? digest : undefined);
-      expect(engine.credentials.publicKey).toBe(sender.variable === 'publicKey' || sender.name === 'standard');
-      expect(engine.credentials.secret).toBe(sender.variable === 'secret');
-      expect(engine.credentials.url).toBe(sender.url !== undefined);
+      expect(engine.credentials?.publicKey).toBe(sender.variable === 'publicKey' || sender.name === 'standard');
+      expect(engine.credentials?.secret).toBe(sender.variable === 'secret');
+      expect(engine.credentials?.url).toBe(sender.url !== undefined);
 
       const stranger = await deliver(sender.headers(outgoing, sender.stranger, TEST_NOW_SECONDS));
       expect(stranger).toEqual(sender.token === true ? mismatch : expect.objectContaining({ outcome: 'unauthorized' }));
