@@ -10,6 +10,7 @@ import type { SenderDescription } from '../src/providers/description.ts';
 import { utf8 } from '../src/providers/encoding.ts';
 import { allProviders } from '../src/providers/registry.ts';
 import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
+import { senderDescriptions } from '../src/providers/senders.ts';
 import type { Verification, WebhookProvider } from '../src/providers/types.ts';
 import { TEST_NOW_SECONDS } from './helpers/acme.ts';
 import { namedSenders, sha256Hex } from './helpers/named-senders.ts';
@@ -19,10 +20,13 @@ const at = { nowSeconds: TEST_NOW_SECONDS, toleranceSeconds: 300 };
 const hmac = (content: string, encoding: 'hex' | 'base64', key: string | Buffer = SECRET) =>
   createHmac('sha256', key).update(content).digest(encoding);
 
+/** The sender's description run by a provider built here, so what the engine works out once is worked out in the test. */
 function provider(name: string): WebhookProvider {
-  const found = allProviders.find((candidate) => candidate.name === name);
-  if (found === undefined) throw new Error(`no provider ${name}`);
-  return found;
+  const found = senderDescriptions.find((candidate) => candidate.name === name);
+  if (found === undefined) throw new Error(`no sender ${name}`);
+  const built = describedProvider(found);
+  expect(allProviders.find((candidate) => candidate.name === name)?.credentials).toEqual(built.credentials);
+  return built;
 }
 
 async function verify(
@@ -523,6 +527,48 @@ describe('more refusals, each with its reason', () => {
   it('NFKD and UTF-8 secrets are their text’s bytes, decomposed or not', () => {
     expect(secretBytes('\u00e9', 'nfkd')).toEqual(utf8('e\u0301'));
     expect(secretBytes('\u00e9', 'utf8')).toEqual(utf8('\u00e9'));
+  });
+
+  it('a body that is not UTF-8 or not JSON, or not the sender’s schema, is an invalid payload', async () => {
+    const github = provider('github');
+    const keys = await github.importKeys([SECRET]);
+    const bytes = new Uint8Array([0x7b, 0xff, 0x7d]);
+    const headers = new Headers({
+      'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(bytes).digest('hex')}`,
+      'x-github-delivery': 'd-bytes',
+      'x-github-event': 'push',
+    });
+    expect(await github.verify({ body: bytes, headers }, keys, at)).toEqual({ outcome: 'invalid_payload' });
+    const stripeBody = '{"id":"evt_thin","type":"t"}';
+    const stripeHeaders = {
+      'stripe-signature': `t=${TEST_NOW_SECONDS},v1=${hmac(`${TEST_NOW_SECONDS}.${stripeBody}`, 'hex')}`,
+    };
+    expect(await verify(provider('stripe'), stripeBody, stripeHeaders)).toMatchObject({
+      outcome: 'invalid_payload',
+      field: expect.any(String),
+    });
+  });
+
+  it('Zoom: its URL validation is answered with the token’s HMAC under the secret', async () => {
+    const zoomBody = JSON.stringify({ event: 'endpoint.url_validation', payload: { plainToken: 'pt-1' } });
+    const headers = {
+      'x-zm-request-timestamp': String(TEST_NOW_SECONDS),
+      'x-zm-signature': `v0=${hmac(`v0:${TEST_NOW_SECONDS}:${zoomBody}`, 'hex')}`,
+    };
+    expect(await verify(provider('zoom'), zoomBody, headers)).toEqual({
+      outcome: 'respond',
+      body: JSON.stringify({ plainToken: 'pt-1', encryptedToken: hmac('pt-1', 'hex') }),
+      reason: 'endpoint.url_validation',
+    });
+  });
+
+  it('LINE: an empty batch (its check of a new URL) is answered and stores nothing', async () => {
+    const lineBody = '{"destination":"U1","events":[]}';
+    expect(await verify(provider('line'), lineBody, { 'x-line-signature': hmac(lineBody, 'base64') })).toEqual({
+      outcome: 'respond',
+      body: '{"received":true}',
+      reason: 'empty_batch',
+    });
   });
 
   it('a path through null reads nothing', () => {
