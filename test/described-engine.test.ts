@@ -571,6 +571,68 @@ describe('more refusals, each with its reason', () => {
     });
   });
 
+  it('a delivery without its signature header is malformed', async () => {
+    expect(await verify(provider('github'), '{}', { 'x-github-delivery': 'd', 'x-github-event': 'push' })).toEqual(
+      malformed,
+    );
+  });
+
+  it('a token-only sender takes any secret as its token, one written whsec_… too', async () => {
+    const sender = describedProvider({
+      name: 'tokenwhsec',
+      token: { header: 'x-token' },
+      id: { path: ['id'] },
+      type: { path: ['kind'] },
+    });
+    const secret = 'whsec_AAAA';
+    expect(await verify(sender, '{"id":"w1","kind":"k"}', { 'x-token': secret }, { secrets: [secret] })).toMatchObject({
+      outcome: 'verified',
+      event: { eventId: 'w1' },
+    });
+    const twoProblems = describedProvider({ name: 'Bad!', id: { path: ['id'] }, type: { path: ['t'] } });
+    await expect(twoProblems.importKeys(['s'])).rejects.toThrow(
+      'Bad!: invalid description: name must be lower-case letters and digits; needs a signature or a token',
+    );
+  });
+
+  it('Slack: an event time in seconds is a time, in milliseconds none (it is described as seconds)', async () => {
+    const slack = provider('slack');
+    const send = (eventTime: number) => {
+      const text = JSON.stringify({
+        type: 'event_callback',
+        event_id: `Ev${eventTime}`,
+        event: { type: 'message' },
+        event_time: eventTime,
+      });
+      return verify(slack, text, {
+        'x-slack-request-timestamp': String(TEST_NOW_SECONDS),
+        'x-slack-signature': `v0=${hmac(`v0:${TEST_NOW_SECONDS}:${text}`, 'hex')}`,
+      });
+    };
+    expect(await send(TEST_NOW_SECONDS)).toMatchObject({ event: { occurredAt: new Date(TEST_NOW_SECONDS * 1000) } });
+    expect(await send(TEST_NOW_SECONDS * 1000)).toMatchObject({ event: { occurredAt: null } });
+  });
+
+  it('a batch at a nested path names that path when it is not an array', async () => {
+    const nested = describedProvider({
+      name: 'nestedbatch',
+      signature: {
+        headers: ['x-signature'],
+        encoding: 'hex',
+        methods: [{ algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' }],
+      },
+      signed: '{body}',
+      events: { path: ['data', 'events'] },
+      id: { path: ['id'] },
+      type: { path: ['type'] },
+    });
+    const text = '{"data":{"events":{}}}';
+    expect(await verify(nested, text, { 'x-signature': hmac(text, 'hex') })).toEqual({
+      outcome: 'invalid_payload',
+      field: 'data.events',
+    });
+  });
+
   it('a path through null reads nothing', () => {
     expect(valueAt(parseJsonText('{"a":null}'), ['a', 'b'])).toBeUndefined();
   });
