@@ -237,6 +237,30 @@ describe('group commit', () => {
     expect(Number((await subscriptionRow(sql, counted))?.provider_version)).toBe(1);
   });
 
+  it('puts two different GitHub bodies in one batch: only a shared digest keeps deliveries apart', async () => {
+    const hold = deferred();
+    const enabledProviders = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const h = await harness(lanesHeldBy(hold.promise), { enabledProviders });
+    const first = send(h.test, blocker());
+    await h.arrived(1);
+    const bodies = [githubSender.newEvent().body, githubSender.newEvent().body];
+    const answers = bodies.map(async (body) => {
+      const headers = await githubSender.headers({ body, eventId: crypto.randomUUID() });
+      const response = await h.test.request('/webhooks/github', { method: 'POST', body, headers });
+      return { status: response.status, body: await response.text() };
+    });
+    await h.arrived(3);
+    hold.resolve();
+    await first;
+
+    for (const answer of await Promise.all(answers)) expect(answer).toEqual({ status: 200, body: '{"received":true}' });
+    expect(h.batchSizes).toEqual([1, 2]);
+    for (const body of bodies) {
+      const digest = createHash('sha256').update(body).digest('hex');
+      expect(await sql`select 1 from webhook_events where content_digest = ${digest}`).toHaveLength(1);
+    }
+  });
+
   it('never commits a delivery already answered 503; the rest of its batch commits in the next one', async () => {
     const hold = deferred();
     const late = acmeEvent();
