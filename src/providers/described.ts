@@ -349,13 +349,18 @@ function signedTimeOf(
   return isFresh(text, timestamp.format, time) ? { time: text } : { failure: 'timestamp_outside_tolerance' };
 }
 
+/** What a delivery presents for authentication, with the keys and the clock it is checked against. */
+interface Presented {
+  delivery: Delivery;
+  header: Header;
+  keys: readonly VerifyKey[];
+  time: VerificationTime;
+}
+
 /** Signatures present, few enough, time fresh, then every signature under every signing key. */
 async function authenticateSignature(
   compiled: Compiled,
-  delivery: Delivery,
-  header: Header,
-  keys: readonly VerifyKey[],
-  time: VerificationTime,
+  { delivery, header, keys, time }: Presented,
 ): Promise<Authentication> {
   const spec = compiled.description.signature;
   // Stryker disable next-line ConditionalExpression,ObjectLiteral,StringLiteral: never true, for the types only: authenticate sends every description without a signature to the token check
@@ -385,18 +390,13 @@ async function authenticateSignature(
 }
 
 /** By token where the sender has one and the delivery carries no signature header, else by signature. */
-function authenticate(
-  compiled: Compiled,
-  delivery: Delivery,
-  header: Header,
-  keys: readonly VerifyKey[],
-  time: VerificationTime,
-): Promise<Authentication> {
+function authenticate(compiled: Compiled, presented: Presented): Promise<Authentication> {
   const { token, signature } = compiled.description;
+  const { header } = presented;
   if (token !== undefined && signature?.headers.some((name) => header(name) !== null) !== true) {
-    return authenticateToken(token.header, header, keys);
+    return authenticateToken(token.header, header, presented.keys);
   }
-  return authenticateSignature(compiled, delivery, header, keys, time);
+  return authenticateSignature(compiled, presented);
 }
 
 function readSource(source: Source, header: Header, payload: ExactJson): string | null {
@@ -491,7 +491,7 @@ async function verify(
 ): Promise<Verification> {
   const { description, schema } = compiled;
   const headers = headersOf(description, delivery.headers);
-  const authentication = await authenticate(compiled, delivery, headers.header, keys, time);
+  const authentication = await authenticate(compiled, { delivery, header: headers.header, keys, time });
   if ('failure' in authentication) return { outcome: 'unauthorized', reason: authentication.failure };
 
   const bodyText = payloadText(delivery.body);
