@@ -98,7 +98,7 @@ describe('payload numbers, exactly as signed', () => {
     expect(onArrival).toBeGreaterThan(0);
 
     const replayed = await applyStoredEvent(
-      { db, handlers: recordingHandlers(seen), providers: acmeOnly },
+      { db, handlers: recordingHandlers(seen), providersByName: acmeOnly },
       { provider: 'acme', eventId: id },
       { from: ['failed'], onFailure: { retryAt: new Date() } },
     );

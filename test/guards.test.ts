@@ -77,7 +77,7 @@ describe('the async worker and its lease', () => {
     // Worker A's lease expired and worker B claimed the rows.
     await sql`update webhook_events set locked_by = 'worker-b' where event_id = any(${ids})`;
 
-    const context = { db, handlers, providers: providersByName };
+    const context = { db, handlers, providersByName };
     const batch = await applyStoredBatch(context, ours, 'worker-a');
     expect(batch.applied && batch.results.size).toBe(0);
     const alone = await applyStoredEvent(context, ours[0] ?? { provider: 'acme', eventId: '' }, {

@@ -20,7 +20,7 @@ const later = new Date(Date.UTC(2030, 0, 1));
 const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
-  providers: new Map(
+  providersByName: new Map(
     allProviders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
   ),
 });
@@ -80,7 +80,10 @@ describe('applyStoredEvent', () => {
     expect((await applyStoredEvent(context(), key, options)).outcome).toBe('parked');
     expect(await subscriptionRow(sql, subscription)).toBeUndefined();
 
-    const upgraded: StoredContext = { ...context(), providers: new Map([['acme', { knowsSchemaOf: () => true }]]) };
+    const upgraded: StoredContext = {
+      ...context(),
+      providersByName: new Map([['acme', { knowsSchemaOf: () => true }]]),
+    };
     expect((await applyStoredEvent(upgraded, key, options)).outcome).toBe('completed');
     expect((await subscriptionRow(sql, subscription))?.status).toBe('active');
   });

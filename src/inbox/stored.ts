@@ -56,7 +56,7 @@ export interface StoredContext {
   db: Database;
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
-  providers: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;
+  providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;
 }
 
 export interface StoredResult {
@@ -81,7 +81,7 @@ async function applyRow(context: StoredContext, tx: Transaction, row: LockedRow)
     payload,
     payloadText: row.payload,
     ...(row.content_digest === null ? {} : { contentDigest: row.content_digest }),
-    unknownSchemaVersion: context.providers.get(row.provider)?.knowsSchemaOf?.(payload) === false,
+    unknownSchemaVersion: context.providersByName.get(row.provider)?.knowsSchemaOf?.(payload) === false,
   };
   let plan: ReturnType<typeof planFor>;
   try {

@@ -82,7 +82,7 @@ export interface WorkerDeps {
   db: Database;
   handlers: HandlerMap;
   /** Providers by name, for parked payloads' schema check; every known scheme when absent. */
-  providers?: StoredContext['providers'];
+  providersByName?: StoredContext['providersByName'];
   clock: Clock;
   /** Makes this worker's id, written to `locked_by`. */
   newId: () => string;
@@ -113,7 +113,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   const context: StoredContext = {
     db,
     handlers: deps.handlers,
-    providers: deps.providers ?? providersByName,
+    providersByName: deps.providersByName ?? providersByName,
   };
 
   const report = (event: ClaimedEvent, outcome: StoredOutcome, summary: Tally, line: ReportLine) =>

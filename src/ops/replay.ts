@@ -23,7 +23,7 @@ export interface ReplayContext {
   clock: Clock;
   logger: Logger;
   /** Providers asked whether they know a parked payload's schema now; every scheme by default. */
-  providers?: StoredContext['providers'];
+  providersByName?: StoredContext['providersByName'];
   /** Counts each replay by the status it left (the CLI, a short process, has none). */
   metrics?: Pick<Metrics, 'countReplay'>;
 }
@@ -109,7 +109,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
     db: context.db,
     handlers: context.handlers,
     // Every provider, secret or not: one switched off since can still have its events replayed.
-    providers: context.providers ?? providersByName,
+    providersByName: context.providersByName ?? providersByName,
   };
   const events: ReplayedEvent[] = [];
   for (const eventId of eventIds) {

@@ -11,7 +11,7 @@ import { senderVariable } from '../sender-variables.ts';
  * The longest a sender may deliver one event again after its first attempt, in whole days (rounded
  * up): its automatic retries, or the manual redelivery its dashboard offers where that is longer.
  * Where a sender publishes no figure, three days (Stripe's, the longest common one) is assumed. The
- * sources are in docs/providers.md ("Retry windows"); test/config-promises.test.ts keeps both in step.
+ * sources are in docs/providers.md ("Retry windows"); test/start-promises.test.ts keeps both in step.
  */
 export const RETRY_WINDOW_DAYS: Readonly<Record<string, number>> = {
   acme: 3,

@@ -28,13 +28,13 @@ export interface EventsPageFilter extends ListPageFilter {
 
 export const EventsPage: FC<{
   filter: EventsPageFilter;
-  providers: readonly string[];
+  providerNames: readonly string[];
   counts: Record<string, number>;
   page: Page<EventListing>;
-}> = ({ filter, providers, counts, page }) => {
+}> = ({ filter, providerNames, counts, page }) => {
   const fields = (
     <>
-      <Select name="provider" label="Provider" options={providers} value={filter.provider} />
+      <Select name="provider" label="Provider" options={providerNames} value={filter.provider} />
       <label>
         Type
         <input name="type" value={filter.type ?? ''} placeholder="subscription.updated" />

@@ -109,7 +109,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       listEvents(c.var.db, { ...selection, cursor }),
       countEventsByStatus(c.var.db, selection),
     ]);
-    const view = <EventsPage filter={kept(filter)} providers={eventProviders} counts={counts} page={listed} />;
+    const view = <EventsPage filter={kept(filter)} providerNames={eventProviders} counts={counts} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
   });
 
