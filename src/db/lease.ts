@@ -66,6 +66,12 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
     .for('update', { skipLocked: true });
 }
 
+/** The planner's bitmap scans and sorts off, for the rest of the transaction (SET LOCAL). */
+const queueOrderOnly = sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`;
+/** The two settings back to the session's own values (RESET's), for the rest of the transaction. */
+const plannerRestored = sql`select set_config(name, reset_val, true) from pg_settings
+  where name in ('enable_bitmapscan', 'enable_sort')`;
+
 /**
  * Runs a claim (an UPDATE built on claimCandidates) in a transaction of its own in which the planner
  * may neither sort nor use a bitmap scan, so the only plan left is a walk of the queue's partial index
@@ -79,12 +85,24 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
  */
 export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await executePrepared(
-      tx,
-      sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`,
-    );
+    await executePrepared(tx, queueOrderOnly);
     return claim(tx);
   });
+}
+
+/**
+ * `claim` (a locking SELECT of a queue, FOR UPDATE SKIP LOCKED) planned as claimInQueueOrder plans
+ * its claims, inside a transaction that goes on to other work: the settings are switched off before
+ * it and back after it, all three sent at once (one round trip), so that the statements the caller
+ * runs next in the same transaction (handlers' writes) are planned as everywhere else.
+ */
+export async function lockInQueueOrder<Row>(tx: Transaction, claim: SQL): Promise<Row[]> {
+  const [, rows] = await Promise.all([
+    executePrepared(tx, queueOrderOnly),
+    executePrepared<Row>(tx, claim),
+    executePrepared(tx, plannerRestored),
+  ]);
+  return rows;
 }
 
 /**

@@ -7,9 +7,10 @@
 // | (none), failed                      | completed, ignored, parked      | sync intake              | insertOrTakeBackAll  |
 // | (none), failed                      | received                        | async intake             | insertOrTakeBackAll  |
 // | (none), failed                      | failed (attempt_count + 1)      | sync intake, on failure  | recordDeliveryFailure|
-// | received, failed, processing (expired lease) | processing             | worker                   | claimDue             |
+// | received, failed, processing (expired lease) | processing             | worker                   | claimDue, leaseLocked|
 // | processing                          | received                        | worker (not started)     | releaseClaim         |
 // | processing (expired lease)          | received                        | sweeper                  | sweepExpiredBatch    |
+// | received, failed, processing (expired lease) | completed, ignored, parked | worker's batch (lockDueBatch) | markApplied |
 // | processing, failed, parked, dead_letter | completed, ignored, parked  | worker, operator replay  | markApplied          |
 // | processing, failed, parked, dead_letter | failed, dead_letter         | worker, operator replay  | recordApplyFailure   |
 // | completed, ignored, dead_letter     | payload null, then deleted (kept if it has a digest) | retention purge | purgeStatements |
@@ -30,7 +31,14 @@ import { and, eq, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database, Executor, Transaction } from '../db/client.ts';
 import { describeCause } from '../db/errors.ts';
-import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
+import {
+  claimCandidates,
+  claimInQueueOrder,
+  type Lease,
+  leaseCleared,
+  leaseValues,
+  lockInQueueOrder,
+} from '../db/lease.ts';
 import { executePrepared } from '../db/prepared.ts';
 import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
@@ -279,6 +287,51 @@ export async function claimDue(db: Database, lease: Lease, dueBy: Date, limit: n
   );
   // Claimed rows come back in no particular order.
   return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime());
+}
+
+/** A due row the worker's batch transaction locked: what applying it needs, and its failures so far. */
+export interface DueRow extends LockedRow {
+  attempt_count: number;
+}
+
+/**
+ * The worker's batch claim: up to `limit` rows claimDue would claim, oldest first, locked FOR UPDATE
+ * SKIP LOCKED for the rest of `tx` but not written. The row lock is the lease while the transaction
+ * lasts: another worker's claim and the sweeper skip the rows, a replay or a redelivery waits, and a
+ * worker that dies rolls back and leaves them as they were, due at once. So a batch that goes through
+ * writes each row once (to its final status), where a claim committed first writes it twice. A batch
+ * that cannot go through records its lease with leaseLocked before it commits. Literal statuses (not
+ * parameters), so that even a generic plan of the prepared statement matches the queue's partial
+ * index; rows come back in its order (LockRows keeps its input's order).
+ */
+export function lockDueBatch(tx: Transaction, lease: Lease, dueBy: Date, limit: number): Promise<DueRow[]> {
+  return lockInQueueOrder<DueRow>(
+    tx,
+    sql`select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at,
+      content_digest, attempt_count
+    from webhook_events
+    where status in ('received', 'failed', 'processing') and available_at <= ${dueBy.toISOString()}
+      and (locked_until is null or locked_until < ${lease.takenAt.toISOString()})
+    order by available_at
+    limit ${limit}
+    for update skip locked`,
+  );
+}
+
+/**
+ * Records `lease` on rows `tx` locked with lockDueBatch, as claimDue would have: `processing` under
+ * its owner until it expires, so that once `tx` commits the rows are applied one at a time under the
+ * lease (and a crash then leaves them to the lease's expiry and the sweeper).
+ */
+export async function leaseLocked(tx: Transaction, lease: Lease, keys: readonly StoredEventKey[]): Promise<void> {
+  const keyRows = keys.map((key) => ({ provider: key.provider, event_id: key.eventId }));
+  await executePrepared(
+    tx,
+    sql`update webhook_events as w
+    set status = 'processing', locked_by = ${lease.owner}, locked_until = ${lease.until.toISOString()}
+    from json_to_recordset(${JSON.stringify(keyRows)}::json) as k(provider text, event_id text)
+    where w.provider = k.provider and w.event_id = k.event_id`,
+  );
 }
 
 /**

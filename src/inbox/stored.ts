@@ -109,21 +109,32 @@ async function applyLocked(
     const locked = await lockForApply(tx, keys, filter);
     const byKey = new Map(locked.map((row) => [storedKeyString(row.provider, row.event_id), row]));
     const rows = keys.flatMap((key) => byKey.get(storedKeyString(key.provider, key.eventId)) ?? []);
-    // Started together, in key order: handlers' writes of one tick share statements (subscriptions.ts).
-    const settled = await Promise.allSettled(rows.map((row) => applyRow(context, tx, row)));
-    const applied: (StoredEventKey & { status: AppliedStatus })[] = [];
-    for (const [index, result] of settled.entries()) {
-      if (result.status === 'rejected') throw result.reason;
-      const row = rows[index] as LockedRow;
-      applied.push({ provider: row.provider, eventId: row.event_id, status: result.value });
-    }
-    if (applied.length > 0) await markApplied(tx, applied);
-    const results = new Map(
-      applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]),
-    );
+    const results = await applyLockedRows(context, tx, rows);
     await beforeCommit?.(tx, results);
     return results;
   });
+}
+
+/**
+ * Applies rows this transaction has locked, in their order, and moves them to their new statuses in
+ * one statement. Throws whatever made one row fail (the caller rolls back). Also the worker's batch
+ * path, which locks its rows as it claims them (event-rows.ts, lockDueBatch).
+ */
+export async function applyLockedRows(
+  context: StoredContext,
+  tx: Transaction,
+  rows: readonly LockedRow[],
+): Promise<Map<string, StoredResult>> {
+  // Started together, in key order: handlers' writes of one tick share statements (subscriptions.ts).
+  const settled = await Promise.allSettled(rows.map((row) => applyRow(context, tx, row)));
+  const applied: (StoredEventKey & { status: AppliedStatus })[] = [];
+  for (const [index, result] of settled.entries()) {
+    if (result.status === 'rejected') throw result.reason;
+    const row = rows[index] as LockedRow;
+    applied.push({ provider: row.provider, eventId: row.event_id, status: result.value });
+  }
+  if (applied.length > 0) await markApplied(tx, applied);
+  return new Map(applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]));
 }
 
 export async function applyStoredEvent(

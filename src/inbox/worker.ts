@@ -1,14 +1,17 @@
-// The async inbox worker: claims due `received` and retryable `failed` rows, and `processing` rows
-// whose lease expired (a crashed worker's), under a lease in one statement, then applies the batch in
-// one transaction (applyStoredBatch: each row's new status commits with its domain change, guarded on
-// the lease), in `lanes` lanes. A batch that rolls back is applied again one event at a time
+// The async inbox worker: in `lanes` lanes, claims due `received` and retryable `failed` rows, and
+// `processing` rows whose lease expired (a crashed worker's), and applies and completes them in the
+// same transaction, one per batch (the row locks are the lease while it lasts; see takeBatch). A batch
+// that cannot go through commits a lease on its rows instead and applies them one event at a time
 // (applyStoredEvent), so a failure is recorded against its own event only: `failed` with capped
-// full-jitter backoff, or `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection. Runtime-neutral, like the
-// outbox relay it follows: the Node schedule, the CLI `work` and the Workers cron drive one `work`.
+// full-jitter backoff, or `dead_letter` after INBOX_MAX_ATTEMPTS or at once on a DomainRejection.
+// Runtime-neutral, like the outbox relay it follows: the Node schedule, the CLI `work` and the
+// Workers cron drive one `work`.
+import { sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { describeError } from '../db/errors.ts';
 import { mayStart, takeLease } from '../db/lease.ts';
+import { executePrepared } from '../db/prepared.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { backoffDelayMs, type RandomSource } from '../lib/backoff.ts';
 import { type Clock, elapsedMs } from '../lib/clock.ts';
@@ -16,10 +19,17 @@ import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { providersByName } from '../providers/registry.ts';
-import { type ClaimedEvent, claimDue, releaseClaim, storedKeyString } from './event-rows.ts';
+import {
+  type ClaimedEvent,
+  type DueRow,
+  leaseLocked,
+  lockDueBatch,
+  releaseClaim,
+  storedKeyString,
+} from './event-rows.ts';
 import { deferToIntake, type IntakeLoad } from './intake-load.ts';
 import {
-  applyStoredBatch,
+  applyLockedRows,
   applyStoredEvent,
   type StoredContext,
   type StoredOutcome,
@@ -94,6 +104,19 @@ export interface WorkerDeps {
   settings: WorkerSettings;
 }
 
+/** What a batch's transaction committed. */
+type Taken =
+  | { applied: true; results: ReadonlyMap<string, StoredResult> }
+  /** `leased`: the rows' lease, for one-at-a-time application (after `failure`, if any); else nothing. */
+  | { applied: false; leased?: true; failure?: unknown };
+
+const claimedEvent = (row: DueRow): ClaimedEvent => ({
+  provider: row.provider,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  failures: row.attempt_count,
+});
+
 export interface WorkSummary extends Tally {
   batches: number;
   stoppedBy: StopReason;
@@ -157,28 +180,80 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
   }
 
   /**
-   * Applies a claimed batch in one transaction; when that rolls back (one of them failed, or the
-   * database did), applies each on its own, so only the failing one is counted as failed.
+   * Claims, applies and completes one batch in one transaction (lockDueBatch), so a batch costs one
+   * BEGIN and one COMMIT, and each row is written once, to its final status. When the batch cannot go
+   * through (a handler throws, the database errors, two lanes deadlock on a shared row), it rolls
+   * back to the savepoint taken after the claim, still holding the row locks, records its lease on
+   * the rows and commits that; then each event is applied on its own under the lease (applyOne), so
+   * only the event that failed is counted as failed and every other one is applied once. A lone
+   * event goes that way at once: it has no commit to share, and alone its failure is recorded
+   * without a rollback first. Answers the rows claimed.
    */
-  async function applyBatch(events: readonly ClaimedEvent[], summary: Tally, dueBy: Date) {
-    const [only] = events;
-    if (events.length === 1 && only !== undefined) return applyOne(only, summary, dueBy);
+  async function takeBatch(
+    summary: Tally,
+    dueBy: Date,
+    pass: { deadlineMs: number; signal?: AbortSignal | undefined },
+  ): Promise<number> {
+    const lease = takeLease(id, clock(), settings.leaseMs);
+    let events: ClaimedEvent[] = [];
+    let taken: Taken;
     const started = performance.now();
-    const result = await applyStoredBatch(context, events, id);
-    if (!result.applied) {
-      logger.info('inbox batch rolled back, applying its events one at a time', {
+    try {
+      taken = await db.transaction(async (tx): Promise<Taken> => {
+        // The savepoint is sent with the claim (one round trip), and taken after it: a rollback to it
+        // keeps the claim's row locks.
+        const [rows] = await Promise.all([
+          lockDueBatch(tx, lease, dueBy, settings.batchSize),
+          executePrepared(tx, sql`savepoint batch`),
+        ]);
+        events = rows.map(claimedEvent);
+        // Not started: ending the transaction gives the rows back as they were, uncounted.
+        if (rows.length === 0 || !mayStart(lease, clock(), settings.applyTimeoutMs, pass)) return { applied: false };
+        let failure: unknown;
+        if (rows.length > 1) {
+          try {
+            return { applied: true, results: await applyLockedRows(context, tx, rows) };
+          } catch (error) {
+            failure = error;
+            await executePrepared(tx, sql`rollback to savepoint batch`);
+          }
+        }
+        await leaseLocked(tx, lease, events);
+        return { applied: false, leased: true, failure };
+      });
+    } catch (error) {
+      // The claim itself failed: the pass fails, as any database outage fails it.
+      if (events.length === 0) throw error;
+      // Nothing committed: the rows are as they were, due at once.
+      summary.claimed += events.length;
+      summary.released += events.length;
+      logger.warn('inbox batch released after a database error', {
         worker: id,
         batch_size: events.length,
-        error: describeError(result.error),
+        error: describeError(error),
       });
+      return events.length;
+    }
+    summary.claimed += events.length;
+    if (taken.applied) {
+      const line = { duration_ms: elapsedMs(started), batch_size: events.length };
+      for (const event of events) {
+        const outcome = taken.results.get(storedKeyString(event.provider, event.eventId))?.outcome ?? 'skipped';
+        report(event, outcome, summary, { ...line, attempt: event.failures + 1 });
+      }
+    } else if (taken.leased === true) {
+      if (events.length > 1) {
+        logger.info('inbox batch rolled back, applying its events one at a time', {
+          worker: id,
+          batch_size: events.length,
+          error: describeError(taken.failure),
+        });
+      }
       for (const event of events) await applyOne(event, summary, dueBy);
-      return;
+    } else {
+      summary.released += events.length;
     }
-    const line = { duration_ms: elapsedMs(started), batch_size: events.length };
-    for (const event of events) {
-      const outcome = result.results.get(storedKeyString(event.provider, event.eventId))?.outcome ?? 'skipped';
-      report(event, outcome, summary, { ...line, attempt: event.failures + 1 });
-    }
+    return events.length;
   }
 
   async function work(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<WorkSummary> {
@@ -218,18 +293,8 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
               return { claimed: 0, limit: settings.batchSize, notStarted: true };
             }
           }
-          const lease = takeLease(id, clock(), settings.leaseMs);
-          const events = await claimDue(db, lease, dueBy, settings.batchSize);
-          summary.claimed += events.length;
-          // Stryker disable next-line ConditionalExpression: going on with no rows releases none, or applies an empty batch (a transaction that locks and writes nothing); the lane answers the same claim of 0 either way.
-          if (events.length === 0) return { claimed: 0, limit: settings.batchSize };
-          if (mayStart(lease, clock(), settings.applyTimeoutMs, { deadlineMs, signal: options.signal })) {
-            await applyBatch(events, summary, dueBy);
-          } else {
-            summary.released += events.length;
-            await Promise.all(events.map((event) => releaseClaim(db, id, event).catch(() => {})));
-          }
-          return { claimed: events.length, limit: settings.batchSize };
+          const claimed = await takeBatch(summary, dueBy, { deadlineMs, signal: options.signal });
+          return { claimed, limit: settings.batchSize };
         },
       });
     const lanes = await Promise.all(Array.from({ length: Math.max(1, settings.lanes) }, (_, index) => lane(index)));
