@@ -13,6 +13,7 @@ import { AppError, refusedField } from '../lib/errors.ts';
 import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { CountsByStatus } from '../ops/counts.ts';
 import { countEventsByStatus, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
@@ -65,8 +66,14 @@ function exactJson<Body extends object>(c: Context, body: Body) {
   >;
 }
 
-/** A list answer's `counts`, present on the first page only. */
-const withCounts = (counts: Record<string, number> | undefined) => (counts === undefined ? {} : { counts });
+/**
+ * A list answer's `counts`, present on the first page only, with `counts_complete: false` when some
+ * figure stopped at the cap (the answer stays as it always was when every figure is exact).
+ */
+const withCounts = (counts: CountsByStatus | undefined) => ({
+  ...(counts === undefined ? {} : { counts: counts.byStatus }),
+  ...(counts === undefined || counts.complete ? {} : { counts_complete: false }),
+});
 const operatorRequest = { required: true, content: { 'application/json': { schema: operatorBody } } };
 
 const routes = {
@@ -257,6 +264,7 @@ export function adminApiRoutes(deps: AdminDeps) {
       {
         events: counts.events,
         outbox: counts.outbox,
+        ...(counts.outboxComplete ? {} : { outbox_complete: false }),
         oldest_unprocessed_seconds: counts.oldestUnprocessedSeconds,
         oldest_pending_outbox_seconds: counts.oldestPendingOutboxSeconds,
       },

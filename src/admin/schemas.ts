@@ -57,6 +57,10 @@ export const eventsQuery = z
     provider: z.enum(providerNames).optional(),
     type: textFilter(255, 'event type, exactly'),
     id: textFilter(255, 'event ids starting with this'),
+    subject: textFilter(
+      255,
+      "the sender's own id of what the event is about, exactly: Stripe data.object.id, GitHub repository.full_name, Shopify's resource id, acme data.id (while the payload is kept)",
+    ),
     since: timeBound('received at or after'),
     until: timeBound('received before'),
     cursor: cursor(2),
@@ -182,8 +186,14 @@ const listCounts = z.record(z.string(), z.number().int()).optional().openapi({
     'rows by status under every other filter of this request (status aside: each count is what that status would list); on the first page only, absent when a cursor is given',
 });
 
+/** Whether every figure of `counts` is exact; false when some status passed the count's cap. */
+const countsComplete = z.boolean().optional().openapi({
+  description:
+    'present and false when a status has more rows than are counted one by one (10,000, with an id or subject filter and in the outbox): its figure then means "at least"',
+});
+
 export const eventsPage = z
-  .object({ events: eventSchema.array(), next_cursor: nextCursor, counts: listCounts })
+  .object({ events: eventSchema.array(), next_cursor: nextCursor, counts: listCounts, counts_complete: countsComplete })
   .openapi('EventsPage');
 
 export const eventAnswer = z.object({
@@ -205,7 +215,12 @@ export const replayAnswer = z.object({
 });
 
 export const outboxPage = z
-  .object({ messages: outboxMessageSchema.array(), next_cursor: nextCursor, counts: listCounts })
+  .object({
+    messages: outboxMessageSchema.array(),
+    next_cursor: nextCursor,
+    counts: listCounts,
+    counts_complete: countsComplete,
+  })
   .openapi('OutboxPage');
 
 export const messageAnswer = z.object({ message: outboxMessageSchema });
@@ -218,6 +233,10 @@ export const retryAnswer = z.object({
 export const statsAnswer = z.object({
   events: z.record(z.string(), z.number().int()),
   outbox: z.record(z.string(), z.number().int()),
+  outbox_complete: z
+    .boolean()
+    .optional()
+    .openapi({ description: 'present and false when an outbox figure reached the cap (10,000) and means "at least"' }),
   oldest_unprocessed_seconds: z.number(),
   oldest_pending_outbox_seconds: z.number(),
 });

@@ -1,7 +1,8 @@
 // The database schema, in TypeScript. drizzle-kit generates the SQL in drizzle/ from this file;
 // nothing else creates tables.
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import {
+  type AnyPgColumn,
   bigint,
   check,
   index,
@@ -32,6 +33,31 @@ export const webhookEventStatus = pgEnum('webhook_event_status', webhookEventSta
 
 /** Longest `last_error` kept anywhere (the contract's bound). */
 export const LAST_ERROR_MAX = 500;
+
+/** The instant a time column falls in, to the whole minute (date_bin is immutable, so indexes may use it). */
+export const wholeMinute = (column: AnyPgColumn): SQL =>
+  sql`date_bin('1 minute', ${column}, timestamptz '1970-01-01 00:00:00+00')`;
+
+/** Rows not done, or done in a later minute than they arrived in (the overview's backlog reads only these). */
+export const waitedAcrossMinutes = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgColumn }): SQL =>
+  sql`${table.completedAt} is null or ${wholeMinute(table.completedAt)} <> ${wholeMinute(table.receivedAt)}`;
+
+/** When a row was finished, for retention: completed_at, else (never finished) received_at. */
+export const finishedAt = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgColumn }): SQL =>
+  sql`coalesce(${table.completedAt}, ${table.receivedAt})`;
+
+/**
+ * The sender's own id of what an event is about, where the sender puts one in its payload: Stripe's
+ * `data.object.id`, GitHub's `repository.full_name`, Shopify's resource `id`, acme's `data.id`. It is
+ * what an operator searches by (`?subject=`); it reads the payload, so it is gone once retention nulls it.
+ */
+export const eventSubject = (table: { provider: AnyPgColumn; payload: AnyPgColumn }): SQL =>
+  sql`(case ${table.provider}
+    when 'stripe' then ${table.payload} #>> '{data,object,id}'
+    when 'github' then ${table.payload} #>> '{repository,full_name}'
+    when 'shopify' then ${table.payload} ->> 'id'
+    when 'acme' then ${table.payload} #>> '{data,id}'
+  end)`;
 
 /** The inbox: one row per provider event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
@@ -64,12 +90,60 @@ export const webhookEvents = pgTable(
   (table) => [
     primaryKey({ columns: [table.provider, table.eventId] }),
     index('webhook_events_status_received_idx').on(table.status, table.receivedAt),
+    // The operator's listings, newest first, each filter a range of its own index (docs/scaling.md).
+    index('webhook_events_received_idx').on(table.receivedAt),
+    // With the listing's tie-breakers, so a filtered page is read in order and stops after its rows.
+    index('webhook_events_provider_received_idx').on(table.provider, table.receivedAt, table.eventId),
+    index('webhook_events_type_received_idx').on(table.eventType, table.receivedAt, table.provider, table.eventId),
+    // `?id=` is a prefix: text_pattern_ops lets LIKE 'prefix%' be a range whatever the collation.
+    index('webhook_events_event_id_prefix_idx').on(table.eventId.op('text_pattern_ops')),
+    index('webhook_events_subject_idx')
+      .on(eventSubject(table), table.receivedAt)
+      .where(sql`${eventSubject(table)} is not null`),
+    // The overview's backlog: only rows unfinished, or finished in a later minute than they arrived,
+    // can be waiting at a bucket's end (buckets end on whole minutes).
+    index('webhook_events_waited_idx').on(table.receivedAt).where(waitedAcrossMinutes(table)),
+    // Retention's two walks, oldest first: rows it may delete, payloads it may null.
+    index('webhook_events_expiry_idx')
+      .on(finishedAt(table))
+      .where(sql`${table.contentDigest} is null and ${table.status} in ('completed', 'ignored', 'dead_letter')`),
+    index('webhook_events_payload_expiry_idx')
+      .on(finishedAt(table))
+      .where(sql`${table.payload} is not null and ${table.status} in ('completed', 'ignored', 'dead_letter')`),
     uniqueIndex('webhook_events_provider_content_digest_idx')
       .on(table.provider, table.contentDigest)
       .where(sql`${table.contentDigest} is not null`),
     index('webhook_events_claimable_idx')
       .on(table.availableAt)
       .where(sql`${table.status} in ('received', 'processing', 'failed')`),
+  ],
+);
+
+/**
+ * Events counted by when they arrived, per sender, type and current status, kept by triggers on
+ * webhook_events (drizzle/0004_event_counts.sql) in the same transaction as the rows they count, so
+ * the operator's counts and charts read a few hundred rows instead of millions. Three resolutions
+ * share the table: `bucket_seconds` 60 (whole minutes), 3600 (whole hours) and 0 (all time, one
+ * bucket). Each connection adds to rows of its own `slot` (its backend pid), so concurrent
+ * transactions never wait on one counter row; `foldEventCounts` later merges finished slots into
+ * slot 0. A figure is the sum over slots.
+ */
+export const webhookEventCounts = pgTable(
+  'webhook_event_counts',
+  {
+    bucketSeconds: integer().notNull(),
+    bucketStart: timestamp({ withTimezone: true }).notNull(),
+    provider: text().notNull(),
+    eventType: text().notNull(),
+    status: webhookEventStatus().notNull(),
+    slot: integer().notNull(),
+    n: bigint({ mode: 'number' }).notNull(),
+  },
+  (table) => [
+    primaryKey({
+      name: 'webhook_event_counts_pkey',
+      columns: [table.bucketSeconds, table.bucketStart, table.provider, table.eventType, table.status, table.slot],
+    }),
   ],
 );
 
@@ -138,5 +212,8 @@ export const outboxMessages = pgTable(
   (table) => [
     index('outbox_messages_pending_idx').on(table.availableAt).where(sql`${table.status} = 'pending'`),
     index('outbox_messages_status_idx').on(table.status, table.createdAt),
+    // The operator's listings, newest first (as the inbox's).
+    index('outbox_messages_created_idx').on(table.createdAt),
+    index('outbox_messages_topic_created_idx').on(table.topic, table.createdAt),
   ],
 );

@@ -1,7 +1,8 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
 // outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
-// lease sweeper every minute, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
+// lease sweeper every minute, the fold of the event counters every minute, the retention purge
+// hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { readFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { relayFor, workerFor } from '../ops/drainers.ts';
+import { foldEventCounts } from '../ops/event-counts.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
@@ -37,6 +39,8 @@ class StartupError extends Error {}
 /** The lease sweeper's and the retention purge's periods: neither has a deadline to meet. */
 const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
+/** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
+const FOLD_INTERVAL_MS = 60_000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -225,6 +229,15 @@ async function main(): Promise<void> {
       });
     },
   });
+  const foldSchedule = startSchedule({
+    name: 'event counts fold',
+    intervalMs: FOLD_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: async () => {
+      await foldEventCounts(background.db);
+    },
+  });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
     if (devSecret === undefined) return;
@@ -248,7 +261,7 @@ async function main(): Promise<void> {
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
     const jobsStopped = Promise.all(
-      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule].map((schedule) => schedule.stop()),
+      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule].map((schedule) => schedule.stop()),
     );
     server.close(() => {
       jobsStopped

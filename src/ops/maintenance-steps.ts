@@ -7,6 +7,7 @@ import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { publisherFor } from '../outbox/publishers/publisher.ts';
 import { queuePublisher } from '../outbox/publishers/queues.ts';
 import { type DrainerParts, relayFor, workerFor } from './drainers.ts';
+import { foldEventCounts } from './event-counts.ts';
 import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
 
 /** Fails the run's first line when the origin database is unreachable or behind the code. */
@@ -55,6 +56,14 @@ export const retentionPurge: MaintenanceStep = {
   },
 };
 
+/** The event counters of every connection merged into one row per bucket (src/ops/event-counts.ts). */
+export const eventCountsFold: MaintenanceStep = {
+  name: 'event_counts_fold',
+  async run({ db }) {
+    return { merged: await foldEventCounts(db) };
+  },
+};
+
 /**
  * A Worker invocation may hold six connections at once and the database client takes up to five:
  * a few publishes in flight keep the rest waiting in the runtime instead of failing.
@@ -96,4 +105,5 @@ export const maintenanceSteps: readonly MaintenanceStep[] = [
   inboxWork,
   outboxDrain,
   retentionPurge,
+  eventCountsFold,
 ];

@@ -2,7 +2,7 @@
 // filtered listings newest first and paged by cursor, one message, the messages an event produced,
 // and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
 // message's own page and API answer, when asked.
-import { and, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
+import { and, between, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages, outboxStatus } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -10,8 +10,8 @@ import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { type CountsByStatus, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
-import { countPerStatus } from './events.ts';
 
 export interface OutboxListing {
   id: string;
@@ -74,6 +74,21 @@ export function outboxJson(message: OutboxDetail) {
   };
 }
 
+const UUID_FORM = 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx';
+
+/**
+ * Message ids starting with `prefix` (case aside): the uuids between the prefix padded with the
+ * lowest and with the highest hex digit, a range of the primary key. A prefix no uuid can start with
+ * matches nothing.
+ */
+function idStartsWith(prefix: string): SQL {
+  const typed = prefix.toLowerCase();
+  const fits = [...typed].every((char, i) => (UUID_FORM[i] === '-' ? char === '-' : /^[0-9a-f]$/.test(char)));
+  if (!fits || typed.length > UUID_FORM.length) return sql`false`;
+  const rest = UUID_FORM.slice(typed.length);
+  return between(t.id, typed + rest.replaceAll('x', '0'), typed + rest.replaceAll('x', 'f'));
+}
+
 /** The filters of a listing without its page position: what its rows and its status counts share. */
 export type OutboxSelection = Omit<OutboxFilter, 'cursor' | 'limit'>;
 
@@ -82,7 +97,7 @@ function selected(filter: OutboxSelection): SQL | undefined {
   return and(
     filter.status === undefined ? undefined : eq(t.status, filter.status),
     filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
-    filter.id === undefined ? undefined : like(sql`${t.id}::text`, startsWith(filter.id.toLowerCase())),
+    filter.id === undefined ? undefined : idStartsWith(filter.id),
     filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
     filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
   );
@@ -108,9 +123,9 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
 
 /**
  * Messages by status under every filter of the listing but its status, with the listing's own WHERE:
- * one count per status, each a range of the (status, created_at) index (as countEventsByStatus).
+ * one count per status, each a range of the (status, created_at) index, up to COUNT_CAP (counts.ts).
  */
-export function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<Record<string, number>> {
+export function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));
 }
 

@@ -6,7 +6,11 @@
 // record when a message died, so its history cannot be rebuilt.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
+import { waitedAcrossMinutes, webhookEvents } from '../db/schema.ts';
 import { outboxStats } from '../outbox/stats.ts';
+import { arrivalsPerMinute } from './event-counts.ts';
+
+const waited = waitedAcrossMinutes(webhookEvents);
 
 /** How events are grouped in the charts: the statuses, with the two in-flight ones as `pending`. */
 export const OUTCOMES = ['completed', 'ignored', 'pending', 'failed', 'parked', 'dead_letter'] as const;
@@ -47,23 +51,22 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   const from = new Date(window.fromMs).toISOString();
   const to = new Date(window.fromMs + window.buckets * window.bucketMs).toISOString();
   const bucketSeconds = window.bucketMs / 1000;
-  const counted = await db.execute<{ bucket: number; outcome: Outcome; n: number }>(sql`
-    select floor(extract(epoch from received_at - ${from}::timestamptz) / ${bucketSeconds})::int as bucket,
-      case when status in ('received', 'processing') then 'pending' else status::text end as outcome,
-      count(*)::int as n
-    from webhook_events
-    where received_at >= ${from}::timestamptz and received_at < ${to}::timestamptz
-    group by 1, 2`);
+  // From the minute counters (event-counts.ts): buckets are whole minutes, so each minute falls in one.
+  const arrivals = await arrivalsPerMinute(db, window.fromMs, window.fromMs + window.buckets * window.bucketMs);
   const received = Array.from({ length: window.buckets }, emptyCounts);
-  for (const row of counted) {
-    const counts = received[row.bucket];
-    if (counts !== undefined && row.outcome in counts) counts[row.outcome] += row.n;
+  for (const { minute, status, n } of arrivals) {
+    const counts = received[Math.floor((minute.getTime() - window.fromMs) / window.bucketMs)];
+    const outcome = status === 'received' || status === 'processing' ? 'pending' : status;
+    if (counts !== undefined && outcome in counts) counts[outcome as Outcome] += n;
   }
 
   // An event is in the backlog at a point when it was received by then and not done yet. Each
   // event lists only the bucket ends it may span (from the bucket it arrived in to the one it was
   // done in), so the work grows with events and their waits, not with events times buckets; the
-  // exact test then keeps the points it really spans. Each bucket's end is capped at now.
+  // exact test then keeps the points it really spans. Each bucket's end is capped at now. Bucket
+  // ends are whole minutes, so an event done within the minute it arrived in spans none: only the
+  // others are read, from the index that holds just them (webhook_events_waited_idx).
+  // (A bucket end capped at now only finds events not done yet: completed_at is never in the future.)
   const backlogRows = await db.execute<{ i: number; events: number; oldest: string | null }>(sql`
     with points as (
       select i, least(${from}::timestamptz + (i + 1) * ${bucketSeconds} * interval '1 second',
@@ -78,6 +81,7 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
       from webhook_events
       where received_at < ${to}::timestamptz and status <> 'parked'
         and (completed_at is null or completed_at > ${from}::timestamptz)
+        and (${waited})
     )
     select p.i, count(*)::int as events, extract(epoch from p.at - min(u.received_at))::text as oldest
     from unfinished u

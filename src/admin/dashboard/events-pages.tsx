@@ -3,6 +3,7 @@
 // rendering: the routes read the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
+import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
 import type { EventDetail, EventListing } from '../../ops/events.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
@@ -24,12 +25,13 @@ const EVENTS_LIST: DashboardList = {
 export interface EventsPageFilter extends ListPageFilter {
   provider?: string | undefined;
   type?: string | undefined;
+  subject?: string | undefined;
 }
 
 export const EventsPage: FC<{
   filter: EventsPageFilter;
   providerNames: readonly string[];
-  counts: Record<string, number>;
+  counts: CountsByStatus;
   page: Page<EventListing>;
 }> = ({ filter, providerNames, counts, page }) => {
   const fields = (
@@ -38,6 +40,10 @@ export const EventsPage: FC<{
       <label>
         Type
         <input name="type" value={filter.type ?? ''} placeholder="subscription.updated" />
+      </label>
+      <label>
+        About
+        <input name="subject" value={filter.subject ?? ''} placeholder="sub_… or owner/repo" />
       </label>
     </>
   );

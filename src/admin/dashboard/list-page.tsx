@@ -1,6 +1,7 @@
 // The frame of a list page (events, outbox): counts per status under the other filters, as links, the filter form whose
 // values live in the address, the rows, and a pager that keeps every filter. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
+import { COUNT_CAP, type CountsByStatus } from '../../ops/counts.ts';
 import { Status } from './rows.tsx';
 
 /** The choices of a list's "received/created in the last" filter: values of its `since` parameter. */
@@ -13,13 +14,16 @@ const query = (params: Record<string, string | undefined>) => {
   return text === '' ? '' : `?${text}`;
 };
 
+/** A count as shown: "10000+" when counting stopped at the cap (counts.ts). */
+const figure = (n: number, atLeast: boolean) => (atLeast ? `${n}+` : String(n));
+
 /**
  * Counts per status under the list's other filters, each a link to the list with those filters and
  * that status: a count is what its link lists.
  */
 const StatusLinks: FC<{
   base: string;
-  counts: Record<string, number>;
+  counts: CountsByStatus;
   statuses: readonly string[];
   filter: ListPageFilter;
 }> = ({ base, counts, statuses, filter }) => (
@@ -28,11 +32,20 @@ const StatusLinks: FC<{
       href={`${base}${query({ ...filter, status: undefined })}`}
       aria-current={filter.status === undefined ? 'page' : undefined}
     >
-      all <span class="n">{Object.values(counts).reduce((sum, n) => sum + n, 0)}</span>
+      all{' '}
+      <span class="n">
+        {figure(
+          Object.values(counts.byStatus).reduce((sum, n) => sum + n, 0),
+          !counts.complete,
+        )}
+      </span>
     </a>
     {statuses.map((status) => (
       <a href={`${base}${query({ ...filter, status })}`} aria-current={filter.status === status ? 'page' : undefined}>
-        <Status status={status} /> <span class="n">{counts[status] ?? 0}</span>
+        <Status status={status} />{' '}
+        <span class="n">
+          {figure(counts.byStatus[status] ?? 0, !counts.complete && counts.byStatus[status] === COUNT_CAP)}
+        </span>
       </a>
     ))}
   </nav>
@@ -135,7 +148,7 @@ export interface DashboardList {
  */
 export const ListPage: FC<{
   of: DashboardList;
-  counts: Record<string, number>;
+  counts: CountsByStatus;
   filter: ListPageFilter;
   fields: Child;
   next: string | null;

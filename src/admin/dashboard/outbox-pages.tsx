@@ -3,6 +3,7 @@
 // rendering: the routes read the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { outboxStatuses } from '../../db/schema.ts';
+import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
 import type { OutboxDetail, OutboxListing } from '../../ops/outbox-view.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
@@ -25,7 +26,7 @@ export interface OutboxPageFilter extends ListPageFilter {
 
 export const OutboxPage: FC<{
   filter: OutboxPageFilter;
-  counts: Record<string, number>;
+  counts: CountsByStatus;
   page: Page<OutboxListing>;
 }> = ({ filter, counts, page }) => {
   const fields = (

@@ -1,0 +1,76 @@
+-- Keeps webhook_event_counts (see src/db/schema.ts) in step with webhook_events, in the transaction
+-- that changes the rows: statement-level triggers add each change's deltas (+1 for a row's new
+-- state, -1 for its old one) to the rows of the connection's own slot. Written here because
+-- drizzle-kit's schema cannot hold functions or triggers; generated as a custom migration
+-- (`drizzle-kit generate --custom`).
+
+-- The counters one event belongs to: all time and its hour per sender and type, and its minute for
+-- all senders together ('*': the charts need minutes, the filtered counts only hours).
+CREATE FUNCTION webhook_event_count_keys(provider text, event_type text, received_at timestamptz)
+RETURNS TABLE (bucket_seconds integer, bucket_start timestamptz, provider text, event_type text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  VALUES
+    (0, timestamptz '1970-01-01 00:00:00+00', provider, event_type),
+    (3600, date_bin('1 hour', received_at, timestamptz '1970-01-01 00:00:00+00'), provider, event_type),
+    (60, date_bin('1 minute', received_at, timestamptz '1970-01-01 00:00:00+00'), '*', '*')
+$$;
+--> statement-breakpoint
+CREATE FUNCTION webhook_event_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- An update moves a row from its old status to its new one: -1 and +1. Most updates (leases,
+  -- attempts, payloads) keep the status; their deltas cancel out and write nothing. An insert or a
+  -- delete names its one transition table `changed_rows` and passes its sign (+1, -1) as argument.
+  IF TG_OP = 'UPDATE' THEN
+    INSERT INTO webhook_event_counts AS c (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
+    SELECT k.bucket_seconds, k.bucket_start, k.provider, k.event_type, d.status, pg_backend_pid(), sum(d.delta)
+    FROM (
+      SELECT provider, event_type, status, received_at, -1 AS delta FROM old_rows
+      UNION ALL SELECT provider, event_type, status, received_at, 1 FROM new_rows
+    ) d CROSS JOIN LATERAL webhook_event_count_keys(d.provider, d.event_type, d.received_at) k
+    GROUP BY 1, 2, 3, 4, 5
+    HAVING sum(d.delta) <> 0
+    ON CONFLICT (bucket_seconds, bucket_start, provider, event_type, status, slot) DO UPDATE SET n = c.n + excluded.n;
+  ELSE
+    INSERT INTO webhook_event_counts AS c (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
+    SELECT k.bucket_seconds, k.bucket_start, k.provider, k.event_type, d.status, pg_backend_pid(),
+      count(*) * TG_ARGV[0]::integer
+    FROM changed_rows d CROSS JOIN LATERAL webhook_event_count_keys(d.provider, d.event_type, d.received_at) k
+    GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT (bucket_seconds, bucket_start, provider, event_type, status, slot) DO UPDATE SET n = c.n + excluded.n;
+  END IF;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE FUNCTION webhook_event_counts_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM webhook_event_counts;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE TRIGGER webhook_event_counts_on_insert AFTER INSERT ON webhook_events
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_event_counts_follow('1');
+--> statement-breakpoint
+CREATE TRIGGER webhook_event_counts_on_delete AFTER DELETE ON webhook_events
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_event_counts_follow('-1');
+--> statement-breakpoint
+CREATE TRIGGER webhook_event_counts_on_update AFTER UPDATE ON webhook_events
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_event_counts_follow();
+--> statement-breakpoint
+CREATE TRIGGER webhook_event_counts_on_truncate AFTER TRUNCATE ON webhook_events
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_event_counts_clear();
+--> statement-breakpoint
+-- The rows already stored, counted once, minute by minute first. The triggers above were created
+-- first in this transaction and hold a lock that makes writers wait until it commits, so no change
+-- is counted twice or missed; on a large table this is the migration's long step (docs/scaling.md
+-- gives its time and the online path).
+WITH minutes AS (
+  SELECT date_bin('1 minute', received_at, timestamptz '1970-01-01 00:00:00+00') AS at, provider, event_type,
+    status, count(*) AS n
+  FROM webhook_events GROUP BY 1, 2, 3, 4
+)
+INSERT INTO webhook_event_counts (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
+SELECT k.bucket_seconds, k.bucket_start, k.provider, k.event_type, m.status, 0, sum(m.n)
+FROM minutes m CROSS JOIN LATERAL webhook_event_count_keys(m.provider, m.event_type, m.at) k
+GROUP BY 1, 2, 3, 4, 5;

@@ -1,0 +1,157 @@
+// Inbox events counted by status without reading the events: webhook_event_counts holds, for every
+// arrival hour (per sender and type), every arrival minute (all senders) and all time, how many
+// events are in each status, kept by triggers in the transactions that change the rows
+// (drizzle/0004_event_counts_triggers.sql). A count over a time range takes the coarsest counters
+// that fit inside it and counts only the ragged ends (less than a minute, or an hour when a sender
+// or type is chosen) from the table, so it reads a few hundred rows whatever the table holds.
+// Each connection adds to counters of its own slot; foldEventCounts merges them, off the intake's path.
+import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
+import type { Database, Executor } from '../db/client.ts';
+import { webhookEventCounts, webhookEvents } from '../db/schema.ts';
+import { countsByStatus } from './counts.ts';
+
+const e = webhookEvents;
+const c = webhookEventCounts;
+
+/** The counters' resolutions in seconds: 0 is the one all-time bucket. */
+type Resolution = 0 | 60 | 3600;
+/** The minute counters add all senders and types together under this name. */
+const ALL = '*';
+
+/** A half-open range of arrival times [from, to), either end open; `seconds` unset: count it from the table. */
+interface Piece {
+  from?: number | undefined;
+  to?: number | undefined;
+  seconds?: Resolution;
+}
+
+/**
+ * [from, to) cut into whole buckets of the coarsest resolution first, then finer ones for what is
+ * left at each end, and the table for the rest (less than the finest resolution at each end).
+ */
+export function piecesOf(
+  from: number | undefined,
+  to: number | undefined,
+  resolutions: readonly Resolution[],
+): Piece[] {
+  if (from !== undefined && to !== undefined && from >= to) return [];
+  const [seconds, ...finer] = resolutions;
+  if (seconds === undefined) return [{ from, to }];
+  const step = seconds * 1000;
+  const start = from === undefined ? undefined : Math.ceil(from / step) * step;
+  const end = to === undefined ? undefined : Math.floor(to / step) * step;
+  if (start !== undefined && end !== undefined && start >= end) return piecesOf(from, to, finer);
+  return [
+    ...(from === undefined ? [] : piecesOf(from, start, finer)),
+    { from: start, to: end, seconds },
+    ...(to === undefined ? [] : piecesOf(end, to, finer)),
+  ];
+}
+
+export interface CountedSelection {
+  provider?: string | undefined;
+  type?: string | undefined;
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+const at = (ms: number) => new Date(ms).toISOString();
+
+function pieceCount(piece: Piece, selection: CountedSelection): SQL {
+  const { from, to, seconds } = piece;
+  if (seconds === undefined) {
+    return sql`select ${e.status}::text as status, count(*) as n from ${e} where ${and(
+      selection.provider === undefined ? undefined : eq(e.provider, selection.provider),
+      selection.type === undefined ? undefined : eq(e.eventType, selection.type),
+      from === undefined ? undefined : gte(e.receivedAt, sql`${at(from)}::timestamptz`),
+      to === undefined ? undefined : lt(e.receivedAt, sql`${at(to)}::timestamptz`),
+    )} group by 1`;
+  }
+  const bySender = seconds !== 60;
+  return sql`select ${c.status}::text as status, sum(${c.n}) as n from ${c} where ${and(
+    eq(c.bucketSeconds, seconds),
+    bySender ? undefined : eq(c.provider, ALL),
+    !bySender || selection.provider === undefined ? undefined : eq(c.provider, selection.provider),
+    !bySender || selection.type === undefined ? undefined : eq(c.eventType, selection.type),
+    from === undefined ? undefined : gte(c.bucketStart, sql`${at(from)}::timestamptz`),
+    to === undefined ? undefined : lt(c.bucketStart, sql`${at(to)}::timestamptz`),
+  )} group by 1`;
+}
+
+/** Events by status under a sender, a type and a range of arrival times (each optional), exactly. */
+export async function countEventsFromCounters(
+  db: Executor,
+  selection: CountedSelection,
+): Promise<Record<string, number>> {
+  const from = selection.since?.getTime();
+  const to = selection.until?.getTime();
+  // The minute counters do not tell senders or types apart.
+  const resolutions: Resolution[] =
+    selection.provider === undefined && selection.type === undefined ? [3600, 60] : [3600];
+  const pieces = from === undefined && to === undefined ? [{ seconds: 0 as const }] : piecesOf(from, to, resolutions);
+  const parts = sql.join(
+    pieces.map((piece) => sql`(${pieceCount(piece, selection)})`),
+    sql` union all `,
+  );
+  const rows = await db.execute<{ status: string; n: string }>(
+    sql`select status, sum(n)::bigint as n from (${parts}) as parts group by status`,
+  );
+  return countsByStatus(rows);
+}
+
+/** Events received per minute bucket of [from, to) by current status, from the minute counters. */
+export async function arrivalsPerMinute(
+  db: Executor,
+  fromMs: number,
+  toMs: number,
+): Promise<Array<{ minute: Date; status: string; n: number }>> {
+  const rows = await db.execute<{ minute: Date; status: string; n: string }>(sql`
+    select ${c.bucketStart} as minute, ${c.status}::text as status, sum(${c.n}) as n from ${c}
+    where ${c.bucketSeconds} = 60 and ${c.provider} = ${ALL}
+      and ${c.bucketStart} >= ${at(fromMs)}::timestamptz and ${c.bucketStart} < ${at(toMs)}::timestamptz
+    group by 1, 2 having sum(${c.n}) <> 0`);
+  return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, n: Number(row.n) }));
+}
+
+/** Counters merged per fold: a fold is one short transaction, whatever has built up. */
+export const FOLD_BATCH = 10_000;
+/** Any fixed key: two folds at once would wait on each other's slot-0 rows, so one skips instead. */
+const FOLD_LOCK_KEY = 0x57_49_43_46;
+
+/**
+ * Merges counters of every connection's slot into slot 0, dropping counters that add up to zero,
+ * so readers sum a few rows per bucket. Rows a transaction still holds are skipped (SKIP LOCKED)
+ * and folded next time: a fold never waits on the intake, and the intake never waits on slot 0.
+ * Answers how many slot rows it merged.
+ */
+export async function foldEventCounts(db: Database): Promise<number> {
+  return db.transaction(async (tx) => {
+    const [lock] = await tx.execute<{ held: boolean }>(sql`select pg_try_advisory_xact_lock(${FOLD_LOCK_KEY}) as held`);
+    if (lock?.held !== true) return 0;
+    const [row] = await tx.execute<{ merged: number }>(sql`
+      with taken as (
+        select ctid from webhook_event_counts where slot <> 0 limit ${FOLD_BATCH} for update skip locked
+      ), moved as (
+        delete from webhook_event_counts w using taken where w.ctid = taken.ctid
+        returning w.bucket_seconds, w.bucket_start, w.provider, w.event_type, w.status, w.n
+      ), sums as (
+        select bucket_seconds, bucket_start, provider, event_type, status, sum(n)::bigint as n
+        from moved group by 1, 2, 3, 4, 5
+      ), emptied as (
+        delete from webhook_event_counts w using sums s
+        where w.slot = 0 and (w.bucket_seconds, w.bucket_start, w.provider, w.event_type, w.status)
+          = (s.bucket_seconds, s.bucket_start, s.provider, s.event_type, s.status) and w.n + s.n = 0
+        returning w.bucket_seconds, w.bucket_start, w.provider, w.event_type, w.status
+      ), merged as (
+        insert into webhook_event_counts as w (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
+        select s.bucket_seconds, s.bucket_start, s.provider, s.event_type, s.status, 0, s.n from sums s
+        where s.n <> 0 and not exists (select from emptied d
+          where (d.bucket_seconds, d.bucket_start, d.provider, d.event_type, d.status)
+            = (s.bucket_seconds, s.bucket_start, s.provider, s.event_type, s.status))
+        on conflict (bucket_seconds, bucket_start, provider, event_type, status, slot)
+        do update set n = w.n + excluded.n
+      )
+      select (select count(*) from moved)::int as merged`);
+    return row?.merged ?? 0;
+  });
+}
