@@ -26,6 +26,5 @@ CREATE INDEX "webhook_events_subject_idx" ON "webhook_events" USING btree ((case
     when 'shopify' then "webhook_events"."payload" ->> 'id'
     when 'acme' then "webhook_events"."payload" #>> '{data,id}'
   end) is not null;--> statement-breakpoint
-CREATE INDEX "webhook_events_waited_idx" ON "webhook_events" USING btree ("received_at") WHERE "webhook_events"."completed_at" is null or date_bin('1 minute', "webhook_events"."completed_at", timestamptz '1970-01-01 00:00:00+00') <> date_bin('1 minute', "webhook_events"."received_at", timestamptz '1970-01-01 00:00:00+00');--> statement-breakpoint
 CREATE INDEX "webhook_events_expiry_idx" ON "webhook_events" USING btree (coalesce("completed_at", "received_at")) WHERE "webhook_events"."content_digest" is null and "webhook_events"."status" in ('completed', 'ignored', 'dead_letter');--> statement-breakpoint
 CREATE INDEX "webhook_events_payload_expiry_idx" ON "webhook_events" USING btree (coalesce("completed_at", "received_at")) WHERE "webhook_events"."payload" is not null and "webhook_events"."status" in ('completed', 'ignored', 'dead_letter');
