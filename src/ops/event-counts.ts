@@ -89,6 +89,7 @@ export async function countEventsFromCounters(
   const resolutions: Resolution[] =
     selection.provider === undefined && selection.type === undefined ? [3600, 60] : [3600];
   const pieces = from === undefined && to === undefined ? [{ seconds: 0 as const }] : piecesOf(from, to, resolutions);
+  if (pieces.length === 0) return {};
   const parts = sql.join(
     pieces.map((piece) => sql`(${pieceCount(piece, selection)})`),
     sql` union all `,
