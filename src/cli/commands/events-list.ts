@@ -28,6 +28,10 @@ export const eventsListCommand: CommandModule = {
       .addOption(providerOption('only events of this provider'))
       .option('--type <type>', 'only events of this type')
       .option('--id <prefix>', 'only events whose id starts with this')
+      .option(
+        '--subject <id>',
+        "only events about this sender's object (Stripe data.object.id, GitHub repository.full_name, Shopify's id)",
+      )
       .option('--since <when>', 'received at or after: ISO 8601 time or a duration (15m, 6h, 2d)', timeOption(Date.now))
       .option('--until <when>', 'received before: ISO 8601 time or a duration', timeOption(Date.now))
       .option('--limit <n>', 'at most this many', integerIn(1, 10_000), 50)
@@ -41,6 +45,7 @@ export const eventsListCommand: CommandModule = {
               provider?: string;
               type?: string;
               id?: string;
+              subject?: string;
               since?: Date;
               until?: Date;
               limit: number;
