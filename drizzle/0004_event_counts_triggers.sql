@@ -9,7 +9,7 @@
 -- than they arrived in: only these can be waiting at the end of a whole minute. A function, not
 -- inlined (plpgsql), so that statistics on it tell the planner how few rows the index holds; on the
 -- bare expression it guesses half the table and reads all of it.
-CREATE FUNCTION webhook_event_waited(completed_at timestamptz, received_at timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION webhook_event_waited(completed_at timestamptz, received_at timestamptz) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 BEGIN
   RETURN completed_at IS NULL
@@ -18,7 +18,7 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
-CREATE INDEX webhook_events_waited_idx ON webhook_events (received_at)
+CREATE INDEX IF NOT EXISTS webhook_events_waited_idx ON webhook_events (received_at)
   WHERE webhook_event_waited(completed_at, received_at);
 --> statement-breakpoint
 CREATE STATISTICS webhook_events_waited_stats ON (webhook_event_waited(completed_at, received_at)) FROM webhook_events;
@@ -80,16 +80,8 @@ CREATE TRIGGER webhook_event_counts_on_update AFTER UPDATE ON webhook_events
 CREATE TRIGGER webhook_event_counts_on_truncate AFTER TRUNCATE ON webhook_events
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_event_counts_clear();
 --> statement-breakpoint
--- The rows already stored, counted once, minute by minute first. The triggers above were created
--- first in this transaction and hold a lock that makes writers wait until it commits, so no change
--- is counted twice or missed; on a large table this is the migration's long step (docs/scaling.md
--- gives its time and the online path).
-WITH minutes AS (
-  SELECT date_bin('1 minute', received_at, timestamptz '1970-01-01 00:00:00+00') AS at, provider, event_type,
-    status, count(*) AS n
-  FROM webhook_events GROUP BY 1, 2, 3, 4
-)
+-- The rows already stored are counted once, after this migration has committed and without
+-- holding writers (backfillEventCounts in src/db/event-counts-backfill.ts, which `db:migrate` runs):
+-- this row marks that count as still to do.
 INSERT INTO webhook_event_counts (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
-SELECT k.bucket_seconds, k.bucket_start, k.provider, k.event_type, m.status, 0, sum(m.n)
-FROM minutes m CROSS JOIN LATERAL webhook_event_count_keys(m.provider, m.event_type, m.at) k
-GROUP BY 1, 2, 3, 4, 5;
+VALUES (-1, timestamptz '1970-01-01 00:00:00+00', '*', '*', 'received', 0, 0);

@@ -3,6 +3,7 @@
 // transaction still open while they are folded, every count the operator surfaces ask for equals
 // a GROUP BY over the table, and folding leaves one row per bucket and no empty ones.
 import { describe, expect, it } from 'vitest';
+import { backfillEventCounts } from '../src/db/event-counts-backfill.ts';
 import { countEventsFromCounters, foldEventCounts, piecesOf } from '../src/ops/event-counts.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
@@ -111,6 +112,33 @@ describe('event counters', () => {
     } finally {
       for (const connection of connections) connection.release();
     }
+  });
+
+  it('count what was stored before them once, whatever commits while they are counted', async () => {
+    // Rows stored before the counters existed: written with the triggers off, then the marker.
+    await sql`alter table webhook_events disable trigger user`;
+    await insertFrom(sql, 'before_', 2000);
+    await sql`alter table webhook_events enable trigger user`;
+    await sql`insert into webhook_event_counts (bucket_seconds, bucket_start, provider, event_type, status, slot, n)
+      values (-1, 'epoch', '*', '*', 'received', 0, 0)`;
+    // Changes committed before the count's snapshot, and others committed after it.
+    await sql`update webhook_events set status = 'completed' where event_id like 'before\_%' and right(event_id, 1) = '1'`;
+    let during = 0;
+    const counted = await backfillEventCounts(sql, {
+      afterSnapshot: async () => {
+        await insertFrom(sql, 'during_', 300);
+        await sql`update webhook_events set status = 'failed' where event_id like 'before\_%' and right(event_id, 1) = '2'`;
+        await sql`delete from webhook_events where event_id like 'before\_%' and right(event_id, 1) = '3'`;
+        during++;
+      },
+    });
+    expect(counted).toBe(true);
+    expect(during).toBe(1);
+    await expectCountersMatchRows();
+    // Once only: the marker is gone, a second run does nothing.
+    expect(await backfillEventCounts(sql)).toBe(false);
+    await foldEventCounts(db);
+    await expectCountersMatchRows();
   });
 
   it('empty with the table it counts', async () => {

@@ -16,6 +16,8 @@ import { useEmptyDatabase } from './helpers/database.ts';
 
 const { url } = await useEmptyDatabase();
 const sql = postgres(url, { max: 2, onnotice: () => {} });
+const online = await useEmptyDatabase();
+const onlineSql = postgres(online.url, { max: 3, onnotice: () => {} });
 const BEFORE = '0002_event_occurred_at';
 const EVENTS = 20_000;
 
@@ -44,25 +46,31 @@ async function keysDigest() {
 
 afterAll(async () => {
   await sql.end();
+  await onlineSql.end();
 });
+
+/** Migrates `target` as it stood at BEFORE, and fills it with a month of events. */
+async function filledAtBefore(target: string, client: postgres.Sql): Promise<void> {
+  const before = migrationsUpTo(BEFORE);
+  try {
+    const migrator = postgres(target, { max: 1, onnotice: () => {} });
+    await migrate(drizzle({ client: migrator }), { migrationsFolder: before });
+    await migrator.end();
+  } finally {
+    rmSync(before, { recursive: true, force: true });
+  }
+  await client`insert into webhook_events (provider, event_id, event_type, status, payload, received_at, completed_at, content_digest)
+    select (array['stripe', 'github', 'acme'])[1 + g % 3], 'evt_' || g, 'invoice.paid',
+      (array['completed', 'failed', 'received', 'parked', 'dead_letter'])[1 + g % 5]::webhook_event_status,
+      case when g % 4 = 0 then null else jsonb_build_object('id', 'evt_' || g, 'n', 9007199254740993) end,
+      now() - g * interval '1 minute', case when g % 5 in (0, 4) then now() - g * interval '1 minute' end,
+      case when g % 3 = 1 then md5(g::text) end
+    from generate_series(1, ${EVENTS}) g`;
+}
 
 describe('upgrading a filled database', () => {
   it('keeps every row and key, and counts what was there', async () => {
-    const before = migrationsUpTo(BEFORE);
-    try {
-      const client = postgres(url, { max: 1, onnotice: () => {} });
-      await migrate(drizzle({ client }), { migrationsFolder: before });
-      await client.end();
-    } finally {
-      rmSync(before, { recursive: true, force: true });
-    }
-    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, received_at, completed_at, content_digest)
-      select (array['stripe', 'github', 'acme'])[1 + g % 3], 'evt_' || g, 'invoice.paid',
-        (array['completed', 'failed', 'received', 'parked', 'dead_letter'])[1 + g % 5]::webhook_event_status,
-        case when g % 4 = 0 then null else jsonb_build_object('id', 'evt_' || g, 'n', 9007199254740993) end,
-        now() - g * interval '1 minute', case when g % 5 in (0, 4) then now() - g * interval '1 minute' end,
-        case when g % 3 = 1 then md5(g::text) end
-      from generate_series(1, ${EVENTS}) g`;
+    await filledAtBefore(url, sql);
     await sql`insert into outbox_messages (topic, deduplication_key, payload)
       select 'subscription.changed', 'stripe:evt_' || g || ':subscription.changed', '{}'::jsonb
       from generate_series(1, ${EVENTS / 10}) g`;
@@ -96,6 +104,42 @@ describe('upgrading a filled database', () => {
       const [now] = await sql<{ at: Date }[]>`select now() as at`;
       const since = new Date((now?.at ?? new Date()).getTime() - 5 * 3_600_000);
       expect(await countEventsFromCounters(handle.db, { provider: 'stripe', since })).toEqual(stripe?.counts);
+    } finally {
+      await handle.close();
+    }
+  });
+
+  it('online: builds the indexes concurrently while writes go on, and counts every write exactly', async () => {
+    await filledAtBefore(online.url, onlineSql);
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        await onlineSql`insert into webhook_events (provider, event_id, event_type, status, payload, completed_at)
+          values ('acme', ${`during_${written}`}, 'subscription.updated', 'completed', '{}'::jsonb, now())`;
+        written++;
+      }
+    })();
+    const lines: string[] = [];
+    await migrateDatabase(online.url, { online: true, log: (line) => lines.push(line) });
+    writing = false;
+    await writer;
+    expect(written).toBeGreaterThan(0);
+    // Every index of the migration was built before it ran, and all are valid.
+    expect(lines.filter((line) => line.includes('built concurrently')).length).toBeGreaterThanOrEqual(9);
+    const [indexes] = await onlineSql<{ invalid: number; waited: number }[]>`select
+      count(*) filter (where not i.indisvalid)::int as invalid,
+      count(*) filter (where c.relname = 'webhook_events_waited_idx')::int as waited
+      from pg_index i join pg_class c on c.oid = i.indexrelid`;
+    expect(indexes).toEqual({ invalid: 0, waited: 1 });
+    const [rows] = await onlineSql<{ n: number }[]>`select count(*)::int as n from webhook_events`;
+    expect(rows?.n).toBe(EVENTS + written);
+
+    const handle = connectDatabase({ url: online.url, maxConnections: 2, statementTimeoutMs: 10_000 });
+    try {
+      const [truth] = await onlineSql<{ counts: Record<string, number> }[]>`select jsonb_object_agg(status, n) as counts
+        from (select status::text, count(*)::int as n from webhook_events group by 1) s`;
+      expect(await countEventsFromCounters(handle.db, {})).toEqual(truth?.counts);
     } finally {
       await handle.close();
     }

@@ -1,5 +1,6 @@
 // `webhook-inbox migrate`: applies pending migrations (drizzle/) to DATABASE_URL with Drizzle's
-// migrator, exactly as `npm run db:migrate` does. Safe to repeat: applied migrations are skipped.
+// migrator, exactly as `npm run db:migrate` does; `--online` builds their indexes concurrently
+// first (docs/scaling.md). Safe to repeat: applied migrations are skipped.
 import { migrateDatabase } from '../../db/migrate.ts';
 import { CliError, type CommandModule, EXIT } from '../context.ts';
 
@@ -9,12 +10,17 @@ export const migrateCommand: CommandModule = {
     command
       .summary('apply pending database migrations')
       .description('apply pending database migrations (same as npm run db:migrate)')
+      .option(
+        '--online',
+        'build new indexes with CREATE INDEX CONCURRENTLY first, so a large database keeps taking writes (slower)',
+      )
       .option('--json', 'print the result as one JSON document')
       .action(
         run(
-          async (context, options: { json?: boolean }) => {
+          async (context, options: { json?: boolean; online?: boolean }) => {
             try {
-              await migrateDatabase(context.databaseUrl);
+              const log = options.json ? undefined : context.out;
+              await migrateDatabase(context.databaseUrl, { online: options.online === true, log });
             } catch (error) {
               // The migrator's message names the statement, never the connection string.
               throw new CliError(
