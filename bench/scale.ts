@@ -328,7 +328,7 @@ function table(empty: Side, filled: Side, retention: Retention, sizes: RelationS
   // A pass over in a moment leaves too few answers for a p99 to mean anything.
   const enoughAnswers = during.answered >= MIN_ANSWERS_DURING_PASS;
   const failedAnswers = Object.entries(during.statuses)
-    .filter(([status]) => status !== '200')
+    .filter(([status]) => status !== '200' && status !== '2xx')
     .reduce((sum, [, n]) => sum + n, 0);
   rows.push(
     {

@@ -162,7 +162,7 @@ export async function operatorReads(
     { label: '  ?status=failed', kind: 'api', path: fixed(withQuery(events, { status: 'failed' })) },
     { label: '  ?since&until (a day last week)', kind: 'api', path: fixed(withQuery(events, samples.day)) },
     {
-      label: `  ?id=${samples.idPrefix} (prefix)`,
+      label: "  ?id=<an id's first 8 characters>",
       kind: 'api',
       path: fixed(withQuery(events, { id: samples.idPrefix })),
     },

@@ -72,7 +72,9 @@ export function intakeLoad(options: IntakeLoadOptions): Promise<IntakeRun> {
  * answers one line with the elapsed time (the caller then interrupts wrk), and at the end (wrk's
  * `done`, also after an interrupt) the latency percentiles, errors and totals. The clock is
  * CLOCK_MONOTONIC through LuaJIT's ffi. Past the last prepared request a connection asks a path that
- * answers 404 (not counted), and the run reports itself exhausted.
+ * answers 404 (not counted), and the run reports itself exhausted. `done` runs on wrk's main Lua
+ * state, not the thread's that counted, so an interrupted run's totals come from wrk's own summary
+ * (requests answered, non-2xx among them, duration).
  */
 function wrkScript(requestsFile: string, host: string, count: number): string {
   return `
@@ -90,15 +92,20 @@ local function codes_json()
   return '{' .. table.concat(parts, ",") .. '}'
 end
 function init(args)
+  -- init runs on the thread's state only; the shape check runs request() on the main state
+  checked = true
   local f = io.open("${requestsFile}", "rb"); local data = f:read("*a"); f:close()
   for r in string.gmatch(data, "([^%z]+)") do n = n + 1; reqs[n] = r end
 end
 function request()
-  -- wrk calls request() once on this state before the run, only to check its shape
+  -- wrk's main state calls request() once before the run, only to check its shape (never sent)
   if not checked then checked = true; return tail end
   if t0 == nil then t0 = now_us() end
   i = i + 1
-  if i > n then exhausted = true; return tail end
+  if i > n then
+    if not exhausted then exhausted = true; io.write('{"exhausted":1}\\n'); io.flush() end
+    return tail
+  end
   return reqs[i]
 end
 function response(status, headers, body)
@@ -115,10 +122,8 @@ end
 function done(summary, latency, requests)
   local e = summary.errors
   io.write('{"p50_us":' .. latency:percentile(50) .. ',"p99_us":' .. latency:percentile(99) ..
-    ',"max_us":' .. latency.max .. ',"got":' .. got .. ',"elapsed_us":' ..
-    string.format("%.0f", now_us() - (t0 or now_us())) .. ',"errors":' ..
-    (e.connect + e.read + e.write + e.timeout) .. ',"exhausted":' .. tostring(exhausted) ..
-    ',"codes":' .. codes_json() .. '}\\n')
+    ',"max_us":' .. latency.max .. ',"requests":' .. summary.requests .. ',"non_2xx":' .. e.status ..
+    ',"duration_us":' .. summary.duration .. ',"errors":' .. (e.connect + e.read + e.write + e.timeout) .. '}\\n')
 end
 `;
 }
@@ -131,11 +136,10 @@ interface WrkDone {
   p50_us: number;
   p99_us: number;
   max_us: number;
-  got: number;
-  elapsed_us: number;
+  requests: number;
+  non_2xx: number;
+  duration_us: number;
   errors: number;
-  exhausted: boolean;
-  codes: Record<string, number>;
 }
 
 function wireRequest(host: string, request: PreparedRequest): Buffer {
@@ -208,21 +212,24 @@ async function wrkLoad(options: IntakeLoadOptions): Promise<IntakeRun> {
     const countedLine = lines.find((line) => line.includes('"counted_us"'));
     const counted = countedLine === undefined ? undefined : (JSON.parse(countedLine) as WrkCounted);
     if (options.count !== undefined && counted === undefined) {
-      throw new Error(`wrk stopped after ${done.got} of ${options.count} answers: ${err.slice(-500)}`);
+      throw new Error(`wrk stopped after ${done.requests} answers of ${options.count}: ${err.slice(-500)}`);
     }
-    const answered = counted === undefined ? done.got : (options.count ?? done.got);
-    const elapsedMs = (counted?.counted_us ?? done.elapsed_us) / 1000;
+    const exhausted = out.includes('"exhausted"');
+    // Interrupted: every answer wrk saw (past the prepared requests, 404s that count as non-2xx too).
+    const answered = counted === undefined ? done.requests : (options.count ?? done.requests);
+    const statuses = counted?.codes ?? { '2xx': done.requests - done.non_2xx, 'non-2xx': done.non_2xx };
+    const elapsedMs = (counted?.counted_us ?? done.duration_us) / 1000;
     return {
       loader: 'wrk',
       answered,
-      statuses: counted?.codes ?? done.codes,
+      statuses,
       errors: done.errors,
       elapsedMs: round(elapsedMs, 1),
       eventsPerSecond: round(answered / (elapsedMs / 1000), 1),
       p50Ms: round(done.p50_us / 1000),
       p99Ms: round(done.p99_us / 1000),
       maxMs: round(done.max_us / 1000),
-      exhausted: done.exhausted,
+      exhausted,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
