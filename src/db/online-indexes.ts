@@ -2,7 +2,7 @@
 // CONCURRENTLY, which lets writers go on while it reads the table (the migrator runs each migration
 // in one transaction, where CONCURRENTLY is refused, and a plain CREATE INDEX holds writers off
 // for the whole build: minutes on a month of events). The migrations write their indexes as
-// `CREATE INDEX IF NOT EXISTS` (docs/decisions/0011-online-migrations.md), so the migrator then
+// `CREATE INDEX IF NOT EXISTS` (docs/decisions/0011-online-migrations-and-event-counters.md), so the migrator then
 // finds them built and moves on. Functions an index needs (`CREATE OR REPLACE FUNCTION`) are
 // created first; an index on a table the migration itself creates is left to the migration.
 import { readFileSync } from 'node:fs';
