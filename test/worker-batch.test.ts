@@ -3,10 +3,12 @@
 // two workers or two lanes reaching for one row at the same moment. Database facts are the verdict:
 // each row's status, attempt count and lease, the subscription rows the handler writes and the outbox
 // messages it enqueues (one per applied event). Barriers, never sleeps.
+import { sql as drizzleSql } from 'drizzle-orm';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { lockInQueueOrder, takeLease } from '../src/db/lease.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { sweepExpiredBatch } from '../src/inbox/event-rows.ts';
+import { dueBatchStatement, lockDueBatch, sweepExpiredBatch } from '../src/inbox/event-rows.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -98,6 +100,53 @@ async function waitersOnInbox(count: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+describe('the batch claim', () => {
+  it("locks the due rows oldest first, and leaves the planner's settings as they were for the handlers", async () => {
+    const items = await queue(3);
+    const settings = () =>
+      sql`select current_setting('enable_sort') as sort, current_setting('enable_bitmapscan') as bitmap`;
+    const [before] = await settings();
+    const seen = await db.transaction(async (tx) => {
+      const rows = await lockDueBatch(tx, takeLease('worker-a', TEST_NOW_MS, LEASE_MS), new Date(TEST_NOW_MS), 10);
+      const [after] = await tx.execute<{ sort: string; bitmap: string }>(
+        drizzleSql`select current_setting('enable_sort') as sort, current_setting('enable_bitmapscan') as bitmap`,
+      );
+      return { ids: rows.map((row) => row.event_id), after };
+    });
+    expect(seen.ids).toEqual(items.map((item) => item.eventId));
+    expect(seen.after).toEqual(before);
+    expect(before).toEqual({ sort: 'on', bitmap: 'on' });
+  });
+
+  it('is planned as a walk of the queue index in order, even when the statistics have not seen the backlog', async () => {
+    // As in claim-plan.test.ts: a burst the last ANALYZE did not see, which without the settings is
+    // read whole and sorted for every batch.
+    await sql`alter table webhook_events set (autovacuum_enabled = false)`;
+    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, available_at)
+      select 'acme', 'evt_burst_' || g, 'subscription.updated', 'received', '{}'::jsonb, now() - interval '1 minute'
+      from generate_series(1, 5000) g`;
+    interface PlanNode {
+      'Node Type': string;
+      'Index Name'?: string;
+      Plans?: PlanNode[];
+    }
+    const nodesOf = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodesOf)];
+    const statement = dueBatchStatement(takeLease('plan-check', Date.now(), LEASE_MS), new Date(), 100);
+    const nodes = await db.transaction(async (tx) => {
+      const [row] = await lockInQueueOrder<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        tx,
+        drizzleSql`explain (format json) ${statement}`,
+      );
+      const plan = row?.['QUERY PLAN'][0].Plan;
+      if (plan === undefined) throw new Error('no plan');
+      return nodesOf(plan);
+    });
+    expect(nodes.map((node) => node['Index Name'])).toContain('webhook_events_claimable_idx');
+    expect(nodes.map((node) => node['Node Type'])).not.toContain('Bitmap Heap Scan');
+    expect(nodes.map((node) => node['Node Type'])).not.toContain('Sort');
+  });
+});
 
 describe('a handler failing in the middle of a batch', () => {
   it('applies the others once, and counts the failing one failed once, under a lease until it was recorded', async () => {

@@ -68,9 +68,12 @@ export function claimCandidates(db: Executor, spec: ClaimCandidates): SQLWrapper
 
 /** The planner's bitmap scans and sorts off, for the rest of the transaction (SET LOCAL). */
 const queueOrderOnly = sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`;
-/** The two settings back to the session's own values (RESET's), for the rest of the transaction. */
-const plannerRestored = sql`select set_config(name, reset_val, true) from pg_settings
-  where name in ('enable_bitmapscan', 'enable_sort')`;
+/**
+ * The two settings back to the session's own values for the rest of the transaction (SET LOCAL …
+ * TO DEFAULT is what they would be had nothing set them). Not set_config(name, reset_val) from
+ * pg_settings: that view formats every setting the server has, 1.6 ms a call, against 0.03 ms.
+ */
+const plannerRestored = [sql`set local enable_bitmapscan to default`, sql`set local enable_sort to default`] as const;
 
 /**
  * Runs a claim (an UPDATE built on claimCandidates) in a transaction of its own in which the planner
@@ -93,14 +96,14 @@ export function claimInQueueOrder<T>(db: Database, claim: (tx: Transaction) => P
 /**
  * `claim` (a locking SELECT of a queue, FOR UPDATE SKIP LOCKED) planned as claimInQueueOrder plans
  * its claims, inside a transaction that goes on to other work: the settings are switched off before
- * it and back after it, all three sent at once (one round trip), so that the statements the caller
+ * it and back after it, all sent at once (one round trip), so that the statements the caller
  * runs next in the same transaction (handlers' writes) are planned as everywhere else.
  */
 export async function lockInQueueOrder<Row>(tx: Transaction, claim: SQL): Promise<Row[]> {
   const [, rows] = await Promise.all([
     executePrepared(tx, queueOrderOnly),
     executePrepared<Row>(tx, claim),
-    executePrepared(tx, plannerRestored),
+    ...plannerRestored.map((restore) => executePrepared(tx, restore)),
   ]);
   return rows;
 }

@@ -305,17 +305,19 @@ export interface DueRow extends LockedRow {
  * index; rows come back in its order (LockRows keeps its input's order).
  */
 export function lockDueBatch(tx: Transaction, lease: Lease, dueBy: Date, limit: number): Promise<DueRow[]> {
-  return lockInQueueOrder<DueRow>(
-    tx,
-    sql`select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at,
+  return lockInQueueOrder<DueRow>(tx, dueBatchStatement(lease, dueBy, limit));
+}
+
+/** lockDueBatch's statement, exported so its plan can be checked. */
+export function dueBatchStatement(lease: Lease, dueBy: Date, limit: number): SQL {
+  return sql`select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at,
       content_digest, attempt_count
     from webhook_events
     where status in ('received', 'failed', 'processing') and available_at <= ${dueBy.toISOString()}
       and (locked_until is null or locked_until < ${lease.takenAt.toISOString()})
     order by available_at
     limit ${limit}
-    for update skip locked`,
-  );
+    for update skip locked`;
 }
 
 /**
