@@ -62,6 +62,28 @@ describe('search by subject', () => {
     expect((JSON.parse(cli.output) as Array<{ event_id: string }>).map((row) => row.event_id)).toEqual(['delivery-1']);
   });
 
+  it('counts matching events up to 10,000, and says when it stopped there', async () => {
+    await sql`insert into webhook_events (provider, event_id, event_type, status, completed_at)
+      select 'acme', 'cap_' || g, 'x', (case when g % 10 = 0 then 'ignored' else 'completed' end)::webhook_event_status,
+        now() from generate_series(1, 10050) g`;
+    const many = await test.request('/admin/api/events?id=cap_', { headers: bearer });
+    const manyBody = (await many.json()) as { counts: Record<string, number>; counts_complete?: boolean };
+    expect(manyBody.counts_complete).toBe(false);
+    expect(Object.values(manyBody.counts).reduce((sum, n) => sum + n, 0)).toBe(10_001);
+    // cap_1, cap_10…19, cap_100…199, cap_1000…1999, cap_10000…10050: 1,162 events, counted exactly.
+    const few = (await (await test.request('/admin/api/events?id=cap_1', { headers: bearer })).json()) as {
+      counts: Record<string, number>;
+      counts_complete?: boolean;
+    };
+    expect(few.counts_complete).toBeUndefined();
+    const [truth] = await sql<{ completed: number; ignored: number }[]>`select
+      count(*) filter (where status = 'completed')::int as completed, count(*) filter (where status = 'ignored')::int as ignored
+      from webhook_events where event_id like 'cap\_1%'`;
+    expect(few.counts).toEqual(truth);
+    const page = await (await test.request('/admin/events?id=cap_', { headers: bearer })).text();
+    expect(page).toMatch(/all\s*<span class="n">10001\+<\/span>/);
+  });
+
   it('refuses a subject it cannot hold, as any other filter', async () => {
     const response = await test.request(`/admin/api/events?subject=${'x'.repeat(256)}`, { headers: bearer });
     expect(response.status).toBe(400);

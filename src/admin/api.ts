@@ -72,7 +72,7 @@ function exactJson<Body extends object>(c: Context, body: Body) {
  */
 const withCounts = (counts: CountsByStatus | undefined) => ({
   ...(counts === undefined ? {} : { counts: counts.byStatus }),
-  ...(counts === undefined || counts.complete ? {} : { counts_complete: false }),
+  ...(counts === undefined || counts.atLeast.length === 0 ? {} : { counts_complete: false }),
 });
 const operatorRequest = { required: true, content: { 'application/json': { schema: operatorBody } } };
 

@@ -189,7 +189,7 @@ const listCounts = z.record(z.string(), z.number().int()).optional().openapi({
 /** Whether every figure of `counts` is exact; false when some status passed the count's cap. */
 const countsComplete = z.boolean().optional().openapi({
   description:
-    'present and false when a status has more rows than are counted one by one (10,000, with an id or subject filter and in the outbox): its figure then means "at least"',
+    'present and false when counting stopped at 10,000 rows (with an id or subject filter: all matching rows; in the outbox: per status): the figures then mean "at least"',
 });
 
 export const eventsPage = z

@@ -11,8 +11,8 @@ export const COUNT_CAP = 10_000;
 export interface CountsByStatus {
   /** Rows per status; a status with none is absent. */
   byStatus: Record<string, number>;
-  /** False when some status reached COUNT_CAP: its figure is then "at least". */
-  complete: boolean;
+  /** The statuses whose figure is "at least": counting stopped at COUNT_CAP. Empty when all are exact. */
+  atLeast: readonly string[];
 }
 
 /** Counted rows by status as the operator surfaces show them (`{failed: 3, …}`; a status with none is absent). */
@@ -37,9 +37,26 @@ export async function countPerStatus(
     cross join lateral (select count(*)::int as n from (select from ${table}
       where ${and(sql`${status} = s.status`, where)} limit ${COUNT_CAP + 1}) as capped) as c
     where c.n > 0`);
-  const complete = rows.every((row) => row.n <= COUNT_CAP);
   return {
     byStatus: countsByStatus(rows.map((row) => ({ status: row.status, n: Math.min(row.n, COUNT_CAP) }))),
-    complete,
+    atLeast: rows.filter((row) => row.n > COUNT_CAP).map((row) => row.status),
   };
+}
+
+/**
+ * Rows of `table` matching a selective `where` (an id prefix, a subject), by status: one walk of the
+ * index that serves `where`, stopped after COUNT_CAP + 1 rows, then grouped. When it stops, every
+ * figure is "at least".
+ */
+export async function countMatching(
+  db: Executor,
+  table: PgTable,
+  status: AnyPgColumn,
+  where: SQL | undefined,
+): Promise<CountsByStatus> {
+  const rows = await db.execute<{ status: string; n: number }>(sql`select status::text as status, count(*)::int as n
+    from (select ${status} as status from ${table} where ${where ?? sql`true`} limit ${COUNT_CAP + 1}) as matching
+    group by 1`);
+  const stopped = rows.reduce((sum, row) => sum + row.n, 0) > COUNT_CAP;
+  return { byStatus: countsByStatus(rows), atLeast: stopped ? rows.map((row) => row.status) : [] };
 }

@@ -4,20 +4,13 @@
 // (src/ops/replay.ts).
 import { and, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import {
-  eventSubject,
-  outboxMessages,
-  outboxStatus,
-  type WebhookEventStatus,
-  webhookEventStatus,
-  webhookEvents,
-} from '../db/schema.ts';
+import { eventSubject, outboxMessages, outboxStatus, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { oldestPendingCreatedAt } from '../outbox/stats.ts';
-import { type CountsByStatus, countPerStatus } from './counts.ts';
+import { type CountsByStatus, countMatching, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 import { countEventsFromCounters } from './event-counts.ts';
 
@@ -105,14 +98,14 @@ export async function listEvents(db: Executor, filter: EventFilter): Promise<Pag
 
 /**
  * Events by status under every filter of the listing but its status (the counts are the links that
- * choose one). Sender, type and time are read from the counters (event-counts.ts), exactly; an id
- * prefix or a subject is counted from the table, up to COUNT_CAP per status.
+ * choose one). Sender, type and time are read from the counters (event-counts.ts), exactly; with an
+ * id prefix or a subject, the matching rows are counted through that filter's index, up to COUNT_CAP.
  */
 export async function countEventsByStatus(db: Executor, filter: EventSelection): Promise<CountsByStatus> {
   if (filter.id === undefined && filter.subject === undefined) {
-    return { byStatus: await countEventsFromCounters(db, filter), complete: true };
+    return { byStatus: await countEventsFromCounters(db, filter), atLeast: [] };
   }
-  return countPerStatus(db, t, t.status, webhookEventStatus.enumName, selected({ ...filter, status: undefined }));
+  return countMatching(db, t, t.status, selected({ ...filter, status: undefined }));
 }
 
 /** The payload as jsonb's text, read exactly by storedJson (the driver's JSON.parse would round big numbers). */
@@ -182,7 +175,7 @@ export async function statusCounts(db: Executor): Promise<StatusCounts> {
   return {
     events,
     outbox: outbox.byStatus,
-    outboxComplete: outbox.complete,
+    outboxComplete: outbox.atLeast.length === 0,
     oldestUnprocessedSeconds: Math.max(0, Math.round(Number(ages?.inbox ?? 0))),
     oldestPendingOutboxSeconds: Math.max(0, Math.round(Number(ages?.outbox ?? 0))),
   };

@@ -1,7 +1,7 @@
 // The frame of a list page (events, outbox): counts per status under the other filters, as links, the filter form whose
 // values live in the address, the rows, and a pager that keeps every filter. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
-import { COUNT_CAP, type CountsByStatus } from '../../ops/counts.ts';
+import type { CountsByStatus } from '../../ops/counts.ts';
 import { Status } from './rows.tsx';
 
 /** The choices of a list's "received/created in the last" filter: values of its `since` parameter. */
@@ -36,16 +36,14 @@ const StatusLinks: FC<{
       <span class="n">
         {figure(
           Object.values(counts.byStatus).reduce((sum, n) => sum + n, 0),
-          !counts.complete,
+          counts.atLeast.length > 0,
         )}
       </span>
     </a>
     {statuses.map((status) => (
       <a href={`${base}${query({ ...filter, status })}`} aria-current={filter.status === status ? 'page' : undefined}>
         <Status status={status} />{' '}
-        <span class="n">
-          {figure(counts.byStatus[status] ?? 0, !counts.complete && counts.byStatus[status] === COUNT_CAP)}
-        </span>
+        <span class="n">{figure(counts.byStatus[status] ?? 0, counts.atLeast.includes(status))}</span>
       </a>
     ))}
   </nav>
