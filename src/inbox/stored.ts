@@ -177,8 +177,10 @@ export type StoredBatchResult =
   | { applied: false; error: unknown };
 
 /**
- * The worker's fast path: several leased events applied in one transaction, one statement each plus
- * three for the lot (lock, status, commit), instead of five round trips and a commit per event.
+ * Several events claimed under `leaseOwner`'s committed lease (claimDue) applied in one transaction,
+ * one statement each plus three for the lot (lock, status, commit), instead of five round trips and
+ * a commit per event. (The worker no longer commits a claim first: it claims, applies and completes
+ * in one transaction, worker.ts takeBatch.)
  * Each event still commits with its own domain change; the batch only shares the commit. Any failure
  * rolls the whole batch back and says so: the caller then applies each event on its own with
  * applyStoredEvent, which records the one that fails (and only that one) in its own transaction.
