@@ -11,6 +11,7 @@ CREATE TABLE "webhook_event_counts" (
 --> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "outbox_messages_created_idx" ON "outbox_messages" USING btree ("created_at");--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "outbox_messages_topic_created_idx" ON "outbox_messages" USING btree ("topic","created_at");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "outbox_messages_key_prefix_idx" ON "outbox_messages" USING btree ("deduplication_key" text_pattern_ops);--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "webhook_events_received_idx" ON "webhook_events" USING btree ("received_at");--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "webhook_events_provider_received_idx" ON "webhook_events" USING btree ("provider","received_at","event_id");--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "webhook_events_type_received_idx" ON "webhook_events" USING btree ("event_type","received_at","provider","event_id");--> statement-breakpoint

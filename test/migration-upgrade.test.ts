@@ -129,7 +129,7 @@ describe('upgrading a filled database', () => {
     expect(lines.filter((line) => line.includes('built concurrently')).length).toBeGreaterThanOrEqual(9);
     const [indexes] = await onlineSql<{ invalid: number; waited: number }[]>`select
       count(*) filter (where not i.indisvalid)::int as invalid,
-      count(*) filter (where c.relname = 'webhook_events_waited_idx')::int as waited
+      count(*) filter (where c.relname = 'webhook_events_done_minutes_later_idx')::int as waited
       from pg_index i join pg_class c on c.oid = i.indexrelid`;
     expect(indexes).toEqual({ invalid: 0, waited: 1 });
     const [rows] = await onlineSql<{ n: number }[]>`select count(*)::int as n from webhook_events`;

@@ -9,7 +9,7 @@ import * as schema from '../src/db/schema.ts';
 import { purgeStatements } from '../src/inbox/event-rows.ts';
 import { countEventsByStatus, listEvents, statusCounts } from '../src/ops/events.ts';
 import { inboxGauges } from '../src/ops/gauges.ts';
-import { countOutboxByStatus, listOutbox } from '../src/ops/outbox-view.ts';
+import { countOutboxByStatus, listOutbox, messagesOfEvent } from '../src/ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
@@ -160,11 +160,17 @@ describe('operator reads at a month of events', () => {
   it.each([
     ['the hour', 60_000, 60],
     ['the day', 15 * 60_000, 96],
-  ])('draws the overview of %s from the counters and the index of events that waited', async (_, bucketMs, n) => {
+  ])('draws the overview of %s from the counters and the index of events done minutes later', async (_, bucketMs, n) => {
     const window = windowEndingAt(nowMs, bucketMs, n);
     const nodes = await plannedNodes(() => readOverview(recording, window, nowMs));
-    expect(indexesUsed(nodes)).toContain('webhook_events_waited_idx');
+    expect(indexesUsed(nodes)).toContain('webhook_events_done_minutes_later_idx');
     expect(scansOf(nodes, 'webhook_events')).toEqual([]);
+  });
+
+  it('finds an event’s outbox messages by their key’s prefix', async () => {
+    const nodes = await plannedNodes(() => messagesOfEvent(recording, { provider: 'stripe', eventId: 'evt_1' }));
+    expect(indexesUsed(nodes)).toContain('outbox_messages_key_prefix_idx');
+    expect(scansOf(nodes, 'outbox_messages')).toEqual([]);
   });
 
   it('reads the /metrics gauges without scanning the events', async () => {

@@ -35,13 +35,13 @@ export const webhookEventStatus = pgEnum('webhook_event_status', webhookEventSta
 export const LAST_ERROR_MAX = 500;
 
 /**
- * Rows not done, or done in a later minute than they arrived in: only these can be waiting at the
- * end of a whole minute, so the overview's backlog reads only them (webhook_events_waited_idx). A
- * function (drizzle/0004_event_counts_triggers.sql) rather than its expression, so that statistics
+ * Rows done in a later minute than they arrived in: the only finished rows that were waiting at the
+ * end of a whole minute, which the overview's backlog reads (webhook_events_done_minutes_later_idx).
+ * A function (drizzle/0004_event_counts_triggers.sql) rather than its expression, so that statistics
  * on it tell the planner how few rows it holds.
  */
-export const waitedAcrossMinutes = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgColumn }): SQL =>
-  sql`webhook_event_waited(${table.completedAt}, ${table.receivedAt})`;
+export const doneMinutesLater = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgColumn }): SQL =>
+  sql`webhook_event_done_minutes_later(${table.completedAt}, ${table.receivedAt})`;
 
 /** When a row was finished, for retention: completed_at, else (never finished) received_at. */
 export const finishedAt = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgColumn }): SQL =>
@@ -101,7 +101,7 @@ export const webhookEvents = pgTable(
     index('webhook_events_subject_idx')
       .on(eventSubject(table), table.receivedAt)
       .where(sql`${eventSubject(table)} is not null`),
-    // webhook_events_waited_idx, the overview's backlog, is in drizzle/0004_event_counts_triggers.sql:
+    // webhook_events_done_minutes_later_idx, the overview's backlog, is in drizzle/0004_event_counts_triggers.sql:
     // its predicate is a function declared there, with statistics the planner needs to choose it.
     // Retention's two walks, oldest first: rows it may delete, payloads it may null.
     index('webhook_events_expiry_idx')
@@ -215,5 +215,7 @@ export const outboxMessages = pgTable(
     // The operator's listings, newest first (as the inbox's).
     index('outbox_messages_created_idx').on(table.createdAt),
     index('outbox_messages_topic_created_idx').on(table.topic, table.createdAt),
+    // An event's messages by their key's prefix (`provider:event_id:`), whatever the collation.
+    index('outbox_messages_key_prefix_idx').on(table.deduplicationKey.op('text_pattern_ops')),
   ],
 );

@@ -85,6 +85,14 @@ export async function countEventsFromCounters(
 ): Promise<Record<string, number>> {
   const from = selection.since?.getTime();
   const to = selection.until?.getTime();
+  // Everything before a time is all time less what came since: a day of counters, not a month's.
+  if (from === undefined && to !== undefined) {
+    const [all, since] = await Promise.all([
+      countEventsFromCounters(db, { ...selection, until: undefined }),
+      countEventsFromCounters(db, { ...selection, since: selection.until, until: undefined }),
+    ]);
+    return countsByStatus(Object.entries(all).map(([status, n]) => ({ status, n: n - (since[status] ?? 0) })));
+  }
   // The minute counters do not tell senders or types apart.
   const resolutions: Resolution[] =
     selection.provider === undefined && selection.type === undefined ? [3600, 60] : [3600];

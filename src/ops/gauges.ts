@@ -4,32 +4,31 @@ import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import type { GaugeSample } from '../lib/metrics.ts';
 import { outboxStats } from '../outbox/stats.ts';
+import { countEventsFromCounters } from './event-counts.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';
 
-/** Statuses that are not done: small sets worth counting on every scrape (terminal rows are not). */
+/** Statuses that are not done: the ones worth watching (terminal rows are not). */
 const WATCHED_STATUSES = ['received', 'processing', 'failed', 'parked', 'dead_letter'] as const;
 
 export async function inboxGauges(db: Executor): Promise<GaugeSample[]> {
-  const [row] = await db.execute<Record<(typeof WATCHED_STATUSES)[number] | 'oldest_unprocessed_seconds', string>>(sql`
-    select
-      count(*) filter (where status = 'received') as received,
-      count(*) filter (where status = 'processing') as processing,
-      count(*) filter (where status = 'failed') as failed,
-      count(*) filter (where status = 'parked') as parked,
-      count(*) filter (where status = 'dead_letter') as dead_letter,
-      coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as oldest_unprocessed_seconds
-    from webhook_events
-    where status in ('received', 'processing', 'failed', 'parked', 'dead_letter')`);
+  // From the event counters (all time, exact): failed and dead-lettered events are kept for as long
+  // as retention allows, too many to count on every scrape.
+  const [counts, [oldest]] = await Promise.all([
+    countEventsFromCounters(db, {}),
+    db.execute<{ seconds: string }>(
+      sql`select coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as seconds`,
+    ),
+  ]);
   const samples: GaugeSample[] = WATCHED_STATUSES.map((status) => ({
     name: 'webhook_inbox_events',
     help: 'Inbox rows that are not done, by status.',
     labels: { status },
-    value: Number(row?.[status] ?? 0),
+    value: counts[status] ?? 0,
   }));
   samples.push({
     name: 'webhook_inbox_oldest_unprocessed_age_seconds',
     help: 'Age of the oldest received, processing or failed event.',
-    value: Number(row?.oldest_unprocessed_seconds ?? 0),
+    value: Number(oldest?.seconds ?? 0),
   });
   return samples;
 }

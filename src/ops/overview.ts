@@ -6,11 +6,15 @@
 // record when a message died, so its history cannot be rebuilt.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { waitedAcrossMinutes, webhookEvents } from '../db/schema.ts';
+import { doneMinutesLater, webhookEvents } from '../db/schema.ts';
 import { outboxStats } from '../outbox/stats.ts';
-import { arrivalsPerMinute } from './event-counts.ts';
+import { arrivalsPerMinute, countEventsFromCounters } from './event-counts.ts';
+import { oldestUnprocessedReceivedAt } from './events.ts';
 
-const waited = waitedAcrossMinutes(webhookEvents);
+const doneLaterCondition = doneMinutesLater(webhookEvents);
+
+/** The statuses of events not done yet that the backlog counts (parked ones wait for an operator). */
+const UNFINISHED = ['received', 'processing', 'failed'] as const;
 
 /** How events are grouped in the charts: the statuses, with the two in-flight ones as `pending`. */
 export const OUTCOMES = ['completed', 'ignored', 'pending', 'failed', 'parked', 'dead_letter'] as const;
@@ -60,39 +64,60 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
     if (counts !== undefined && outcome in counts) counts[outcome as Outcome] += n;
   }
 
-  // An event is in the backlog at a point when it was received by then and not done yet. Each
-  // event lists only the bucket ends it may span (from the bucket it arrived in to the one it was
-  // done in), so the work grows with events and their waits, not with events times buckets; the
-  // exact test then keeps the points it really spans. Each bucket's end is capped at now. Bucket
-  // ends are whole minutes, so an event done within the minute it arrived in spans none: only the
-  // others are read, from the index that holds just them (webhook_events_waited_idx).
-  // (A bucket end capped at now only finds events not done yet: completed_at is never in the future.)
-  const backlogRows = await db.execute<{ i: number; events: number; oldest: string | null }>(sql`
+  // An event is in the backlog at a point (a bucket's end, the last one capped at now) when it had
+  // arrived by then and was not done yet. Two kinds, each read without touching the other rows:
+  // - events not done now (received, processing, failed): the counters give how many arrived in
+  //   each minute, so a point has all those that arrived before it; the oldest of them is the
+  //   oldest event not done, one index lookup per status;
+  // - events done since the window began, in a later minute than they arrived in (points are whole
+  //   minutes, so an event done within the minute it arrived in spans none): from the index that
+  //   holds just them, each listing only the points it spans, so the work grows with those events
+  //   and their waits, not with events times buckets.
+  const pointAt = (i: number) => Math.min(window.fromMs + (i + 1) * window.bucketMs, nowMs);
+  const before = await countEventsFromCounters(db, { until: new Date(window.fromMs) });
+  const notDoneBefore = UNFINISHED.reduce((sum, status) => sum + (before[status] ?? 0), 0);
+  const notDoneArrivals = arrivals
+    .filter(({ status }) => (UNFINISHED as readonly string[]).includes(status))
+    .sort((a, b) => a.minute.getTime() - b.minute.getTime());
+  const [oldest] = await db.execute<{ at: string | null }>(
+    sql`select (extract(epoch from ${oldestUnprocessedReceivedAt}) * 1000)::float8::text as at`,
+  );
+  const oldestNotDoneMs = oldest?.at == null ? null : Number(oldest.at);
+  const doneLaterRows = await db.execute<{ i: number; events: number; oldest: string | null }>(sql`
     with points as (
       select i, least(${from}::timestamptz + (i + 1) * ${bucketSeconds} * interval '1 second',
         ${new Date(nowMs).toISOString()}::timestamptz) as at
       from generate_series(0, ${window.buckets - 1}) as i
-    ), unfinished as (
-      select received_at, coalesce(completed_at, 'infinity') as done_at,
+    ), done_later as (
+      select received_at, completed_at,
         greatest(0, ceil(extract(epoch from received_at - ${from}::timestamptz) / ${bucketSeconds})::int - 1)
           as first_point,
-        least(${window.buckets - 1}, floor(extract(epoch from coalesce(completed_at, ${to}::timestamptz)
-          - ${from}::timestamptz) / ${bucketSeconds})::int) as last_point
+        least(${window.buckets - 1},
+          floor(extract(epoch from completed_at - ${from}::timestamptz) / ${bucketSeconds})::int) as last_point
       from webhook_events
-      where received_at < ${to}::timestamptz and status <> 'parked'
-        and (completed_at is null or completed_at > ${from}::timestamptz)
-        and (${waited})
+      where ${doneLaterCondition} and completed_at > ${from}::timestamptz and received_at < ${to}::timestamptz
+        and status <> 'parked'
     )
     select p.i, count(*)::int as events, extract(epoch from p.at - min(u.received_at))::text as oldest
-    from unfinished u
-    cross join lateral generate_series(u.first_point, u.last_point) as c(i)
-    join points p on p.i = c.i
-    where u.received_at <= p.at and u.done_at > p.at
+    from done_later u
+    join points p on p.i between u.first_point and u.last_point
+    where u.received_at <= p.at and u.completed_at > p.at
     group by p.i, p.at`);
-  const backlog = Array.from({ length: window.buckets }, () => ({ events: 0, oldestSeconds: 0 }));
-  for (const row of backlogRows) {
-    backlog[row.i] = { events: row.events, oldestSeconds: Math.max(0, Number(row.oldest ?? 0)) };
-  }
+  const doneLater = new Map(doneLaterRows.map((row) => [row.i, row]));
+  let notDone = notDoneBefore;
+  let next = 0;
+  const backlog = Array.from({ length: window.buckets }, (_, i) => {
+    const at = pointAt(i);
+    for (; next < notDoneArrivals.length && (notDoneArrivals[next]?.minute.getTime() ?? at) < at; next++) {
+      notDone += notDoneArrivals[next]?.n ?? 0;
+    }
+    const finished = doneLater.get(i);
+    const waitedSeconds = [
+      finished === undefined ? 0 : Number(finished.oldest ?? 0),
+      notDone > 0 && oldestNotDoneMs !== null ? (at - oldestNotDoneMs) / 1000 : 0,
+    ];
+    return { events: notDone + (finished?.events ?? 0), oldestSeconds: Math.max(0, ...waitedSeconds) };
+  });
 
   const outbox = await outboxStats(db, nowMs);
   return {
