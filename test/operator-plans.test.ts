@@ -160,12 +160,15 @@ describe('operator reads at a month of events', () => {
   it.each([
     ['the hour', 60_000, 60],
     ['the day', 15 * 60_000, 96],
-  ])('draws the overview of %s from the counters and the index of events done minutes later', async (_, bucketMs, n) => {
-    const window = windowEndingAt(nowMs, bucketMs, n);
-    const nodes = await plannedNodes(() => readOverview(recording, window, nowMs));
-    expect(indexesUsed(nodes)).toContain('webhook_events_done_minutes_later_idx');
-    expect(scansOf(nodes, 'webhook_events')).toEqual([]);
-  });
+  ])(
+    'draws the overview of %s from the counters and the index of events done minutes later',
+    async (_, bucketMs, n) => {
+      const window = windowEndingAt(nowMs, bucketMs, n);
+      const nodes = await plannedNodes(() => readOverview(recording, window, nowMs));
+      expect(indexesUsed(nodes)).toContain('webhook_events_done_minutes_later_idx');
+      expect(scansOf(nodes, 'webhook_events')).toEqual([]);
+    },
+  );
 
   it('finds an event’s outbox messages by their key’s prefix', async () => {
     const nodes = await plannedNodes(() => messagesOfEvent(recording, { provider: 'stripe', eventId: 'evt_1' }));
