@@ -36,7 +36,7 @@ import { runContext, writeResult } from './lib/results.ts';
 import { planRetention, type RetentionPassResult, type RetentionPlan, retentionPass } from './lib/retention-pass.ts';
 import { type FillMarker, type ScaleServer, scaleServer, throwAwayName } from './lib/scale-databases.ts';
 import { FILL_DAYS, fillMonth } from './lib/scale-fill.ts';
-import { intakeServiceEnv, type RunningService, startService, tail } from './lib/service.ts';
+import { buildOnce, intakeServiceEnv, type RunningService, startService, tail } from './lib/service.ts';
 import { round } from './lib/stats.ts';
 import { type IntakeRun, intakeLoad, wrkAvailable } from './lib/wrk.ts';
 
@@ -411,20 +411,26 @@ async function main(): Promise<boolean> {
   let emptyName: string | undefined;
   let filledName: string | undefined;
   let keepFilled = config.keep;
+  // A fill that finished is kept when the run breaks after it: BENCH_SCALE_REUSE=1 then saves the fill.
+  let filledReady = false;
   let report: Record<string, unknown> | undefined;
   try {
     console.log(
       `starting ${process.env.BENCH_DATABASE_URL ? 'on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}; load through ${config.loader}`,
     );
+    // One snapshot of the sources for the whole run: the service is built and both databases are
+    // migrated before the long fill, so a migration added meanwhile cannot set them apart.
+    buildOnce();
     server = await scaleServer(join(tmp, 'db'));
+    emptyName = throwAwayName('bench_scale_empty');
+    const emptyUrl = await server.create(emptyName);
     if (server.kind === 'embedded' && config.keep) {
       console.log('the embedded server lives in a throw-away folder: BENCH_SCALE_KEEP/REUSE need BENCH_DATABASE_URL');
       keepFilled = false;
     }
     const filled = await filledDatabase(server, config);
     filledName = filled.name;
-    emptyName = throwAwayName('bench_scale_empty');
-    const emptyUrl = await server.create(emptyName);
+    filledReady = true;
     console.log('sizes of the filled database');
     const sizes = await relationSizes(filled.url);
     const eventsStored = sizes.find((size) => size.relation === 'webhook_events')?.rows ?? 0;
@@ -462,6 +468,7 @@ async function main(): Promise<boolean> {
   } finally {
     try {
       if (emptyName !== undefined) await server?.drop(emptyName);
+      if (filledReady && failures.length > 0 && server?.kind === 'external') keepFilled = true;
       if (filledName !== undefined && !keepFilled) await server?.drop(filledName);
       else if (filledName !== undefined) console.log(`kept ${filledName} (BENCH_SCALE_REUSE=1 takes it next time)`);
       await server?.stop();
