@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { lockInQueueOrder, takeLease } from '../src/db/lease.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { dueBatchStatement, lockDueBatch, sweepExpiredBatch } from '../src/inbox/event-rows.ts';
+import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -396,6 +397,46 @@ describe('two claimers reaching for one row', () => {
     goOn.resolve();
     expect(await firstPass).toMatchObject({ claimed: 2, completed: 2 });
     expect(secondCalls).toBe(0);
+    for (const item of items) await expectAppliedOnce(item);
+  });
+});
+
+describe('passes after a burst', () => {
+  it('goes on at once after a pass that waited for a saturated intake, however little it claimed', async () => {
+    // What passes claim and wait during and after a burst: the first waited for the intake and took
+    // only what was due when it began; the burst's rows are then taken at once, not an interval later.
+    const script: Array<Pick<WorkSummary, 'claimed' | 'deferredMs'>> = [
+      { claimed: 3, deferredMs: 2500 },
+      { claimed: 100, deferredMs: 0 },
+      { claimed: 40, deferredMs: 0 },
+      { claimed: 100, deferredMs: 0 },
+    ];
+    const passes: number[] = [];
+    const worker = {
+      async work() {
+        const pass = script[passes.length] ?? { claimed: 0, deferredMs: 0 };
+        passes.push(pass.claimed);
+        return pass as WorkSummary;
+      },
+    };
+    await workUntilCaughtUp(worker, 100);
+    expect(passes).toEqual([3, 100, 40]);
+  });
+
+  it('drains a burst left by a pass that waited for the intake without waiting its interval', async () => {
+    const items = await queue(5);
+    const test = buildTestWorker(db, { settings: { lanes: 1, batchSize: 10 } });
+    let passes = 0;
+    const scripted = {
+      async work() {
+        passes += 1;
+        // The first pass: the intake was saturated throughout, and nothing was due when it began.
+        if (passes === 1) return { claimed: 0, deferredMs: 1000 } as WorkSummary;
+        return test.worker.work();
+      },
+    };
+    await workUntilCaughtUp(scripted, 10);
+    expect(passes).toBe(2);
     for (const item of items) await expectAppliedOnce(item);
   });
 });
