@@ -144,7 +144,7 @@ async function filledDatabase(
     };
     console.log(
       `filled ${filled.events} events and ${filled.messages} outbox messages in ${seconds(filled.fillMs)} s, ` +
-        `VACUUM ANALYZE ${seconds(filled.vacuumMs)} s`,
+        `VACUUM ANALYZE and CHECKPOINT ${seconds(filled.vacuumMs)} s`,
     );
     await server.markFilled(name, fill);
     return { name, url, fill, reused: false };
