@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { backfillEventCounts } from '../src/db/event-counts-backfill.ts';
 import { countEventsFromCounters, foldEventCounts, piecesOf } from '../src/ops/event-counts.ts';
+import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -139,6 +140,34 @@ describe('event counters', () => {
     expect(await backfillEventCounts(sql)).toBe(false);
     await foldEventCounts(db);
     await expectCountersMatchRows();
+  });
+
+  it('count outbox messages by status as the relay and operators change them, folded or not', async () => {
+    const [first, second] = await Promise.all([sql.reserve(), sql.reserve()]);
+    try {
+      await first`insert into outbox_messages (topic, deduplication_key, payload)
+        select 't', 'count:' || g, '{}'::jsonb from generate_series(1, 500) g`;
+      await second`update outbox_messages set status = 'published', published_at = now()
+        where deduplication_key like 'count:%' and right(deduplication_key, 1) in ('1', '2', '3', '4', '5', '6', '7')`;
+      await first`update outbox_messages set status = 'dead' where deduplication_key like 'count:%9'`;
+      await second`update outbox_messages set locked_by = 'relay' where status = 'pending'`;
+      await first`delete from outbox_messages where deduplication_key like 'count:%5'`;
+      const truth = async () =>
+        Object.fromEntries(
+          (
+            await sql<{ status: string; n: number }[]>`select status::text as status, count(*)::int as n
+            from outbox_messages group by 1`
+          ).map((row) => [row.status, row.n]),
+        );
+      expect(await countOutboxMessages(db)).toEqual(await truth());
+      await foldEventCounts(db);
+      const [slots] = await sql<{ n: number }[]>`select count(*)::int as n from outbox_message_counts where slot <> 0`;
+      expect(slots?.n).toBe(0);
+      expect(await countOutboxMessages(db)).toEqual(await truth());
+    } finally {
+      first.release();
+      second.release();
+    }
   });
 
   it('empty with the table it counts', async () => {

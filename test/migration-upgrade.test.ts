@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { MIGRATIONS_FOLDER, migrateDatabase } from '../src/db/migrate.ts';
 import { countEventsFromCounters } from '../src/ops/event-counts.ts';
+import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useEmptyDatabase } from './helpers/database.ts';
 
 const { url } = await useEmptyDatabase();
@@ -98,6 +99,7 @@ describe('upgrading a filled database', () => {
       const [truth] = await sql<{ counts: Record<string, number> }[]>`select jsonb_object_agg(status, n) as counts
         from (select status::text, count(*)::int as n from webhook_events group by 1) s`;
       expect(await countEventsFromCounters(handle.db, {})).toEqual(truth?.counts);
+      expect(await countOutboxMessages(handle.db)).toEqual({ pending: EVENTS / 10 });
       const [stripe] = await sql<{ counts: Record<string, number> }[]>`select jsonb_object_agg(status, n) as counts
         from (select status::text, count(*)::int as n from webhook_events
           where provider = 'stripe' and received_at >= now() - interval '5 hours' group by 1) s`;

@@ -264,7 +264,6 @@ export function adminApiRoutes(deps: AdminDeps) {
       {
         events: counts.events,
         outbox: counts.outbox,
-        ...(counts.outboxComplete ? {} : { outbox_complete: false }),
         oldest_unprocessed_seconds: counts.oldestUnprocessedSeconds,
         oldest_pending_outbox_seconds: counts.oldestPendingOutboxSeconds,
       },

@@ -189,7 +189,7 @@ const listCounts = z.record(z.string(), z.number().int()).optional().openapi({
 /** Whether every figure of `counts` is exact; false when some status passed the count's cap. */
 const countsComplete = z.boolean().optional().openapi({
   description:
-    'present and false when counting stopped at 10,000 rows (with an id or subject filter: all matching rows; in the outbox: per status): the figures then mean "at least"',
+    'present and false when counting stopped at 10,000 rows (with an id or subject filter: all matching rows; in the outbox, under a filter: per status): the figures then mean "at least"',
 });
 
 export const eventsPage = z
@@ -233,10 +233,6 @@ export const retryAnswer = z.object({
 export const statsAnswer = z.object({
   events: z.record(z.string(), z.number().int()),
   outbox: z.record(z.string(), z.number().int()),
-  outbox_complete: z
-    .boolean()
-    .optional()
-    .openapi({ description: 'present and false when an outbox figure reached the cap (10,000) and means "at least"' }),
   oldest_unprocessed_seconds: z.number(),
   oldest_pending_outbox_seconds: z.number(),
 });

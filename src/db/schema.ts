@@ -187,6 +187,21 @@ export type OutboxStatus = (typeof outboxStatuses)[number];
 export const outboxStatus = pgEnum('outbox_status', outboxStatuses);
 
 /**
+ * Outbox messages by status, kept by triggers on outbox_messages (drizzle/0006_outbox_counts.sql)
+ * in the transaction of each change, with one slot per connection as webhook_event_counts: the
+ * relay's backlog in an outage is too many rows to count on every scrape.
+ */
+export const outboxMessageCounts = pgTable(
+  'outbox_message_counts',
+  {
+    status: outboxStatus().notNull(),
+    slot: integer().notNull(),
+    n: bigint({ mode: 'number' }).notNull(),
+  },
+  (table) => [primaryKey({ name: 'outbox_message_counts_pkey', columns: [table.status, table.slot] })],
+);
+
+/**
  * The transactional outbox: side effects written in the domain transaction, published later by the
  * relay with at-least-once delivery and a stable deduplication key.
  */

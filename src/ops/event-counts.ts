@@ -8,6 +8,7 @@
 import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
 import { webhookEventCounts, webhookEvents } from '../db/schema.ts';
+import { foldOutboxCountsStatement } from '../outbox/stats.ts';
 import { countsByStatus } from './counts.ts';
 
 const e = webhookEvents;
@@ -129,9 +130,9 @@ const FOLD_LOCK_KEY = 0x57_49_43_46;
 
 /**
  * Merges counters of every connection's slot into slot 0, dropping counters that add up to zero,
- * so readers sum a few rows per bucket. Rows a transaction still holds are skipped (SKIP LOCKED)
- * and folded next time: a fold never waits on the intake, and the intake never waits on slot 0.
- * Answers how many slot rows it merged.
+ * so readers sum a few rows per bucket; the outbox's counters too (foldOutboxCountsStatement).
+ * Rows a transaction still holds are skipped (SKIP LOCKED) and folded next time: a fold never
+ * waits on the intake, and the intake never waits on slot 0. Answers how many slot rows it merged.
  */
 export async function foldEventCounts(db: Database): Promise<number> {
   return db.transaction(async (tx) => {
@@ -161,6 +162,7 @@ export async function foldEventCounts(db: Database): Promise<number> {
         do update set n = w.n + excluded.n
       )
       select (select count(*) from moved)::int as merged`);
-    return row?.merged ?? 0;
+    const [outbox] = await tx.execute<{ merged: number }>(foldOutboxCountsStatement(FOLD_BATCH));
+    return (row?.merged ?? 0) + (outbox?.merged ?? 0);
   });
 }

@@ -4,13 +4,13 @@
 // (src/ops/replay.ts).
 import { and, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
-import { eventSubject, outboxMessages, outboxStatus, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import { eventSubject, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
-import { oldestPendingCreatedAt } from '../outbox/stats.ts';
-import { type CountsByStatus, countMatching, countPerStatus } from './counts.ts';
+import { countOutboxMessages, oldestPendingCreatedAt } from '../outbox/stats.ts';
+import { type CountsByStatus, countMatching } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 import { countEventsFromCounters } from './event-counts.ts';
 
@@ -172,10 +172,7 @@ export const oldestUnprocessedReceivedAt = sql`least(
 
 export interface StatusCounts {
   events: Record<string, number>;
-  /** Published messages are many: each status is counted up to COUNT_CAP (counts.ts). */
   outbox: Record<string, number>;
-  /** False when an outbox figure reached COUNT_CAP and means "at least". */
-  outboxComplete: boolean;
   /** Seconds since the oldest event still to be applied (received, processing, failed) arrived. */
   oldestUnprocessedSeconds: number;
   /** Seconds since the oldest pending outbox message was written (oldestPendingCreatedAt). */
@@ -185,14 +182,13 @@ export interface StatusCounts {
 /** Counts by status for both tables, and the ages the backlog alerts watch. */
 export async function statusCounts(db: Executor): Promise<StatusCounts> {
   const events = await countEventsFromCounters(db, {});
-  const outbox = await countPerStatus(db, outboxMessages, outboxMessages.status, outboxStatus.enumName, undefined);
+  const outbox = await countOutboxMessages(db);
   const [ages] = await db.execute<{ inbox: string; outbox: string }>(sql`select
     coalesce(extract(epoch from now() - ${oldestUnprocessedReceivedAt}), 0) as inbox,
     coalesce(extract(epoch from now() - ${oldestPendingCreatedAt}), 0) as outbox`);
   return {
     events,
-    outbox: outbox.byStatus,
-    outboxComplete: outbox.atLeast.length === 0,
+    outbox,
     oldestUnprocessedSeconds: Math.max(0, Math.round(Number(ages?.inbox ?? 0))),
     oldestPendingOutboxSeconds: Math.max(0, Math.round(Number(ages?.outbox ?? 0))),
   };

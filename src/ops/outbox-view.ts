@@ -10,6 +10,7 @@ import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { countOutboxMessages } from '../outbox/stats.ts';
 import { type CountsByStatus, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -122,10 +123,15 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
 }
 
 /**
- * Messages by status under every filter of the listing but its status, with the listing's own WHERE:
- * one count per status, each a range of the (status, created_at) index, up to COUNT_CAP (counts.ts).
+ * Messages by status under every filter of the listing but its status: without one, the outbox's
+ * counters (exact); with one, the listing's own WHERE, one count per status, each a range of the
+ * (status, created_at) index, up to COUNT_CAP (counts.ts).
  */
-export function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
+export async function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
+  const { status: _, ...others } = filter;
+  if (Object.values(others).every((value) => value === undefined)) {
+    return { byStatus: await countOutboxMessages(db), atLeast: [] };
+  }
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));
 }
 

@@ -1,6 +1,8 @@
 // The outbox's health in three numbers, for /metrics, the admin API, the dashboard and the CLI: how
 // many messages wait, how long the oldest has waited (the figure to alert on, more than the count),
-// and how many are dead. Each count reads an index, never the whole published history.
+// and how many are dead. The counts come from outbox_message_counts, which triggers keep in the
+// transaction of every change (drizzle/0006_outbox_counts.sql): in an outage the backlog is too many
+// rows to count on every scrape. The oldest is the first entry of the (status, created_at) index.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 
@@ -17,12 +19,36 @@ export interface OutboxStats {
  */
 export const oldestPendingCreatedAt = sql`(select min(created_at) from outbox_messages where status = 'pending')`;
 
+/** Messages by status, every connection's counters summed (a status with none is absent). */
+export async function countOutboxMessages(db: Executor): Promise<Record<string, number>> {
+  const rows = await db.execute<{ status: string; n: number }>(sql`select status::text as status, sum(n)::int as n
+    from outbox_message_counts group by 1 having sum(n) <> 0`);
+  return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+}
+
+/**
+ * Merges up to `limit` counters of the connections' slots into slot 0, skipping those a transaction
+ * still holds; run by the counters' fold (src/ops/event-counts.ts).
+ */
+export const foldOutboxCountsStatement = (limit: number) => sql`
+  with taken as (
+    select ctid from outbox_message_counts where slot <> 0 limit ${limit} for update skip locked
+  ), moved as (
+    delete from outbox_message_counts w using taken where w.ctid = taken.ctid returning w.status, w.n
+  ), sums as (
+    select status, sum(n)::bigint as n from moved group by 1
+  ), merged as (
+    insert into outbox_message_counts as w (status, slot, n) select status, 0, n from sums
+    on conflict (status, slot) do update set n = w.n + excluded.n
+  )
+  select (select count(*) from moved)::int as merged`;
+
 export async function outboxStats(db: Executor, nowMs: number): Promise<OutboxStats> {
   const rows = await db.execute<{ pending: number; oldest_ms: number | null; dead: number }>(sql`
     select
-      (select count(*)::int from outbox_messages where status = 'pending') as pending,
+      (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'pending') as pending,
       (extract(epoch from ${oldestPendingCreatedAt}) * 1000)::float8 as oldest_ms,
-      (select count(*)::int from outbox_messages where status = 'dead') as dead`);
+      (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'dead') as dead`);
   const row = rows[0];
   const oldestMs = row?.oldest_ms ?? null;
   return {
