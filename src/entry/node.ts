@@ -22,7 +22,7 @@ import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { relayFor, workerFor } from '../ops/drainers.ts';
-import { foldEventCounts } from '../ops/event-counts.ts';
+import { foldCounters } from '../ops/event-counts.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
@@ -234,8 +234,8 @@ async function main(): Promise<void> {
     intervalMs: FOLD_INTERVAL_MS,
     random: Math.random,
     logger,
-    run: async () => {
-      await foldEventCounts(background.db);
+    run: async (signal) => {
+      await foldCounters(background.db, { nowMs: clock, budgetMs: 10_000, signal });
     },
   });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {

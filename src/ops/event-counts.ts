@@ -8,6 +8,7 @@
 import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
 import { webhookEventCounts, webhookEvents } from '../db/schema.ts';
+import { drainBatches, type StopReason } from '../lib/loops.ts';
 import { foldOutboxCountsStatement } from '../outbox/stats.ts';
 import { countsByStatus } from './counts.ts';
 
@@ -123,7 +124,7 @@ export async function arrivalsPerMinute(
   return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, n: Number(row.n) }));
 }
 
-/** Counters merged per fold: a fold is one short transaction, whatever has built up. */
+/** Counters merged per fold transaction: each is short, whatever has built up. */
 export const FOLD_BATCH = 10_000;
 /** Any fixed key: two folds at once would wait on each other's slot-0 rows, so one skips instead. */
 const FOLD_LOCK_KEY = 0x57_49_43_46;
@@ -165,4 +166,21 @@ export async function foldEventCounts(db: Database): Promise<number> {
     const [outbox] = await tx.execute<{ merged: number }>(foldOutboxCountsStatement(FOLD_BATCH));
     return (row?.merged ?? 0) + (outbox?.merged ?? 0);
   });
+}
+
+/** Folds until no slot rows are left (a bulk load can leave hundreds of thousands), within a budget. */
+export async function foldCounters(
+  db: Database,
+  options: { nowMs: () => number; budgetMs: number; signal?: AbortSignal },
+): Promise<{ merged: number; stoppedBy: StopReason }> {
+  let merged = 0;
+  const { stoppedBy } = await drainBatches({
+    ...options,
+    batch: async () => {
+      const folded = await foldEventCounts(db);
+      merged += folded;
+      return { claimed: folded, limit: FOLD_BATCH };
+    },
+  });
+  return { merged, stoppedBy };
 }

@@ -7,7 +7,7 @@ import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { publisherFor } from '../outbox/publishers/publisher.ts';
 import { queuePublisher } from '../outbox/publishers/queues.ts';
 import { type DrainerParts, relayFor, workerFor } from './drainers.ts';
-import { foldEventCounts } from './event-counts.ts';
+import { foldCounters } from './event-counts.ts';
 import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
 
 /** Fails the run's first line when the origin database is unreachable or behind the code. */
@@ -56,11 +56,12 @@ export const retentionPurge: MaintenanceStep = {
   },
 };
 
-/** The event counters of every connection merged into one row per bucket (src/ops/event-counts.ts). */
-export const eventCountsFold: MaintenanceStep = {
-  name: 'event_counts_fold',
-  async run({ db }) {
-    return { merged: await foldEventCounts(db) };
+/** The counters of every connection merged into one row per bucket (src/ops/event-counts.ts). */
+export const countersFold: MaintenanceStep = {
+  name: 'counters_fold',
+  async run({ db, clock }, budgetMs) {
+    const { merged, stoppedBy } = await foldCounters(db, { nowMs: clock, budgetMs });
+    return { merged, stopped_by: stoppedBy };
   },
 };
 
@@ -105,5 +106,5 @@ export const maintenanceSteps: readonly MaintenanceStep[] = [
   inboxWork,
   outboxDrain,
   retentionPurge,
-  eventCountsFold,
+  countersFold,
 ];
