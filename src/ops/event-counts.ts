@@ -143,7 +143,7 @@ export async function foldEventCounts(db: Database): Promise<number> {
       with taken as (
         select ctid from webhook_event_counts where slot <> 0 limit ${FOLD_BATCH} for update skip locked
       ), moved as (
-        delete from webhook_event_counts w using taken where w.ctid = taken.ctid
+        delete from webhook_event_counts w where w.ctid = any (array(select ctid from taken))
         returning w.bucket_seconds, w.bucket_start, w.provider, w.event_type, w.status, w.n
       ), sums as (
         select bucket_seconds, bucket_start, provider, event_type, status, sum(n)::bigint as n

@@ -34,7 +34,7 @@ export const foldOutboxCountsStatement = (limit: number) => sql`
   with taken as (
     select ctid from outbox_message_counts where slot <> 0 limit ${limit} for update skip locked
   ), moved as (
-    delete from outbox_message_counts w using taken where w.ctid = taken.ctid returning w.status, w.n
+    delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken)) returning w.status, w.n
   ), sums as (
     select status, sum(n)::bigint as n from moved group by 1
   ), merged as (
