@@ -124,16 +124,25 @@ export async function arrivalsPerMinute(
   return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, n: Number(row.n) }));
 }
 
+/**
+ * The slot rows a fold takes: those of connections that are gone, and of live ones only buckets
+ * that ended two minutes ago (a live connection's current buckets, and its all-time one, are the
+ * rows its next statement adds to: taking them would make that statement wait for the fold).
+ */
+const foldable = sql`slot <> 0 and (slot not in (select pid from pg_stat_activity)
+  or (bucket_seconds > 0 and bucket_start + bucket_seconds * interval '1 second' < now() - interval '2 minutes'))`;
+
 /** Counters merged per fold transaction: each is short, whatever has built up. */
 export const FOLD_BATCH = 10_000;
 /** Any fixed key: two folds at once would wait on each other's slot-0 rows, so one skips instead. */
 const FOLD_LOCK_KEY = 0x57_49_43_46;
 
 /**
- * Merges counters of every connection's slot into slot 0, dropping counters that add up to zero,
- * so readers sum a few rows per bucket; the outbox's counters too (foldOutboxCountsStatement).
- * Rows a transaction still holds are skipped (SKIP LOCKED) and folded next time: a fold never
- * waits on the intake, and the intake never waits on slot 0. Answers how many slot rows it merged.
+ * Merges counters of the connections' slots into slot 0 (see `foldable`), dropping counters that add
+ * up to zero, so readers sum a few rows per bucket; the outbox's counters too
+ * (foldOutboxCountsStatement). Rows a transaction still holds are skipped (SKIP LOCKED) and folded
+ * next time: a fold never waits on the intake, and the intake does not wait on a fold. Answers how
+ * many slot rows it merged.
  */
 export async function foldEventCounts(db: Database): Promise<number> {
   return db.transaction(async (tx) => {
@@ -141,7 +150,7 @@ export async function foldEventCounts(db: Database): Promise<number> {
     if (lock?.held !== true) return 0;
     const [row] = await tx.execute<{ merged: number }>(sql`
       with taken as (
-        select ctid from webhook_event_counts where slot <> 0 limit ${FOLD_BATCH} for update skip locked
+        select ctid from webhook_event_counts where ${foldable} limit ${FOLD_BATCH} for update skip locked
       ), moved as (
         delete from webhook_event_counts w where w.ctid = any (array(select ctid from taken))
         returning w.bucket_seconds, w.bucket_start, w.provider, w.event_type, w.status, w.n

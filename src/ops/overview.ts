@@ -71,8 +71,9 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   //   oldest event not done, one index lookup per status;
   // - events done since the window began, in a later minute than they arrived in (points are whole
   //   minutes, so an event done within the minute it arrived in spans none): from the index that
-  //   holds just them, each listing only the points it spans, so the work grows with those events
-  //   and their waits, not with events times buckets.
+  //   holds just them and their arrival times (parked ones were never done), each listing only the
+  //   points it spans, so the work grows with those events and their waits, not with events times
+  //   buckets.
   const pointAt = (i: number) => Math.min(window.fromMs + (i + 1) * window.bucketMs, nowMs);
   const before = await countEventsFromCounters(db, { until: new Date(window.fromMs) });
   const notDoneBefore = UNFINISHED.reduce((sum, status) => sum + (before[status] ?? 0), 0);
@@ -96,7 +97,6 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
           floor(extract(epoch from completed_at - ${from}::timestamptz) / ${bucketSeconds})::int) as last_point
       from webhook_events
       where ${doneLaterCondition} and completed_at > ${from}::timestamptz and received_at < ${to}::timestamptz
-        and status <> 'parked'
     )
     select p.i, count(*)::int as events, extract(epoch from p.at - min(u.received_at))::text as oldest
     from done_later u

@@ -27,12 +27,15 @@ export async function countOutboxMessages(db: Executor): Promise<Record<string, 
 }
 
 /**
- * Merges up to `limit` counters of the connections' slots into slot 0, skipping those a transaction
- * still holds; run by the counters' fold (src/ops/event-counts.ts).
+ * Merges up to `limit` counters of connections that are gone into slot 0 (a live connection's
+ * three rows are the ones its next statement adds to); run by the counters' fold
+ * (src/ops/event-counts.ts).
  */
 export const foldOutboxCountsStatement = (limit: number) => sql`
   with taken as (
-    select ctid from outbox_message_counts where slot <> 0 limit ${limit} for update skip locked
+    select ctid from outbox_message_counts
+    where slot <> 0 and slot not in (select pid from pg_stat_activity)
+    limit ${limit} for update skip locked
   ), moved as (
     delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken)) returning w.status, w.n
   ), sums as (
