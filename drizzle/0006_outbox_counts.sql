@@ -42,9 +42,7 @@ CREATE TRIGGER outbox_message_counts_on_update AFTER UPDATE ON outbox_messages
 CREATE TRIGGER outbox_message_counts_on_truncate AFTER TRUNCATE ON outbox_messages
   FOR EACH STATEMENT EXECUTE FUNCTION outbox_message_counts_clear();
 --> statement-breakpoint
--- The messages already stored, counted in this transaction: the triggers above hold writers of the
--- outbox until it commits, for one GROUP BY over the outbox (a second per million messages; the
--- outbox is a tenth of the events in size, and its writers are the intake's transactions, which
--- wait and go on). Every change is counted once.
-INSERT INTO outbox_message_counts (status, slot, n)
-SELECT status, 0, count(*) FROM outbox_messages GROUP BY 1;
+-- The messages already stored are counted once, after this migration has committed and without
+-- holding writers (backfillOutboxCounts in src/db/event-counts-backfill.ts, which `db:migrate`
+-- runs): this row (slot -2) marks that count as still to do.
+INSERT INTO outbox_message_counts (status, slot, n) VALUES ('pending', -2, 0);

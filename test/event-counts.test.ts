@@ -4,7 +4,7 @@
 // a GROUP BY over the table, and folding leaves one row per bucket and no empty ones.
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { backfillEventCounts } from '../src/db/event-counts-backfill.ts';
+import { backfillEventCounts, backfillOutboxCounts } from '../src/db/event-counts-backfill.ts';
 import { countEventsFromCounters, foldEventCounts, piecesOf } from '../src/ops/event-counts.ts';
 import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -197,6 +197,27 @@ describe('event counters', () => {
     const [slots] = await sql<{ n: number }[]>`select count(*)::int as n from outbox_message_counts where slot <> 0`;
     expect(slots?.n).toBe(0);
     expect(await countOutboxMessages(db)).toEqual(await truth());
+  });
+
+  it('count the outbox messages stored before them once, whatever commits meanwhile', async () => {
+    await sql`alter table outbox_messages disable trigger user`;
+    await sql`insert into outbox_messages (topic, deduplication_key, payload, status)
+      select 't', 'before:' || g, '{}'::jsonb, (case when g % 3 = 0 then 'dead' else 'published' end)::outbox_status
+      from generate_series(1, 300) g`;
+    await sql`alter table outbox_messages enable trigger user`;
+    await sql`insert into outbox_message_counts (status, slot, n) values ('pending', -2, 0)`;
+    const counted = await backfillOutboxCounts(sql, {
+      afterSnapshot: async () => {
+        await sql`insert into outbox_messages (topic, deduplication_key, payload)
+          select 't', 'during:' || g, '{}'::jsonb from generate_series(1, 40) g`;
+        await sql`update outbox_messages set status = 'pending' where deduplication_key like 'before:%7'`;
+      },
+    });
+    expect(counted).toBe(true);
+    const rows = await sql<{ status: string; n: number }[]>`select status::text as status, count(*)::int as n
+      from outbox_messages group by 1`;
+    expect(await countOutboxMessages(db)).toEqual(Object.fromEntries(rows.map((row) => [row.status, row.n])));
+    expect(await backfillOutboxCounts(sql)).toBe(false);
   });
 
   it('empty with the table it counts', async () => {

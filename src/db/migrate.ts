@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { backfillEventCounts } from './event-counts-backfill.ts';
+import { backfillEventCounts, backfillOutboxCounts } from './event-counts-backfill.ts';
 import { buildPendingIndexesConcurrently } from './online-indexes.ts';
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -23,6 +23,7 @@ export async function migrateDatabase(url: string, options: MigrateOptions = {})
     if (options.online) await buildPendingIndexesConcurrently(sql, MIGRATIONS_FOLDER, options.log);
     await migrate(drizzle({ client: sql }), { migrationsFolder: MIGRATIONS_FOLDER });
     if (await backfillEventCounts(sql)) options.log?.('event counters: the stored events counted');
+    if (await backfillOutboxCounts(sql)) options.log?.('outbox counters: the stored messages counted');
   } finally {
     await sql.end({ timeout: 5 });
   }

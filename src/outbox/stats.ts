@@ -34,7 +34,7 @@ export async function countOutboxMessages(db: Executor): Promise<Record<string, 
 export const foldOutboxCountsStatement = (limit: number) => sql`
   with taken as (
     select ctid from outbox_message_counts
-    where slot <> 0 and slot not in (select pid from pg_stat_activity)
+    where slot not in (0, -2) and slot not in (select pid from pg_stat_activity)
     limit ${limit} for update skip locked
   ), moved as (
     delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken)) returning w.status, w.n
