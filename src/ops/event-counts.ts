@@ -110,18 +110,24 @@ export async function countEventsFromCounters(
   return countsByStatus(rows);
 }
 
-/** Events received per minute bucket of [from, to) by current status, from the minute counters. */
-export async function arrivalsPerMinute(
+/**
+ * Events received in [from, to) by current status, per bucket of `bucketMs` (whole minutes) counted
+ * from `from`, from the minute counters, added up in the database: a day of minutes is thousands of
+ * counter rows, its 96 buckets a few hundred figures.
+ */
+export async function arrivalsPerBucket(
   db: Executor,
-  fromMs: number,
-  toMs: number,
-): Promise<Array<{ minute: Date; status: string; n: number }>> {
-  const rows = await db.execute<{ minute: Date; status: string; n: string }>(sql`
-    select ${c.bucketStart} as minute, ${c.status}::text as status, sum(${c.n}) as n from ${c}
+  window: { fromMs: number; toMs: number; bucketMs: number },
+): Promise<Array<{ start: Date; status: string; n: number }>> {
+  const from = sql`${at(window.fromMs)}::timestamptz`;
+  const rows = await db.execute<{ start: Date; status: string; n: number }>(sql`
+    select date_bin(${`${window.bucketMs / 1000} seconds`}::interval, ${c.bucketStart}, ${from}) as start,
+      ${c.status}::text as status, sum(${c.n}::int)::int as n
+    from ${c}
     where ${c.bucketSeconds} = 60 and ${c.provider} = ${ALL}
-      and ${c.bucketStart} >= ${at(fromMs)}::timestamptz and ${c.bucketStart} < ${at(toMs)}::timestamptz
-    group by 1, 2 having sum(${c.n}) <> 0`);
-  return rows.map((row) => ({ minute: new Date(row.minute), status: row.status, n: Number(row.n) }));
+      and ${c.bucketStart} >= ${from} and ${c.bucketStart} < ${at(window.toMs)}::timestamptz
+    group by 1, ${c.status} having sum(${c.n}::int) <> 0`);
+  return rows.map((row) => ({ start: new Date(row.start), status: row.status, n: Number(row.n) }));
 }
 
 /**

@@ -128,8 +128,8 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
  * (status, created_at) index, up to COUNT_CAP (counts.ts).
  */
 export async function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
-  const { status: _, ...others } = filter;
-  if (Object.values(others).every((value) => value === undefined)) {
+  // Callers pass their whole filter (its status, page size and cursor included): only these narrow.
+  if ([filter.topic, filter.id, filter.since, filter.until].every((value) => value === undefined)) {
     return { byStatus: await countOutboxMessages(db), atLeast: [] };
   }
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));

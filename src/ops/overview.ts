@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { doneMinutesLater, webhookEvents } from '../db/schema.ts';
 import { outboxStats } from '../outbox/stats.ts';
-import { arrivalsPerMinute, countEventsFromCounters } from './event-counts.ts';
+import { arrivalsPerBucket, countEventsFromCounters } from './event-counts.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';
 
 const doneLaterCondition = doneMinutesLater(webhookEvents);
@@ -56,10 +56,11 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   const to = new Date(window.fromMs + window.buckets * window.bucketMs).toISOString();
   const bucketSeconds = window.bucketMs / 1000;
   // From the minute counters (event-counts.ts): buckets are whole minutes, so each minute falls in one.
-  const arrivals = await arrivalsPerMinute(db, window.fromMs, window.fromMs + window.buckets * window.bucketMs);
+  const toMs = window.fromMs + window.buckets * window.bucketMs;
+  const arrivals = await arrivalsPerBucket(db, { fromMs: window.fromMs, toMs, bucketMs: window.bucketMs });
   const received = Array.from({ length: window.buckets }, emptyCounts);
-  for (const { minute, status, n } of arrivals) {
-    const counts = received[Math.floor((minute.getTime() - window.fromMs) / window.bucketMs)];
+  for (const { start, status, n } of arrivals) {
+    const counts = received[Math.floor((start.getTime() - window.fromMs) / window.bucketMs)];
     const outcome = status === 'received' || status === 'processing' ? 'pending' : status;
     if (counts !== undefined && outcome in counts) counts[outcome as Outcome] += n;
   }
@@ -79,7 +80,7 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   const notDoneBefore = UNFINISHED.reduce((sum, status) => sum + (before[status] ?? 0), 0);
   const notDoneArrivals = arrivals
     .filter(({ status }) => (UNFINISHED as readonly string[]).includes(status))
-    .sort((a, b) => a.minute.getTime() - b.minute.getTime());
+    .sort((a, b) => a.start.getTime() - b.start.getTime());
   const [oldest] = await db.execute<{ at: string | null }>(
     sql`select (extract(epoch from ${oldestUnprocessedReceivedAt}) * 1000)::float8::text as at`,
   );
@@ -108,7 +109,7 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   let next = 0;
   const backlog = Array.from({ length: window.buckets }, (_, i) => {
     const at = pointAt(i);
-    for (; next < notDoneArrivals.length && (notDoneArrivals[next]?.minute.getTime() ?? at) < at; next++) {
+    for (; next < notDoneArrivals.length && (notDoneArrivals[next]?.start.getTime() ?? at) < at; next++) {
       notDone += notDoneArrivals[next]?.n ?? 0;
     }
     const finished = doneLater.get(i);
