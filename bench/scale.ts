@@ -4,7 +4,7 @@
 // events/s and p99 at 32 connections (wrk when installed), every operator read of the admin API,
 // the dashboard and /metrics, p50 and p99 (bench/lib/operator-reads.ts); on the filled one also a
 // retention pass deleting about a day of rows under intake load (bench/lib/retention-pass.ts) and
-// the bytes per stored event of every table. Prints one table against issue 25's targets and
+// the bytes per stored event of every table. Prints one table against the targets docs/scaling.md gives and
 // writes bench/results/scale-<time>.json. A benchmark: exits 0 whether targets are met or not,
 // non-zero only when the bench itself fails.
 //

@@ -13,7 +13,7 @@ import { type WorkSummary, workUntilCaughtUp } from '../src/inbox/worker.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { deferred, subscriptionRow } from './helpers/facts.ts';
+import { deferred, holdInboxTable, subscriptionRow } from './helpers/facts.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -100,6 +100,23 @@ async function waitersOnInbox(count: number): Promise<void> {
     if ((row?.n ?? 0) >= count) return;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/**
+ * Handlers whose first application stops inside its transaction: `inside` resolves once it has,
+ * and it goes on when the test resolves `goOn`; every later application runs straight through.
+ */
+function holdingTheFirstApplication() {
+  const inside = deferred();
+  const goOn = deferred();
+  let held = false;
+  const handlers = withHook(async () => {
+    if (held) return;
+    held = true;
+    inside.resolve();
+    await goOn.promise;
+  });
+  return { inside, goOn, handlers };
 }
 
 describe('the batch claim', () => {
@@ -230,16 +247,9 @@ describe('a handler failing in the middle of a batch', () => {
 describe('a lease that expires mid-batch', () => {
   it('leaves the batch to its worker: nobody else claims or sweeps its rows, and each is applied once', async () => {
     const items = await queue(3);
-    const inside = deferred();
-    const goOn = deferred();
-    let held = false;
+    const { inside, goOn, handlers } = holdingTheFirstApplication();
     const first = buildTestWorker(db, {
-      handlers: withHook(async () => {
-        if (held) return;
-        held = true;
-        inside.resolve();
-        await goOn.promise;
-      }),
+      handlers,
       settings: { lanes: 1, batchSize: 3, leaseMs: LEASE_MS },
     });
     const second = buildTestWorker(db, { settings: { lanes: 2, batchSize: 3, leaseMs: LEASE_MS } });
@@ -296,34 +306,15 @@ describe('a lease that expires mid-batch', () => {
 });
 
 describe('two claimers reaching for one row', () => {
-  /**
-   * Holds an EXCLUSIVE lock on webhook_events until `release`: the claims of every worker started
-   * meanwhile wait on it, and all go at the same moment once it is released.
-   */
-  async function holdInboxTable() {
-    const locked = deferred();
-    const release = deferred();
-    const holder = sql.begin(async (tx) => {
-      await tx`lock table webhook_events in exclusive mode`;
-      locked.resolve();
-      await release.promise;
-    });
-    await locked.promise;
-    return async () => {
-      release.resolve();
-      await holder;
-    };
-  }
-
   /** Starts `start()` while the table is held, waits until `claims` claims wait on it, then lets them all go. */
   async function atOnce<T>(claims: number, start: () => T): Promise<T> {
-    const release = await holdInboxTable();
+    const table = await holdInboxTable(sql);
     try {
       const started = start();
       await waitersOnInbox(claims);
       return started;
     } finally {
-      await release();
+      await table.release();
     }
   }
 
@@ -372,16 +363,9 @@ describe('two claimers reaching for one row', () => {
 
   it('a worker claiming while another holds the row in its batch skips it, and never applies it', async () => {
     const items = await queue(2);
-    const inside = deferred();
-    const goOn = deferred();
-    let held = false;
+    const { inside, goOn, handlers } = holdingTheFirstApplication();
     const first = buildTestWorker(db, {
-      handlers: withHook(async () => {
-        if (held) return;
-        held = true;
-        inside.resolve();
-        await goOn.promise;
-      }),
+      handlers,
       settings: { lanes: 1, batchSize: 2 },
     });
     let secondCalls = 0;

@@ -17,7 +17,7 @@ import { DomainRejection } from '../src/lib/errors.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { deferred, subscriptionRow } from './helpers/facts.ts';
+import { holdInboxTable, subscriptionRow } from './helpers/facts.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -73,36 +73,6 @@ async function messagesFor(eventIds: readonly string[]): Promise<number> {
 /** The real acme handler, calling `onApply` after each event's writes. */
 function observed(onApply: () => void): HandlerMap {
   return afterRealHandler(() => onApply());
-}
-
-/**
- * Holds an EXCLUSIVE lock on webhook_events (reads go on, writes wait) until `release`: a worker's
- * claim then waits, and the test can move the clock or abort while it does.
- */
-async function holdInboxTable() {
-  const locked = deferred();
-  const release = deferred();
-  const holder = sql.begin(async (tx) => {
-    await tx`lock table webhook_events in exclusive mode`;
-    locked.resolve();
-    await release.promise;
-  });
-  await locked.promise;
-  return {
-    /** Resolves once a statement of another session waits for the lock. */
-    async waiter() {
-      for (;;) {
-        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_locks
-          where not granted and relation = 'webhook_events'::regclass`;
-        if ((row?.n ?? 0) > 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    },
-    async release() {
-      release.resolve();
-      await holder;
-    },
-  };
 }
 
 describe('workerSettings', () => {
@@ -174,7 +144,7 @@ describe('a pass', () => {
       // A full batch: the pass would go on to claim another, if the budget allowed.
       settings: { lanes: 1, batchSize: 3, budgetMs: 1000 },
     });
-    const table = await holdInboxTable();
+    const table = await holdInboxTable(sql);
     let pass: Promise<WorkSummary> | undefined;
     try {
       pass = test.worker.work();
@@ -201,7 +171,7 @@ describe('a pass', () => {
       settings: { lanes: 1, batchSize: 3 },
     });
     const controller = new AbortController();
-    const table = await holdInboxTable();
+    const table = await holdInboxTable(sql);
     let pass: Promise<WorkSummary> | undefined;
     try {
       pass = test.worker.work({ signal: controller.signal });

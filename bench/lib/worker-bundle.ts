@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { REPO_ROOT } from './service.ts';
 
-/** The target for the gzipped Worker (issue 6); Cloudflare's own limits are far above it. */
+/** The target for the gzipped Worker (the project's budget); Cloudflare's own limits are far above it. */
 export const GZIP_TARGET_BYTES = 256 * 1024;
 
 /** Packages and files that belong to Node only: the embedded server, the Node adapter and entry. */

@@ -58,7 +58,7 @@ export interface WorkerSettings extends QueueSettings {
  * so most of the per-event cost of a transaction of its own (BEGIN, the row lock, the domain write,
  * the status update, COMMIT and its WAL flush) is spread. Measured against 25 (three async bursts of
  * 8,000 events on a busy machine): about 15% less CPU per applied event in the service and 25% less
- * in PostgreSQL. 200 against 100 (issue 25, bursts of 4,000 through wrk beside sync, alternating
+ * in PostgreSQL. 200 against 100 (bursts of 4,000 through wrk beside sync, alternating
  * runs on a noisy machine): a burst applied at 0.95x sync's rate against 0.89x (medians), acceptance
  * unchanged. A batch that rolls back is re-applied one by one, which a rare failure can afford.
  */

@@ -101,3 +101,33 @@ export async function holdSubscriptionLock(
     },
   };
 }
+
+/**
+ * Holds an EXCLUSIVE lock on webhook_events (reads go on, writes wait) until `release`: the claims of
+ * every worker started meanwhile wait on it, and all go at the same moment once it is released.
+ */
+export async function holdInboxTable(sql: postgres.Sql) {
+  const locked = deferred();
+  const release = deferred();
+  const holder = sql.begin(async (tx) => {
+    await tx`lock table webhook_events in exclusive mode`;
+    locked.resolve();
+    await release.promise;
+  });
+  await locked.promise;
+  return {
+    /** Resolves once a statement of another session waits for the lock. */
+    async waiter() {
+      for (;;) {
+        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_locks
+          where not granted and relation = 'webhook_events'::regclass`;
+        if ((row?.n ?? 0) > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    async release() {
+      release.resolve();
+      await holder;
+    },
+  };
+}
