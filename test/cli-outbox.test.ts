@@ -84,7 +84,7 @@ describe('outbox retry', () => {
 
 describe('outbox list', () => {
   it('lists by status as one JSON document, newest first, without payloads', async () => {
-    const ids = await insertMessages(sql, 2, { status: 'dead', payload: { card: '4242' } });
+    const ids = await insertMessages(sql, 2, { status: 'dead', payload: { card: 'pan-4242' } });
     const result = await cli(['outbox', 'list', '--status', 'dead', '--limit', '500', '--json']);
     expect(result.code).toBe(0);
     const listed = JSON.parse(result.output) as Array<Record<string, unknown>>;
@@ -94,7 +94,7 @@ describe('outbox list', () => {
     expect(Object.keys(ours[0] ?? {})).toEqual(
       expect.arrayContaining(['id', 'topic', 'deduplication_key', 'status', 'attempts', 'last_error', 'available_at']),
     );
-    expect(result.output).not.toContain('4242');
+    expect(result.output).not.toContain('pan-4242');
   });
 
   it('prints a table, and refuses an unknown status or a bad limit with exit 2', async () => {
