@@ -4,7 +4,7 @@
 // for the whole build: minutes on a month of events). The migrations write their indexes as
 // `CREATE INDEX IF NOT EXISTS` (docs/decisions/0011-online-migrations-and-event-counters.md), so the migrator then
 // finds them built and moves on. Functions an index needs (`CREATE OR REPLACE FUNCTION`) are
-// created first; an index on a table the migration itself creates is left to the migration.
+// created first; an index on a table or column the migration itself creates is left to the migration.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type postgres from 'postgres';
@@ -17,8 +17,8 @@ interface JournalEntry {
 const BREAKPOINT = '--> statement-breakpoint';
 const INDEX = /^CREATE (UNIQUE )?INDEX IF NOT EXISTS "?([a-z0-9_]+)"?/i;
 const FUNCTION = /^CREATE OR REPLACE FUNCTION /i;
-/** undefined_table, undefined_function: what the migration itself creates first. */
-const CREATED_BY_THE_MIGRATION = new Set(['42P01', '42883']);
+/** undefined_table, undefined_function, undefined_column: what the migration itself creates first. */
+const CREATED_BY_THE_MIGRATION = new Set(['42P01', '42883', '42703']);
 
 /** A migration file's statements, each without the comment lines before it. */
 export function statementsOf(text: string): string[] {

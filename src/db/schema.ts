@@ -9,8 +9,11 @@ import {
   integer,
   jsonb,
   pgEnum,
+  pgSequence,
   pgTable,
   primaryKey,
+  real,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -164,9 +167,10 @@ export const subscriptions = pgTable(
   (table) => [check('subscriptions_provider_version_nonnegative', sql`${table.providerVersion} >= 0`)],
 );
 
-export const operatorActionTargetKind = pgEnum('operator_action_target_kind', ['event', 'outbox']);
+/** What an operator acts on: an event, an outbox message, or a sender (pause and resume). */
+export const operatorActionTargetKind = pgEnum('operator_action_target_kind', ['event', 'outbox', 'sender']);
 
-/** Audit of everything an operator did by hand (replay, retry, ...). */
+/** Audit of everything an operator did by hand (replay, retry, a bulk action, a pause, ...). */
 export const operatorActions = pgTable(
   'operator_actions',
   {
@@ -178,8 +182,140 @@ export const operatorActions = pgTable(
     beforeStatus: text(),
     afterStatus: text(),
     at: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    /** The bulk job an item's row belongs to: one action row for the job, one row per item it touched. */
+    jobId: uuid(),
+    /** What the action was given beyond its target: a bulk job's filter, a pause's duration and note. */
+    detail: jsonb(),
   },
-  (table) => [index('operator_actions_target_idx').on(table.targetKind, table.target, table.at)],
+  (table) => [
+    index('operator_actions_target_idx').on(table.targetKind, table.target, table.at),
+    index('operator_actions_job_idx').on(table.jobId, table.at).where(sql`${table.jobId} is not null`),
+  ],
+);
+
+/**
+ * Every delivery of a stored event as the sender saw it: the first, each duplicate, each retry after
+ * a failure, with the answer it got. Bounded per event (the newest DELIVERY_LOG_CAP are kept) and
+ * removed with the event by retention. A delivery and its trace id are unique in practice; the key
+ * includes both so that two log rows of one event never collide.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    provider: text().notNull(),
+    eventId: text().notNull(),
+    deliveredAt: timestamp({ withTimezone: true }).notNull(),
+    traceId: text().notNull(),
+    /** The HTTP status the delivery was answered with. */
+    statusCode: smallint().notNull(),
+    /** The answer in words: completed, ignored, queued, parked, duplicate, failed, unavailable. */
+    outcome: text().notNull(),
+    /** From the body's arrival to the answer, in milliseconds. */
+    durationMs: real().notNull(),
+  },
+  (table) => [
+    primaryKey({
+      name: 'webhook_deliveries_pkey',
+      columns: [table.provider, table.eventId, table.deliveredAt, table.traceId],
+    }),
+  ],
+);
+
+/**
+ * Refused deliveries (404, 413, 415, 401, 400, 503) counted per whole minute, sender and reason. A
+ * sender the service does not know is counted under one name, so a flood of made-up routes cannot
+ * add rows faster than minutes pass.
+ */
+export const webhookRejectionCounts = pgTable(
+  'webhook_rejection_counts',
+  {
+    bucketStart: timestamp({ withTimezone: true }).notNull(),
+    provider: text().notNull(),
+    reason: text().notNull(),
+    n: bigint({ mode: 'number' }).notNull(),
+  },
+  (table) => [
+    primaryKey({ name: 'webhook_rejection_counts_pkey', columns: [table.bucketStart, table.provider, table.reason] }),
+  ],
+);
+
+/**
+ * The most recent refused deliveries, a ring of a fixed number of slots: a new one takes the slot
+ * after the last one written, so a flood cannot grow it. Never the body; headers with their
+ * signatures and tokens redacted.
+ */
+export const webhookRejections = pgTable(
+  'webhook_rejections',
+  {
+    slot: integer().primaryKey(),
+    at: timestamp({ withTimezone: true }).notNull(),
+    provider: text().notNull(),
+    statusCode: smallint().notNull(),
+    reason: text().notNull(),
+    /** The field or the limit the delivery failed on, where there is one. */
+    detail: text(),
+    traceId: text(),
+    headers: jsonb().notNull(),
+  },
+  (table) => [index('webhook_rejections_at_idx').on(table.at)],
+);
+
+/** Numbers the refused deliveries kept; a rejection's slot is its number modulo the ring's size. */
+export const webhookRejectionNumber = pgSequence('webhook_rejection_number_seq');
+
+/** Senders an operator paused: their deliveries are refused (503 + Retry-After) until resumed or `until`. */
+export const senderPauses = pgTable('sender_pauses', {
+  provider: text().primaryKey(),
+  pausedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  pausedBy: text().notNull(),
+  /** When the pause ends by itself; null until an operator resumes. */
+  until: timestamp({ withTimezone: true }),
+  note: text(),
+});
+
+export const bulkJobKinds = ['replay_events', 'retry_outbox'] as const;
+export type BulkJobKind = (typeof bulkJobKinds)[number];
+export const bulkJobKind = pgEnum('bulk_job_kind', bulkJobKinds);
+
+export const bulkJobStatuses = ['queued', 'running', 'done', 'cancelled', 'failed'] as const;
+export type BulkJobStatus = (typeof bulkJobStatuses)[number];
+export const bulkJobStatus = pgEnum('bulk_job_status', bulkJobStatuses);
+
+/**
+ * A bulk action by filter (replay events, retry outbox messages): a job that survives a restart. It
+ * walks the rows its filter matched when it was created, in key order, in bounded batches; each batch
+ * moves `position` in the same transaction as its changes, so a job resumed after a crash touches
+ * every item once.
+ */
+export const bulkJobs = pgTable(
+  'bulk_jobs',
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    kind: bulkJobKind().notNull(),
+    status: bulkJobStatus().notNull().default('queued'),
+    operator: text().notNull(),
+    /** The filter as the operator gave it (the list's query parameters). */
+    filter: jsonb().notNull(),
+    /** Items matched when the job was created; the job never takes rows that arrived after `createdAt`. */
+    total: integer().notNull(),
+    processed: integer().notNull().default(0),
+    /** Items the action could not change (a replay that failed again, a message no longer dead). */
+    failed: integer().notNull().default(0),
+    /** The keyset position of the last item done; null before the first batch. */
+    position: jsonb(),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp({ withTimezone: true }),
+    finishedAt: timestamp({ withTimezone: true }),
+    cancelledBy: text(),
+    lastError: varchar({ length: LAST_ERROR_MAX }),
+    /** The runner's lease, as the relay's: an expired lease lets another runner resume the job. */
+    lockedUntil: timestamp({ withTimezone: true }),
+    lockedBy: text(),
+  },
+  (table) => [
+    index('bulk_jobs_created_idx').on(table.createdAt),
+    index('bulk_jobs_runnable_idx').on(table.createdAt).where(sql`${table.status} in ('queued', 'running')`),
+  ],
 );
 
 export const outboxStatuses = ['pending', 'published', 'dead'] as const;
