@@ -1,0 +1,412 @@
+// Pausing a sender: a paused sender's deliveries are refused with 503 + Retry-After before anything is
+// verified or stored, other senders go on, and after the resume the same deliveries (the sender's
+// retries) are applied; every pause and resume is audited with its detail; a pause with an end stops
+// by itself (the clock moves, nothing sleeps) and the maintenance step audits that; a pause made by
+// another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
+// Real PostgreSQL throughout.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.ts';
+import { expectedMigration } from '../src/db/migrations.ts';
+import { PAUSE_CHECK_TTL_MS } from '../src/inbox/pause-gate.ts';
+import { createLogger } from '../src/lib/logger.ts';
+import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
+import { enableProviders } from '../src/providers/registry.ts';
+import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
+import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { runCli } from './helpers/cli.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { eventRow, subscriptionRow } from './helpers/facts.ts';
+import { githubSender, shopifySender } from './helpers/senders.ts';
+
+const { sql, db, url } = await useTestDatabase();
+const TOKEN = 'pause-token-for-tests-0123456789';
+const bearer = { authorization: `Bearer ${TOKEN}` };
+const enabledProviders = await enableProviders({
+  acme: [TEST_SECRET],
+  shopify: [...shopifySender.secrets],
+  github: [...githubSender.secrets],
+});
+
+/** An app of its own (its own pause cache), with its own clock starting at TEST_NOW_MS. */
+async function newApp(): Promise<TestApp & { now(): number; advance(ms: number): void }> {
+  const app = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN }, enabledProviders });
+  let now = TEST_NOW_MS;
+  return {
+    ...app,
+    now: () => now,
+    advance(ms) {
+      now += ms;
+      app.setNow(now);
+    },
+  };
+}
+
+type App = Awaited<ReturnType<typeof newApp>>;
+
+/** An acme delivery of `event`, signed at the app's now: what the sender sends, and sends again. */
+async function deliverAcme(app: App, event: AcmeEventShape, secret = TEST_SECRET): Promise<Response> {
+  const body = JSON.stringify(event);
+  const headers = await signedHeaders(body, { secret, timestamp: Math.floor(app.now() / 1000) });
+  return app.request('/webhooks/acme', { method: 'POST', body, headers });
+}
+
+async function deliverShopify(app: App): Promise<{ response: Response; eventId: string }> {
+  const delivery = shopifySender.newEvent();
+  const headers = await shopifySender.headers(delivery);
+  const response = await app.request('/webhooks/shopify', { method: 'POST', body: delivery.body, headers });
+  return { response, eventId: delivery.eventId };
+}
+
+async function api(app: App, method: 'GET' | 'POST', path: string, body?: unknown) {
+  const response = await app.request(`/admin/api${path}`, {
+    method,
+    headers: { ...bearer, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+interface AuditRow {
+  operator: string;
+  action: string;
+  target_kind: string;
+  before_status: string;
+  after_status: string;
+  at: Date;
+  detail: unknown;
+}
+
+const auditRows = (provider: string) =>
+  sql<AuditRow[]>`select operator, action, target_kind::text as target_kind, before_status, after_status, at, detail
+    from operator_actions where target_kind = 'sender' and target = ${provider} order by at, action desc`;
+
+const pauseRows = () => sql`select provider, paused_by, paused_at, until, note from sender_pauses order by provider`;
+
+async function clearPauses() {
+  await sql`delete from sender_pauses`;
+  await sql`delete from operator_actions where target_kind = 'sender'`;
+}
+
+describe('a paused sender', () => {
+  it('is refused 503 + Retry-After, stores nothing, leaves other senders alone; after resume its retries are applied', async () => {
+    await clearPauses();
+    const app = await newApp();
+    const paused = await api(app, 'POST', '/senders/acme/pause', {
+      operator: 'ada',
+      minutes: 90,
+      note: 'shopify migration, hold it',
+    });
+    expect(paused).toMatchObject({
+      status: 200,
+      body: {
+        before: 'active',
+        sender: {
+          provider: 'acme',
+          status: 'paused',
+          pause: {
+            paused_by: 'ada',
+            paused_at: new Date(TEST_NOW_MS).toISOString(),
+            until: new Date(TEST_NOW_MS + 90 * 60_000).toISOString(),
+            note: 'shopify migration, hold it',
+          },
+        },
+      },
+    });
+    app.advance(PAUSE_CHECK_TTL_MS);
+
+    const events = [acmeEvent(), acmeEvent({ type: 'subscription.created' }), acmeEvent()];
+    for (const event of events) {
+      const refused = await deliverAcme(app, event);
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toEqual({ error: 'unavailable' });
+      // 89 minutes are left: capped at an hour.
+      expect(refused.headers.get('retry-after')).toBe('3600');
+      expect(await eventRow(sql, event.id)).toBeUndefined();
+    }
+    // Refused before its signature is checked: a flood costs no verification.
+    const unsigned = await deliverAcme(app, acmeEvent(), 'not-the-secret-at-all');
+    expect(unsigned.status).toBe(503);
+    expect(app.logs.some((line) => line.includes('"reason":"sender_paused"'))).toBe(true);
+
+    const other = await deliverShopify(app);
+    expect(other.response.status).toBe(200);
+    expect(await eventRow(sql, other.eventId, 'shopify')).toMatchObject({ status: 'ignored' });
+
+    const listed = await api(app, 'GET', '/senders');
+    expect(listed.body.senders).toEqual([
+      { provider: 'acme', status: 'paused', pause: expect.objectContaining({ paused_by: 'ada' }) },
+      { provider: 'github', status: 'active', pause: null },
+      { provider: 'shopify', status: 'active', pause: null },
+    ]);
+
+    const resumed = await api(app, 'POST', '/senders/acme/resume', { operator: 'grace' });
+    expect(resumed).toEqual({
+      status: 200,
+      body: { resumed: true, sender: { provider: 'acme', status: 'active', pause: null } },
+    });
+    expect(await pauseRows()).toEqual([]);
+    app.advance(PAUSE_CHECK_TTL_MS);
+
+    // The sender's retries: the same events, signed again.
+    for (const event of events) {
+      expect((await deliverAcme(app, event)).status).toBe(200);
+      expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+      expect(await subscriptionRow(sql, String(event.data.id))).toMatchObject({ status: 'active' });
+    }
+
+    const audit = await auditRows('acme');
+    expect(audit).toEqual([
+      expect.objectContaining({
+        operator: 'ada',
+        action: 'pause',
+        target_kind: 'sender',
+        before_status: 'active',
+        after_status: 'paused',
+        detail: { until: new Date(TEST_NOW_MS + 90 * 60_000).toISOString(), note: 'shopify migration, hold it' },
+      }),
+      expect.objectContaining({
+        operator: 'grace',
+        action: 'resume',
+        before_status: 'paused',
+        after_status: 'active',
+        detail: { until: new Date(TEST_NOW_MS + 90 * 60_000).toISOString(), note: 'shopify migration, hold it' },
+      }),
+    ]);
+  });
+
+  it('asks for a retry after the time left, or after 300 s when the pause has no end; a new pause replaces it', async () => {
+    await clearPauses();
+    const app = await newApp();
+    expect((await api(app, 'POST', '/senders/acme/pause', { operator: 'ada' })).body).toMatchObject({
+      before: 'active',
+      sender: { pause: { until: null, note: null } },
+    });
+    app.advance(PAUSE_CHECK_TTL_MS);
+    expect((await deliverAcme(app, acmeEvent())).headers.get('retry-after')).toBe('300');
+
+    const until = new Date(app.now() + 10_500).toISOString();
+    const replaced = await api(app, 'POST', '/senders/acme/pause', { operator: 'grace', until, note: 'ten seconds' });
+    expect(replaced.body).toMatchObject({
+      before: 'paused',
+      sender: { pause: { paused_by: 'grace', until, note: 'ten seconds' } },
+    });
+    // It was paused since the first pause, which it replaces.
+    const [row] = await pauseRows();
+    expect(row?.paused_at).toEqual(new Date(TEST_NOW_MS));
+    app.advance(PAUSE_CHECK_TTL_MS);
+    const refused = await deliverAcme(app, acmeEvent());
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('10');
+    expect((await auditRows('acme')).map((audit) => [audit.action, audit.before_status, audit.after_status])).toEqual([
+      ['pause', 'active', 'paused'],
+      ['pause', 'paused', 'paused'],
+    ]);
+  });
+
+  it('ends by itself at its end; the maintenance step deletes it and audits the resume as system', async () => {
+    await clearPauses();
+    const app = await newApp();
+    const pausedAt = app.now();
+    await api(app, 'POST', '/senders/acme/pause', { operator: 'ada', minutes: 1, note: 'one minute' });
+    app.advance(PAUSE_CHECK_TTL_MS);
+    expect((await deliverAcme(app, acmeEvent())).status).toBe(503);
+
+    // Past the end: accepted at once, the row not deleted yet (reads ignore it).
+    app.advance(60_000);
+    const event = acmeEvent();
+    expect((await deliverAcme(app, event)).status).toBe(200);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+    expect((await pauseRows()).length).toBe(1);
+    expect((await api(app, 'GET', '/senders')).body.senders).toContainEqual({
+      provider: 'acme',
+      status: 'active',
+      pause: null,
+    });
+    // Resuming it by hand now changes nothing: it has ended already.
+    expect((await api(app, 'POST', '/senders/acme/resume', { operator: 'grace' })).body).toMatchObject({
+      resumed: false,
+    });
+
+    const deps = {
+      config: parseConfig({}),
+      db,
+      clock: app.now,
+      logger: createLogger({ level: 'silent', now: () => new Date(app.now()), write: () => {} }),
+      expectedMigration,
+    };
+    expect(await pauseExpiry.run(deps, 1000)).toEqual({ resumed: 1 });
+    expect(await pauseRows()).toEqual([]);
+    const audit = await auditRows('acme');
+    expect(audit.at(-1)).toEqual({
+      operator: 'system',
+      action: 'resume',
+      target_kind: 'sender',
+      before_status: 'paused',
+      after_status: 'active',
+      at: new Date(pausedAt + 60_000),
+      detail: { until: new Date(pausedAt + 60_000).toISOString(), note: 'one minute', reason: 'ended by itself' },
+    });
+    expect(audit.filter((row) => row.operator === 'grace')).toEqual([]);
+    expect(await pauseExpiry.run(deps, 1000)).toEqual({ resumed: 0 });
+  });
+
+  it('reaches another process on the same database within the TTL of its cache', async () => {
+    await clearPauses();
+    const operator = await newApp();
+    const other = await newApp();
+    // `other` has read the pauses: none.
+    expect((await deliverAcme(other, acmeEvent())).status).toBe(200);
+
+    await api(operator, 'POST', '/senders/acme/pause', { operator: 'ada' });
+    // Within its TTL, `other` trusts what it read (no query per delivery)...
+    other.advance(PAUSE_CHECK_TTL_MS - 1);
+    expect((await deliverAcme(other, acmeEvent())).status).toBe(200);
+    // ...and sees the pause once the TTL has passed.
+    other.advance(1);
+    expect((await deliverAcme(other, acmeEvent())).status).toBe(503);
+
+    await api(operator, 'POST', '/senders/acme/resume', { operator: 'ada' });
+    expect((await deliverAcme(other, acmeEvent())).status).toBe(503);
+    other.advance(PAUSE_CHECK_TTL_MS);
+    expect((await deliverAcme(other, acmeEvent())).status).toBe(200);
+  });
+});
+
+describe('the admin API', () => {
+  it('answers 404 for a sender not enabled and 400 naming the field, changing nothing', async () => {
+    await clearPauses();
+    const app = await newApp();
+    for (const path of ['/senders/stripe/pause', '/senders/nonesuch/pause', '/senders/stripe/resume']) {
+      expect(await api(app, 'POST', path, { operator: 'ada' })).toEqual({
+        status: 404,
+        body: { error: 'not_found' },
+      });
+    }
+    const refusals: Array<[unknown, string]> = [
+      [{}, 'operator'],
+      [{ operator: '  ' }, 'operator'],
+      [{ operator: 'ada', minutes: 0 }, 'minutes'],
+      [{ operator: 'ada', minutes: 1.5 }, 'minutes'],
+      [{ operator: 'ada', minutes: 7 * 24 * 60 + 1 }, 'minutes'],
+      [{ operator: 'ada', minutes: '60' }, 'minutes'],
+      [{ operator: 'ada', minutes: 10, until: new Date(TEST_NOW_MS + 60_000).toISOString() }, 'until'],
+      [{ operator: 'ada', until: new Date(TEST_NOW_MS - 1000).toISOString() }, 'until'],
+      [{ operator: 'ada', until: new Date(TEST_NOW_MS + 8 * 86_400_000).toISOString() }, 'until'],
+      [{ operator: 'ada', until: 'tomorrow' }, 'until'],
+      [{ operator: 'ada', minute: 10 }, 'minute'],
+      [{ operator: 'ada', note: 'two\nlines' }, 'note'],
+      [{ operator: 'ada', note: 'x'.repeat(501) }, 'note'],
+    ];
+    for (const [body, field] of refusals) {
+      expect(await api(app, 'POST', '/senders/acme/pause', body), JSON.stringify(body)).toEqual({
+        status: 400,
+        body: { error: 'invalid_request', field },
+      });
+    }
+    expect(await pauseRows()).toEqual([]);
+    expect(await auditRows('acme')).toEqual([]);
+
+    // Resuming a sender that is not paused: a clear answer, nothing recorded.
+    expect(await api(app, 'POST', '/senders/acme/resume', { operator: 'ada' })).toEqual({
+      status: 200,
+      body: { resumed: false, sender: { provider: 'acme', status: 'active', pause: null } },
+    });
+    expect(await auditRows('acme')).toEqual([]);
+    const unauthenticated = await app.request('/admin/api/senders', {});
+    expect(unauthenticated.status).toBe(401);
+  });
+
+  it("warns when the sender does not retry by itself (GitHub), or may stop retrying before the pause's end", async () => {
+    await clearPauses();
+    const app = await newApp();
+    const github = await api(app, 'POST', '/senders/github/pause', { operator: 'ada', minutes: 30 });
+    expect(github.status).toBe(200);
+    expect(github.body.warnings).toEqual([
+      expect.stringMatching(/^github does not send a refused delivery again by itself/),
+    ]);
+    const shopify = await api(app, 'POST', '/senders/shopify/pause', { operator: 'ada', minutes: 6 * 60 });
+    expect(shopify.body.warnings).toEqual([expect.stringContaining('shopify retries a delivery for about 4 hours')]);
+    const shortShopify = await api(app, 'POST', '/senders/shopify/pause', { operator: 'ada', minutes: 60 });
+    expect(shortShopify.body.warnings).toEqual([]);
+    const document = await api(app, 'GET', '/openapi.json');
+    expect(Object.keys(document.body.paths as object)).toEqual(
+      expect.arrayContaining([
+        '/admin/api/senders',
+        '/admin/api/senders/{provider}/pause',
+        '/admin/api/senders/{provider}/resume',
+      ]),
+    );
+  });
+});
+
+describe('the CLI', () => {
+  const env = {
+    DATABASE_URL: url,
+    ACME_WEBHOOK_SECRET: TEST_SECRET,
+    GITHUB_WEBHOOK_SECRET: githubSender.secrets[0],
+  };
+
+  it('pauses, lists and resumes a sender, with the contract exit codes', async () => {
+    await clearPauses();
+    const paused = await runCli(
+      ['senders', 'pause', 'acme', '--operator', 'ada', '--for', '1h', '--note', 'migration'],
+      env,
+    );
+    expect(paused.code).toBe(0);
+    expect(paused.output).toMatch(/^paused acme until \S+Z: migration\n$/);
+    const [row] = await pauseRows();
+    expect(row).toMatchObject({ provider: 'acme', paused_by: 'ada', note: 'migration' });
+    const length = (row?.until as Date).getTime() - (row?.paused_at as Date).getTime();
+    expect(length).toBe(3_600_000);
+
+    // The pause reaches the intake (the app's clock at the pause's time).
+    const app = await newApp();
+    app.advance(Date.now() - app.now());
+    expect((await deliverAcme(app, acmeEvent())).status).toBe(503);
+
+    const listed = await runCli(['senders', 'list', '--json'], env);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.output)).toEqual([
+      { provider: 'acme', status: 'paused', pause: expect.objectContaining({ paused_by: 'ada', note: 'migration' }) },
+      { provider: 'github', status: 'active', pause: null },
+    ]);
+    const table = await runCli(['senders', 'list'], env);
+    expect(table.output.split('\n')[1]).toMatch(/^acme\s+paused\s+ada\s+/);
+
+    const github = await runCli(['senders', 'pause', 'github', '--operator', 'ada', '--for', '30m'], env);
+    expect(github.code).toBe(0);
+    expect(github.output).toContain('warning: github does not send a refused delivery again by itself');
+
+    expect((await runCli(['senders', 'pause', 'stripe', '--operator', 'ada'], env)).code).toBe(3);
+    expect((await runCli(['senders', 'resume', 'stripe', '--operator', 'ada'], env)).code).toBe(3);
+    expect((await runCli(['senders', 'pause', 'nonesuch', '--operator', 'ada'], env)).code).toBe(2);
+    expect((await runCli(['senders', 'pause', 'acme', '--operator', 'ada', '--for', '9d'], env)).code).toBe(2);
+    expect((await runCli(['senders', 'pause', 'acme', '--operator', 'ada', '--for', 'soon'], env)).code).toBe(2);
+    expect((await runCli(['senders', 'pause', 'acme'], env)).code).toBe(2);
+    const past = await runCli(
+      ['senders', 'pause', 'acme', '--operator', 'ada', '--until', '2020-01-01T00:00:00Z'],
+      env,
+    );
+    expect(past.code).toBe(2);
+    expect(past.output).toContain('--until must be in the future');
+    // None of the refusals changed the pause.
+    expect((await pauseRows()).map((pause) => [pause.provider, pause.note])).toEqual([
+      ['acme', 'migration'],
+      ['github', null],
+    ]);
+
+    const resumed = await runCli(['senders', 'resume', 'acme', '--operator', 'grace'], env);
+    expect(resumed).toEqual({ code: 0, output: 'resumed acme\n' });
+    const again = await runCli(['senders', 'resume', 'acme', '--operator', 'grace', '--json'], env);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.output)).toEqual({
+      resumed: false,
+      sender: { provider: 'acme', status: 'active', pause: null },
+    });
+    expect((await auditRows('acme')).map((audit) => [audit.operator, audit.action])).toEqual([
+      ['ada', 'pause'],
+      ['grace', 'resume'],
+    ]);
+  }, 60_000);
+});
