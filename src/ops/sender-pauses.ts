@@ -90,6 +90,14 @@ export function pauseWarnings(provider: string, until: Date | null, nowMs: numbe
   return warnings;
 }
 
+/** How a sender comes back with what a pause refused, in words (the dashboard's senders page). */
+export function retryBehaviour(provider: string): string {
+  const byHand = REDELIVERED_BY_HAND[provider];
+  const span = spanWords(retrySpanMinutes(provider));
+  if (byHand !== undefined) return `no automatic retry: redeliver by hand (${span}) from ${byHand}`;
+  return `retries a refused delivery for about ${span}`;
+}
+
 const pauseColumns = {
   provider: senderPauses.provider,
   pausedAt: senderPauses.pausedAt,
