@@ -3,9 +3,9 @@
 // sessionStorage (this tab only), every page is fetched with `Authorization: Bearer`, and links,
 // filter forms, paging, refresh and the back button all go through `load`, which swaps the page in
 // and keeps the address bar (filters included) in step. Replay, retry, pause (after a confirmation)
-// and resume post to the JSON API and
-// report the outcome as it is: a failure in red with its reason. The operator's name is asked once
-// and kept for the session, as is the choice to refresh every 30 seconds.
+// and resume post to the JSON API and report the outcome as it is: a failure in red with its reason.
+// The operator's name is asked once and kept for the session, as is the choice to refresh every 30
+// seconds.
 import { REPLAYABLE } from '../../ops/replay.ts';
 
 export const DASHBOARD_SCRIPT = `
