@@ -4,7 +4,11 @@
 // by itself (the clock moves, nothing sleeps) and the maintenance step audits that; a pause made by
 // another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
 // Real PostgreSQL throughout.
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { chromium } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
 import { PAUSE_CHECK_TTL_MS } from '../src/inbox/pause-gate.ts';
@@ -79,9 +83,18 @@ interface AuditRow {
 
 const auditRows = (provider: string) =>
   sql<AuditRow[]>`select operator, action, target_kind::text as target_kind, before_status, after_status, at, detail
-    from operator_actions where target_kind = 'sender' and target = ${provider} order by at, action desc`;
+    from operator_actions where target_kind = 'sender' and target = ${provider} order by at, action = 'resume'`;
 
-const pauseRows = () => sql`select provider, paused_by, paused_at, until, note from sender_pauses order by provider`;
+interface PauseRow {
+  provider: string;
+  paused_by: string;
+  paused_at: Date;
+  until: Date | null;
+  note: string | null;
+}
+
+const pauseRows = () =>
+  sql<PauseRow[]>`select provider, paused_by, paused_at, until, note from sender_pauses order by provider`;
 
 async function clearPauses() {
   await sql`delete from sender_pauses`;
@@ -357,8 +370,7 @@ describe('the CLI', () => {
     expect(paused.output).toMatch(/^paused acme until \S+Z: migration\n$/);
     const [row] = await pauseRows();
     expect(row).toMatchObject({ provider: 'acme', paused_by: 'ada', note: 'migration' });
-    const length = (row?.until as Date).getTime() - (row?.paused_at as Date).getTime();
-    expect(length).toBe(3_600_000);
+    expect(Number(row?.until?.getTime()) - Number(row?.paused_at.getTime())).toBe(3_600_000);
 
     // The pause reaches the intake (the app's clock at the pause's time).
     const app = await newApp();
@@ -409,4 +421,109 @@ describe('the CLI', () => {
       ['grace', 'resume'],
     ]);
   }, 60_000);
+});
+
+const CHROMIUM = '/usr/bin/chromium';
+/** What page.evaluate reads in the browser (the test's own types have no DOM). */
+type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
+const ARTIFACTS = 'test/artifacts';
+
+describe.skipIf(!existsSync(CHROMIUM))('the dashboard in headless chromium', () => {
+  let closeServer: () => Promise<void> = async () => {};
+  afterAll(() => closeServer());
+
+  it('pauses a sender from the senders page, shows it first on the overview, and resumes it there', async () => {
+    await clearPauses();
+    const app = await newApp();
+    const server = serve({ fetch: app.app.fetch, port: 0, hostname: '127.0.0.1' });
+    closeServer = () => new Promise<void>((resolve) => server.close(() => resolve()));
+    await new Promise((resolve) => server.once('listening', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await page.goto(`${origin}/admin/senders`);
+      await page.fill('#sign-in input[name="token"]', TOKEN);
+      await page.click('#sign-in button');
+      await page.locator('h1', { hasText: 'Senders' }).waitFor();
+      await page.fill('#operator', 'ada');
+
+      const acme = page.locator('[data-sender="acme"]');
+      await acme.locator('select[name="minutes"]').selectOption('120');
+      await acme.locator('input[name="note"]').fill('shopify migration: hold it');
+      const confirmations: string[] = [];
+      page.once('dialog', (dialog) => {
+        confirmations.push(dialog.message());
+        void dialog.accept();
+      });
+      await acme.locator('button', { hasText: 'Pause acme' }).click();
+      await page.locator('#notice.ok', { hasText: 'acme: paused until 2026-01-01 02:00 UTC' }).waitFor();
+      expect(confirmations).toEqual([expect.stringContaining('Pause acme?')]);
+      expect(await pauseRows()).toEqual([
+        {
+          provider: 'acme',
+          paused_by: 'ada',
+          paused_at: new Date(TEST_NOW_MS),
+          until: new Date(TEST_NOW_MS + 120 * 60_000),
+          note: 'shopify migration: hold it',
+        },
+      ]);
+      await page.locator('[data-sender="acme"] .status', { hasText: 'paused' }).waitFor();
+      await page.screenshot({ path: `${ARTIFACTS}/senders-1280.png`, fullPage: true });
+
+      // Pausing GitHub says what that costs.
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.locator('[data-sender="github"] button', { hasText: 'Pause github' }).click();
+      await page
+        .locator('#notice.warn', { hasText: 'github does not send a refused delivery again by itself' })
+        .waitFor();
+
+      // A dismissed confirmation changes nothing.
+      page.once('dialog', (dialog) => void dialog.dismiss());
+      await page.locator('[data-sender="shopify"] button', { hasText: 'Pause shopify' }).click();
+      expect((await pauseRows()).map((row) => row.provider)).toEqual(['acme', 'github']);
+
+      await page.click('header nav a:has-text("Overview")');
+      const panel = page.locator('#paused-senders');
+      await panel.waitFor();
+      expect(
+        await panel.locator('[data-sender]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-sender'))),
+      ).toEqual(['acme', 'github']);
+      expect(await panel.locator('[data-sender="acme"]').textContent()).toContain('shopify migration: hold it');
+      expect(await panel.locator('[data-sender="acme"]').textContent()).toContain(
+        'paused by ada since 2026-01-01 00:00:00 UTC, until 2026-01-01 02:00:00 UTC',
+      );
+      await page.screenshot({ path: `${ARTIFACTS}/senders-overview-1280.png`, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.screenshot({ path: `${ARTIFACTS}/senders-overview-390.png`, fullPage: true });
+      expect(
+        await page.evaluate(() => (globalThis as unknown as BrowserGlobal).document.documentElement.scrollWidth),
+      ).toBeLessThanOrEqual(390);
+
+      await panel.locator('[data-sender="acme"] button', { hasText: 'Resume acme' }).click();
+      await page.locator('#notice.ok', { hasText: 'acme: resumed' }).waitFor();
+      expect((await pauseRows()).map((row) => row.provider)).toEqual(['github']);
+      expect(await page.locator('#paused-senders [data-sender]').count()).toBe(1);
+      expect((await auditRows('acme')).map((row) => [row.operator, row.action])).toEqual([
+        ['ada', 'pause'],
+        ['ada', 'resume'],
+      ]);
+
+      await page.goto(`${origin}/admin/senders`);
+      await page.locator('[data-sender="github"] .pause-facts').waitFor();
+      await page.screenshot({ path: `${ARTIFACTS}/senders-390.png`, fullPage: true });
+      expect(
+        await page.evaluate(() => (globalThis as unknown as BrowserGlobal).document.documentElement.scrollWidth),
+      ).toBeLessThanOrEqual(390);
+      expect(await page.locator('header').evaluate((header) => header.getBoundingClientRect().height)).toBeLessThan(
+        100,
+      );
+    } finally {
+      await browser.close();
+    }
+  }, 90_000);
 });
