@@ -32,8 +32,10 @@ const enabledProviders = await enableProviders({
 });
 
 /** An app of its own (its own pause cache), with its own clock starting at TEST_NOW_MS. */
-async function newApp(): Promise<TestApp & { now(): number; advance(ms: number): void }> {
-  const app = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN }, enabledProviders });
+async function newApp(
+  config: { PROCESSING_MODE?: 'sync' | 'async' } = {},
+): Promise<TestApp & { now(): number; advance(ms: number): void }> {
+  const app = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN, ...config }, enabledProviders });
   let now = TEST_NOW_MS;
   return {
     ...app,
@@ -141,6 +143,8 @@ describe('a paused sender', () => {
     const unsigned = await deliverAcme(app, acmeEvent(), 'not-the-secret-at-all');
     expect(unsigned.status).toBe(503);
     expect(app.logs.some((line) => line.includes('"reason":"sender_paused"'))).toBe(true);
+    const metrics = await (await app.request('/metrics', {})).text();
+    expect(metrics).toContain('webhook_rejections_total{provider="acme",reason="unavailable"} 4');
 
     const other = await deliverShopify(app);
     expect(other.response.status).toBe(200);
@@ -283,6 +287,24 @@ describe('a paused sender', () => {
     expect((await deliverAcme(other, acmeEvent())).status).toBe(503);
     other.advance(PAUSE_CHECK_TTL_MS);
     expect((await deliverAcme(other, acmeEvent())).status).toBe(200);
+  });
+});
+
+describe('a paused sender in async mode', () => {
+  it('is refused the same way, and its retry is stored for the worker after the resume', async () => {
+    await clearPauses();
+    const app = await newApp({ PROCESSING_MODE: 'async' });
+    await api(app, 'POST', '/senders/acme/pause', { operator: 'ada' });
+    const event = acmeEvent();
+    const refused = await deliverAcme(app, event);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('300');
+    expect(await eventRow(sql, event.id)).toBeUndefined();
+    await api(app, 'POST', '/senders/acme/resume', { operator: 'ada' });
+    app.advance(PAUSE_CHECK_TTL_MS);
+    const stored = await deliverAcme(app, event);
+    expect(stored.status).toBe(202);
+    expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received' });
   });
 });
 
