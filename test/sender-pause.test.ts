@@ -309,6 +309,23 @@ describe('a paused sender in async mode', () => {
 });
 
 describe('the admin API', () => {
+  it('settles two operators pausing at once: one pause, each audited with the state it found', async () => {
+    await clearPauses();
+    const app = await newApp();
+    const answers = await Promise.all(
+      ['ada', 'grace'].map((operator) => api(app, 'POST', '/senders/acme/pause', { operator, note: operator })),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+    expect(answers.map((answer) => answer.body.before).sort()).toEqual(['active', 'paused']);
+    const rows = await pauseRows();
+    expect(rows.length).toBe(1);
+    const audit = await auditRows('acme');
+    expect(audit.map((row) => row.before_status).sort()).toEqual(['active', 'paused']);
+    // The pause that stands is the one audited last, found `paused`.
+    const last = audit.find((row) => row.before_status === 'paused');
+    expect(rows[0]?.paused_by).toBe(last?.operator);
+  });
+
   it('answers 404 for a sender not enabled and 400 naming the field, changing nothing', async () => {
     await clearPauses();
     const app = await newApp();

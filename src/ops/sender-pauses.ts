@@ -190,33 +190,37 @@ export async function writePause(
   now: Date,
 ): Promise<{ before: SenderStatus; pause: SenderPause }> {
   const { provider } = pause;
-  const locked = () =>
-    tx.select(pauseColumns).from(senderPauses).where(eq(senderPauses.provider, provider)).for('update');
-  let [prior] = await locked();
-  if (prior === undefined) {
-    const [inserted] = await tx
-      .insert(senderPauses)
-      .values({ ...pause, pausedAt: now })
-      .onConflictDoNothing()
+  // Twice at most: an insert lost to another operator's is followed by locking the row theirs made.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const [prior] = await tx
+      .select(pauseColumns)
+      .from(senderPauses)
+      .where(eq(senderPauses.provider, provider))
+      .for('update');
+    if (prior === undefined) {
+      const [inserted] = await tx
+        .insert(senderPauses)
+        .values({ ...pause, pausedAt: now })
+        .onConflictDoNothing()
+        .returning(pauseColumns);
+      if (inserted !== undefined) return { before: 'active', pause: await audited(tx, 'active', inserted, now) };
+      continue;
+    }
+    const before: SenderStatus = prior.until !== null && prior.until <= now ? 'active' : 'paused';
+    const [updated] = await tx
+      .update(senderPauses)
+      .set({
+        pausedBy: pause.pausedBy,
+        until: pause.until,
+        note: pause.note,
+        pausedAt: before === 'active' ? now : prior.pausedAt,
+      })
+      .where(eq(senderPauses.provider, provider))
       .returning(pauseColumns);
-    // Lost the insert to another operator's: theirs is committed now, and is updated below.
-    if (inserted === undefined) [prior] = await locked();
-    else return { before: 'active', pause: await audited(tx, 'active', inserted, now) };
+    if (updated !== undefined) return { before, pause: await audited(tx, before, updated, now) };
   }
-  if (prior === undefined) throw new AppError('unavailable', { why: { reason: 'pause changed concurrently' } });
-  const before: SenderStatus = prior.until !== null && prior.until <= now ? 'active' : 'paused';
-  const [updated] = await tx
-    .update(senderPauses)
-    .set({
-      pausedBy: pause.pausedBy,
-      until: pause.until,
-      note: pause.note,
-      pausedAt: before === 'active' ? now : prior.pausedAt,
-    })
-    .where(eq(senderPauses.provider, provider))
-    .returning(pauseColumns);
-  if (updated === undefined) throw new AppError('unavailable', { why: { reason: 'pause changed concurrently' } });
-  return { before, pause: await audited(tx, before, updated, now) };
+  // Inserted and resumed by others between our two looks: let the operator try again.
+  throw new AppError('unavailable', { why: { reason: 'pause changed concurrently' } });
 }
 
 async function audited(tx: Transaction, before: SenderStatus, pause: SenderPause, now: Date): Promise<SenderPause> {
