@@ -3,7 +3,7 @@
 // as the CLI's), counts by status, and the OpenAPI document. Routes are declared with
 // @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
-import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Database, DatabaseEnv } from '../db/client.ts';
@@ -20,10 +20,10 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
 import {
   documentAnswer,
-  errorSchema,
   eventAnswer,
   eventKeyQuery,
   eventParams,
@@ -40,6 +40,7 @@ import {
   retryAnswer,
   statsAnswer,
 } from './schemas.ts';
+import { registerSenderRoutes, type SenderRoutesDeps } from './senders-api.ts';
 
 export const ADMIN_API_BASE = '/admin/api';
 
@@ -48,13 +49,6 @@ export function invalidRequest(field?: string): AppError {
   return new AppError('invalid_request', field === undefined ? {} : { field });
 }
 
-const json = <Schema extends z.ZodType>(schema: Schema, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const unauthorized = json(errorSchema, 'missing or wrong bearer token');
-const refused = { 400: json(errorSchema, 'a parameter or field was refused (named in `field`)'), 401: unauthorized };
-const notFound = json(errorSchema, 'unknown id');
 /**
  * A 200 whose body may hold a stored payload: written with every number as stored (lib/json-out.ts),
  * where c.json's JSON.stringify would round an id beyond 2^53 or throw on a bigint. Typed as c.json's
@@ -158,7 +152,7 @@ const DOCUMENT_INFO = {
 };
 
 /** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
-export interface AdminDeps {
+export interface AdminDeps extends SenderRoutesDeps {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
@@ -270,6 +264,8 @@ export function adminApiRoutes(deps: AdminDeps) {
       200,
     );
   });
+
+  registerSenderRoutes(api, deps);
 
   let document: Record<string, unknown> | undefined;
   api.openapi(routes.document, (c) => {

@@ -11,6 +11,9 @@ import { outboxRetryCommand } from './commands/outbox-retry.ts';
 import { purgeCommand } from './commands/purge.ts';
 import { replayCommand } from './commands/replay.ts';
 import { sendCommand } from './commands/send.ts';
+import { sendersListCommand } from './commands/senders-list.ts';
+import { sendersPauseCommand } from './commands/senders-pause.ts';
+import { sendersResumeCommand } from './commands/senders-resume.ts';
 import { sweepCommand } from './commands/sweep.ts';
 import { workCommand } from './commands/work.ts';
 import { type CliIo, type CommandModule, createRunner, EXIT, type ExitCode } from './context.ts';
@@ -28,6 +31,9 @@ const commands: readonly CommandModule[] = [
   purgeCommand,
   migrateCommand,
   sendCommand,
+  sendersListCommand,
+  sendersPauseCommand,
+  sendersResumeCommand,
 ];
 
 /** Commander's codes for "asked for help or the version": not a usage error. */

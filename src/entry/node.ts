@@ -25,6 +25,7 @@ import { relayFor, workerFor } from '../ops/drainers.ts';
 import { foldCounters } from '../ops/event-counts.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
+import { endExpiredPauses } from '../ops/sender-pauses.ts';
 import { nodePublisherFor } from '../outbox/publishers/node.ts';
 import type { Publisher } from '../outbox/publishers/publisher.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
@@ -41,6 +42,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 /** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
 const FOLD_INTERVAL_MS = 60_000;
+/** The intake ignores a pause past its end already: this only deletes its row and audits the resume. */
+const PAUSE_EXPIRY_INTERVAL_MS = 60_000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -238,6 +241,16 @@ async function main(): Promise<void> {
       await foldCounters(background.db, { nowMs: clock, budgetMs: 10_000, signal });
     },
   });
+  const pauseExpirySchedule = startSchedule({
+    name: 'sender pause expiry',
+    intervalMs: PAUSE_EXPIRY_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: async () => {
+      const { resumed } = await endExpiredPauses(background.db, clock());
+      for (const provider of resumed) logger.info('sender pause ended by itself', { provider });
+    },
+  });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
     if (devSecret === undefined) return;
@@ -261,7 +274,9 @@ async function main(): Promise<void> {
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
     const jobsStopped = Promise.all(
-      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule].map((schedule) => schedule.stop()),
+      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule, pauseExpirySchedule].map((schedule) =>
+        schedule.stop(),
+      ),
     );
     server.close(() => {
       jobsStopped

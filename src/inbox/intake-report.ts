@@ -7,6 +7,7 @@ import type { LogSampler } from '../lib/log-sampler.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { InboxEvent } from './event-rows.ts';
+import { SENDER_PAUSED } from './pause-gate.ts';
 import { type Committed, ProcessingFailure } from './process.ts';
 
 /**
@@ -166,6 +167,8 @@ export class DeliveryReport {
     const why = error instanceof AppError ? error.why : {};
     const fields = { ...this.#fields, ...why, outcome, attempt, duration_ms: elapsedMs(this.#started) };
     if (senderMistakes.has(outcome)) logSampled(this.deps, 'warn', 'event not accepted', fields);
+    // An operator's pause refuses by design, possibly a flood: sampled like a sender's mistake.
+    else if (why.reason === SENDER_PAUSED) logSampled(this.deps, 'info', 'event not accepted', fields);
     else this.deps.logger.error('event not accepted', fields);
   }
 }

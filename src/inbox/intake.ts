@@ -1,6 +1,6 @@
-// POST /webhooks/:provider: provider -> size -> content type -> signature -> payload -> one
-// transaction -> the answer that makes the provider do the right thing. Nothing touches the database
-// before the payload is known to be authentic and valid.
+// POST /webhooks/:provider: provider -> pause -> size -> content type -> signature -> payload -> one
+// transaction -> the answer that makes the provider do the right thing. Nothing is written before the
+// payload is known to be authentic and valid (the pause is read from a cache, pause-gate.ts).
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config.ts';
@@ -28,6 +28,7 @@ import {
   DeliveryReport,
   REJECTION_LINES_PER_MINUTE,
 } from './intake-report.ts';
+import { senderPauseGate } from './pause-gate.ts';
 import { type Committed, finalStatus, type PlannedEvent, planFor, processDelivery } from './process.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
@@ -135,6 +136,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   const routes = new Hono<IntakeEnv>();
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
   const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
+  const pauses = senderPauseGate(deps.clock);
   const reporting = {
     logger: deps.logger,
     metrics: deps.metrics,
@@ -158,12 +160,16 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     return committer;
   };
 
-  /** Provider (404), declared size (413) and content type (415): answered before the body is read. */
+  /**
+   * Provider (404), a paused sender (503), declared size (413) and content type (415): answered
+   * before the body is read.
+   */
   const admit: MiddlewareHandler<IntakeEnv> = async (c, next) => {
     const enabled = deps.enabledProviders.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
     c.var.report.concerns(enabled.provider.name);
+    await pauses.check(c.var.db, enabled.provider.name);
     // A declared length is refused before anything else is read; a body without one is counted by
     // bodyLimit while it streams in, and refused as soon as it passes the cap.
     if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw tooLarge(config.MAX_BODY_BYTES);

@@ -35,19 +35,25 @@ export class AppError extends HTTPException {
    * cause. Never in the answer (a sender learns nothing from it that it did not send).
    */
   readonly why: LogFields;
+  /** For `unavailable`: the Retry-After to send, when not RETRY_AFTER_SECONDS (a paused sender's). */
+  readonly retryAfterSeconds: number;
 
-  constructor(code: ErrorCode, options: { cause?: unknown; field?: string; why?: LogFields } = {}) {
+  constructor(
+    code: ErrorCode,
+    options: { cause?: unknown; field?: string; why?: LogFields; retryAfterSeconds?: number } = {},
+  ) {
     const { status } = errorCodes[code];
     super(status, { message: code, cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.field = options.field;
     this.why = options.why ?? {};
+    this.retryAfterSeconds = options.retryAfterSeconds ?? RETRY_AFTER_SECONDS;
   }
 
   override getResponse(): Response {
     const headers = new Headers({ 'content-type': 'application/json' });
-    if (this.code === 'unavailable') headers.set('retry-after', String(RETRY_AFTER_SECONDS));
+    if (this.code === 'unavailable') headers.set('retry-after', String(this.retryAfterSeconds));
     const body = this.field === undefined ? { error: this.code } : { error: this.code, field: this.field };
     return new Response(JSON.stringify(body), { status: this.status, headers });
   }

@@ -1,5 +1,6 @@
 // The scheduled maintenance steps (the Worker's cron; `runMaintenance` runs them): readiness, the
-// lease sweep, one inbox worker pass, one outbox drain and the retention purge. Each reports counts
+// lease sweep, one inbox worker pass, one outbox drain, the retention purge, the counters' fold and
+// the end of sender pauses that reached their end. Each reports counts
 // only, never ids, payloads or messages from the database.
 import { hasPendingMigrations } from '../db/migrations.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
@@ -9,6 +10,7 @@ import { queuePublisher } from '../outbox/publishers/queues.ts';
 import { type DrainerParts, relayFor, workerFor } from './drainers.ts';
 import { foldCounters } from './event-counts.ts';
 import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
+import { endExpiredPauses } from './sender-pauses.ts';
 
 /** Fails the run's first line when the origin database is unreachable or behind the code. */
 export const databaseReadiness: MaintenanceStep = {
@@ -65,6 +67,15 @@ export const countersFold: MaintenanceStep = {
   },
 };
 
+/** Pauses past their end: the intake ignores them already; this deletes them and audits the resume. */
+export const pauseExpiry: MaintenanceStep = {
+  name: 'pause_expiry',
+  async run({ db, clock }) {
+    const { resumed } = await endExpiredPauses(db, clock());
+    return { resumed: resumed.length };
+  },
+};
+
 /**
  * A Worker invocation may hold six connections at once and the database client takes up to five:
  * a few publishes in flight keep the rest waiting in the runtime instead of failing.
@@ -107,4 +118,5 @@ export const maintenanceSteps: readonly MaintenanceStep[] = [
   outboxDrain,
   retentionPurge,
   countersFold,
+  pauseExpiry,
 ];

@@ -4,8 +4,10 @@ import type { FC } from 'hono/jsx';
 import type { LatencyQuantiles } from '../../lib/metrics.ts';
 import type { EventListing } from '../../ops/events.ts';
 import { OUTCOMES, type Outcome, type Overview } from '../../ops/overview.ts';
+import type { SenderPause } from '../../ops/sender-pauses.ts';
 import { Lines, StackedBars } from './charts.tsx';
 import { EventTable } from './rows.tsx';
+import { PausedSenders } from './senders-page.tsx';
 
 /** Each outcome's colour in the received chart. */
 const OUTCOME_COLOURS: Record<Outcome, string> = {
@@ -45,9 +47,11 @@ export interface OverviewData {
   latency: Array<LatencyQuantiles | null>;
   counts: Record<string, number>;
   attention: EventListing[];
+  /** Senders paused now: shown first, with Resume. */
+  paused: SenderPause[];
 }
 
-export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, counts, attention }) => {
+export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, counts, attention, paused }) => {
   const { window } = overview;
   const perMinute = window.bucketMs / 60_000;
   const received: Array<{ name: string; colour: string; values: number[] }> = OUTCOMES.map((outcome) => ({
@@ -70,6 +74,7 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
   return (
     <>
       <h1 tabindex={-1}>Overview</h1>
+      <PausedSenders paused={paused} />
       <nav class="tabs" aria-label="time range">
         <a href="/admin?range=hour" aria-current={range === 'hour' ? 'page' : undefined}>
           Last hour

@@ -1,7 +1,7 @@
 // The operator dashboard's routes under /admin: which address shows which page, and what each reads
 // from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
 // as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
-// messages, replay), the outbox and one message (retry). Every page shows the time it was read
+// messages, replay), the outbox and one message (retry), the senders (pause, resume). Every page shows the time it was read
 // ("as of") and a Refresh that keeps the filters, which live in the address. A list's query is
 // checked by the API's own schema and a refusal names the field the API would (refusedField).
 import type { Context } from 'hono';
@@ -13,6 +13,7 @@ import { refusedField } from '../../lib/errors.ts';
 import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
+import { activePauses, listSenders } from '../../ops/sender-pauses.ts';
 import { timeRange } from '../../ops/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { allProviders } from '../../providers/registry.ts';
@@ -25,6 +26,7 @@ import { securedPage } from './gate.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
 import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
+import { SendersPage } from './senders-page.tsx';
 
 /** Rows of the overview's "Needs attention" table. */
 const ATTENTION_ROWS = 10;
@@ -75,9 +77,10 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const range = c.req.query('range') === 'day' ? 'day' : 'hour';
     const nowMs = deps.clock();
     const window = windowEndingAt(nowMs, OVERVIEW_WINDOWS[range].bucketMs, OVERVIEW_WINDOWS[range].buckets);
-    const [overview, counts, failed, parked, dead] = await Promise.all([
+    const [overview, counts, paused, failed, parked, dead] = await Promise.all([
       readOverview(c.var.db, window, nowMs),
       statusCounts(c.var.db),
+      activePauses(c.var.db, nowMs),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
         listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
       ),
@@ -96,6 +99,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
         latency={deps.metrics.latencyQuantiles(window)}
         counts={counts.events}
         attention={attention}
+        paused={paused}
       />,
     );
   });
@@ -148,6 +152,11 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     logPayloadRead(c, deps.logger, { kind: 'outbox', id });
     return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
+  });
+
+  routes.get('/senders', async (c) => {
+    const senders = await listSenders(c.var.db, deps.enabledProviders.keys(), deps.clock());
+    return page(c, 'Senders', '/admin/senders', <SendersPage senders={senders} />);
   });
 
   return routes;

@@ -2,9 +2,10 @@
 // fetch). It carries the admin token, which a plain navigation cannot: the token lives in
 // sessionStorage (this tab only), every page is fetched with `Authorization: Bearer`, and links,
 // filter forms, paging, refresh and the back button all go through `load`, which swaps the page in
-// and keeps the address bar (filters included) in step. Replay and retry post to the JSON API and
-// report the outcome as it is: a failure in red with its reason. The operator's name is asked once
-// and kept for the session, as is the choice to refresh every 30 seconds.
+// and keeps the address bar (filters included) in step. Replay, retry, pause (after a confirmation)
+// and resume post to the JSON API and report the outcome as it is: a failure in red with its reason.
+// The operator's name is asked once and kept for the session, as is the choice to refresh every 30
+// seconds.
 import { REPLAYABLE } from '../../ops/replay.ts';
 
 export const DASHBOARD_SCRIPT = `
@@ -84,6 +85,15 @@ function operatorName() {
 
 function outcome(kind, target, res, body) {
   if (!res.ok) return [target + ': refused (' + (body.error || res.status) + (body.field ? ', ' + body.field : '') + ')', 'error'];
+  if (kind === 'pause') {
+    const until = body.sender.pause.until;
+    const warnings = (body.warnings || []).join('. ');
+    const text = target + ': paused ' + (until ? 'until ' + until.slice(0, 16).replace('T', ' ') + ' UTC' : 'until resumed');
+    return warnings ? [text + '. ' + warnings, 'warn'] : [text, 'ok'];
+  }
+  if (kind === 'resume') {
+    return body.resumed ? [target + ': resumed, its deliveries are accepted again', 'ok'] : [target + ': was not paused (nothing changed)', 'warn'];
+  }
   if (kind === 'retry') {
     return body.retried
       ? ['Message ' + target + ': retried, pending again', 'ok']
@@ -156,16 +166,23 @@ document.addEventListener('submit', async (event) => {
   if (!action) return;
   const operator = operatorName();
   if (!operator) {
-    say('Type your name in the Operator field first: every replay and retry is recorded with it.', 'error');
+    say('Type your name in the Operator field first: every action is recorded with it.', 'error');
     document.getElementById('operator').focus();
     return;
+  }
+  if (form.dataset.confirm && !confirm(form.dataset.confirm)) return;
+  // The form's own fields (a pause's length and note) go with the name; empty ones are left out.
+  const fields = { operator };
+  for (const field of form.querySelectorAll('[name]')) {
+    const value = String(field.value).trim();
+    if (value !== '') fields[field.name] = field.hasAttribute('data-number') ? Number(value) : value;
   }
   const button = form.querySelector('button');
   if (button) button.disabled = true;
   const res = await fetch(action, {
     method: 'POST',
     headers: { ...auth(), 'content-type': 'application/json' },
-    body: JSON.stringify({ operator }),
+    body: JSON.stringify(fields),
   });
   const body = await res.json().catch(() => ({}));
   const [message, kind] = outcome(form.getAttribute('data-kind'), form.getAttribute('data-target'), res, body);

@@ -44,9 +44,14 @@ dl.fields dt{color:#555}dl.fields dd{margin:0;overflow-wrap:anywhere}
 .act{display:flex;flex-wrap:wrap;gap:.8rem;align-items:center;margin:.8rem 0}
 details.payload{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85rem}
+.s-active{background:#2e7d32}.s-paused{background:#b71c1c}
+.paused{border:2px solid #b71c1c;background:#fdecea;border-radius:6px;padding:.2rem .8rem .6rem;margin-bottom:1rem}.paused h2{margin:.5rem 0;color:#b71c1c}
+.sender{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;margin-bottom:.5rem}.sender.paused{border:2px solid #b71c1c;background:#fff}
+.sender p{margin:.3rem 0}.sender form{margin:.3rem 0 0}.sender .name{font-size:1.05rem}.pause-facts{overflow-wrap:anywhere}
+.pause-form{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin-top:.3rem}.pause-form input{width:16rem}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .8rem}header nav{gap:.7rem}
+  header{padding:.3rem .6rem;gap:.2rem .8rem}header nav{gap:.7rem}header:has(nav) .brand{display:none}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
