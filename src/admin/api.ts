@@ -20,6 +20,7 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { registerJobRoutes } from './jobs-api.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
 import {
   documentAnswer,
@@ -270,6 +271,8 @@ export function adminApiRoutes(deps: AdminDeps) {
       200,
     );
   });
+
+  registerJobRoutes(api, deps);
 
   let document: Record<string, unknown> | undefined;
   api.openapi(routes.document, (c) => {
