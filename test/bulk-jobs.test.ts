@@ -4,9 +4,12 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { parseConfig } from '../src/config.ts';
+import { expectedMigration } from '../src/db/migrations.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { type BulkRunnerSettings, createBulkRunner } from '../src/ops/bulk-runner.ts';
+import { bulkJobsSlice } from '../src/ops/maintenance-steps.ts';
 import { TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
@@ -183,6 +186,56 @@ describe('a bulk replay of failed events after a fix', () => {
       { action: 'replay', target: `acme/${broken.eventId}`, before_status: 'failed', after_status: 'failed' },
     ]);
     expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 7, processed: 7, failed: 1 });
+  });
+});
+
+describe('a batch that fails for another reason than the database', () => {
+  it('rolls the batch back and fails the job, with the reason; nothing of the batch is applied', async () => {
+    const topic = uniqueId('broken');
+    const ids = await insertMessages(sql, 8, { topic, status: 'dead' });
+    const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+    await sql.unsafe(`create function refuse_second_batch() returns trigger language plpgsql as $$
+      begin
+        if new.id = '${job.id}' and new.processed > 5 then raise exception 'refused by a test'; end if;
+        return new;
+      end $$`);
+    await sql`create trigger refuse_second_batch before update on bulk_jobs
+      for each row execute function refuse_second_batch()`;
+    try {
+      const summary = await runner({ settings: { batchSize: 5 } }).run({ budgetMs: 60_000, jobId: job.id });
+      expect(summary).toMatchObject({ batches: 1, items: 5, stoppedBy: 'idle' });
+    } finally {
+      await sql`drop trigger refuse_second_batch on bulk_jobs`;
+    }
+    const [row] = await sql`select status::text as status, processed, last_error, locked_by from bulk_jobs
+      where id = ${job.id}`;
+    expect(row).toMatchObject({ status: 'failed', processed: 5, locked_by: null });
+    expect(String(row?.last_error)).toMatch(/^PostgresError: P0001/);
+    const rows = await outboxRows(sql, ids);
+    expect(rows.filter((message) => message.status === 'pending')).toHaveLength(5);
+    expect((await auditRows(job.id)).filter((audit) => audit.action === 'retry')).toHaveLength(5);
+  });
+});
+
+describe('the cron step', () => {
+  it('works through a job within its budget', async () => {
+    const topic = uniqueId('cron');
+    const ids = await insertMessages(sql, 3, { topic, status: 'dead' });
+    const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+    const lines: string[] = [];
+    const outcome = await bulkJobsSlice.run(
+      {
+        config: parseConfig({}),
+        db,
+        clock: () => Date.now(),
+        logger: createLogger({ level: 'info', now: () => new Date(), write: (line) => lines.push(line) }),
+        expectedMigration,
+      },
+      10_000,
+    );
+    expect(outcome).toMatchObject({ finished: 1, stopped_by: 'idle' });
+    expect(await jobRow(job.id)).toMatchObject({ status: 'done', processed: 3 });
+    expect((await outboxRows(sql, ids)).every((message) => message.status === 'pending')).toBe(true);
   });
 });
 
