@@ -38,10 +38,7 @@ class RetryRolledBack extends Error {
  * reported as skipped (retrying is for dead letters; a pending message is on its way already and a
  * published one was delivered).
  */
-export async function retryDeadMessages(
-  db: Executor,
-  request: RetryRequest,
-): Promise<RetryResult> {
+export async function retryDeadMessages(db: Executor, request: RetryRequest): Promise<RetryResult> {
   const ids = [...new Set(request.ids.map((id) => id.toLowerCase()))];
   const table = outboxMessages;
   try {
