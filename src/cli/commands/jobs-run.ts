@@ -10,19 +10,32 @@ const DEFAULT_RUN_BUDGET_MS = 3_600_000;
 /** While another process holds the job, how often its progress is read. */
 const POLL_MS = 1_000;
 
-/** Runs the job here until it is finished; while another runner holds it, watches its progress instead. */
+/** Batches run between two progress lines of `--wait`. */
+const BATCHES_PER_PROGRESS = 10;
+
+/**
+ * Runs the job here until it is finished, its progress on stderr when that is a terminal; while
+ * another runner holds it (the service), watches its progress instead.
+ */
 export async function waitForJob(context: CliContext, id: string): Promise<BulkJob> {
   const runner = bulkRunnerFor(context, { idPrefix: 'cli' });
   let shown = '';
   for (;;) {
-    await runner.run({ budgetMs: DEFAULT_RUN_BUDGET_MS, jobId: id });
+    const ran = await runner.run({ budgetMs: DEFAULT_RUN_BUDGET_MS, jobId: id, maxBatches: BATCHES_PER_PROGRESS });
+    if (ran.stoppedBy === 'error') {
+      throw new CliError(
+        EXIT.couldNotRun,
+        `the database failed during a batch of job ${id}: it resumes once its lease lapses`,
+      );
+    }
     const job = await getBulkJob(context.db, id);
     if (job === undefined) throw new CliError(EXIT.notFound, `not found: job ${id}`);
     if (!UNFINISHED.includes(job.status)) return job;
-    const progress = `job ${id}: ${job.processed} of ${job.total} taken (${job.status}, held by another runner)`;
+    const holder = ran.jobs === 0 ? ', held by another runner' : '';
+    const progress = `job ${id}: ${job.processed} of ${job.total} taken, ${job.failed} failed (${job.status}${holder})`;
     if (progress !== shown && context.errIsTerminal) context.err(progress);
     shown = progress;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (ran.jobs === 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
