@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseConfig } from '../src/config.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { IntakeLoad } from '../src/inbox/intake-load.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { type BulkRunnerSettings, createBulkRunner } from '../src/ops/bulk-runner.ts';
 import { bulkJobsSlice } from '../src/ops/maintenance-steps.ts';
@@ -214,6 +215,32 @@ describe('a batch that fails for another reason than the database', () => {
     const rows = await outboxRows(sql, ids);
     expect(rows.filter((message) => message.status === 'pending')).toHaveLength(5);
     expect((await auditRows(job.id)).filter((audit) => audit.action === 'retry')).toHaveLength(5);
+  });
+});
+
+describe('yielding to the intake', () => {
+  it('holds each next batch back while the intake is saturated, up to its longest wait, then goes on', async () => {
+    const topic = uniqueId('yield');
+    const ids = await insertMessages(sql, 6, { topic, status: 'dead' });
+    const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+    // Always saturated: two deliveries in flight where one is the limit (the mean over the first
+    // look includes the instant before they entered).
+    const saturated = new IntakeLoad(1);
+    saturated.enter();
+    saturated.enter();
+    const summary = await createBulkRunner({
+      db,
+      handlers: defaultHandlers,
+      clock: () => TEST_NOW_MS,
+      logger: createLogger({ level: 'silent', now: () => new Date(TEST_NOW_MS), write: () => {} }),
+      owner: 'yielding',
+      intakeLoad: saturated,
+      settings: { batchSize: 2, pauseMs: 0, maxDeferMs: 40 },
+    }).run({ budgetMs: 60_000, jobId: job.id });
+    // Three batches, two waits between them, each the longest allowed.
+    expect(summary).toMatchObject({ batches: 3, items: 6, finished: 1 });
+    expect(summary.deferredMs).toBeGreaterThanOrEqual(80);
+    expect((await outboxRows(sql, ids)).every((message) => message.status === 'pending')).toBe(true);
   });
 });
 

@@ -87,6 +87,8 @@ export interface BulkRunSummary {
   failed: number;
   /** Jobs this run finished (done). */
   finished: number;
+  /** Time spent waiting for a saturated intake between batches. */
+  deferredMs: number;
   stoppedBy: BulkStopReason;
 }
 
@@ -252,15 +254,23 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       .where(and(heldByUs(jobId), sql`${job.status} in ('queued', 'running')`));
   }
 
-  async function betweenBatches(signal: AbortSignal | undefined): Promise<void> {
+  /** The pause between two batches, then the wait for a saturated intake; answers that wait. */
+  async function betweenBatches(signal: AbortSignal | undefined): Promise<number> {
     await sleep(settings.pauseMs, signal);
-    if (deps.intakeLoad !== undefined) {
-      await deferToIntake(deps.intakeLoad, { maxWaitMs: settings.maxDeferMs, pollMs: DEFER_POLL_MS, signal });
-    }
+    if (deps.intakeLoad === undefined) return 0;
+    return deferToIntake(deps.intakeLoad, { maxWaitMs: settings.maxDeferMs, pollMs: DEFER_POLL_MS, signal });
   }
 
   async function run(options: BulkRunOptions): Promise<BulkRunSummary> {
-    const summary: BulkRunSummary = { jobs: 0, batches: 0, items: 0, failed: 0, finished: 0, stoppedBy: 'idle' };
+    const summary: BulkRunSummary = {
+      jobs: 0,
+      batches: 0,
+      items: 0,
+      failed: 0,
+      finished: 0,
+      deferredMs: 0,
+      stoppedBy: 'idle',
+    };
     const deadlineMs = clock() + options.budgetMs;
     let current: BulkJob | undefined;
     const stop = (reason: BulkStopReason) => {
@@ -278,7 +288,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           summary.jobs += 1;
           logger.info('bulk job taken', { job_id: current.id, kind: current.kind, processed: current.processed });
         } else {
-          await betweenBatches(options.signal);
+          summary.deferredMs += await betweenBatches(options.signal);
           if (options.signal?.aborted) return stop('aborted');
         }
         const jobId = current.id;
