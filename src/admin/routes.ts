@@ -1,7 +1,8 @@
 // Everything under /admin: the bearer gate (ADMIN_TOKEN and the named ADMIN_TOKENS, constant-time),
 // the JSON API at /admin/api and the HTML dashboard at /admin. Without any token nothing is mounted, so every /admin path
-// falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): the only
-// body any route takes is `{"operator"}`, and a valid token must not let a client make us read 50 MB.
+// falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): the bodies
+// routes take are `{"operator"}` and a bulk job's (a few short filter fields: under 4 KiB), and a
+// valid token must not let a client make us read 50 MB.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { DatabaseEnv } from '../db/client.ts';

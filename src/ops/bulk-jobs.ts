@@ -75,6 +75,7 @@ export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
 export function boundedSpec(spec: BulkJobSpec, createdAt: Date): BulkJobSpec {
   const bound = new Date(createdAt.getTime() + 1);
   const until = spec.filter.until === undefined || spec.filter.until > bound ? bound : spec.filter.until;
+  // One branch per kind: a spread of the union would not keep each kind with its own filter.
   return spec.kind === 'replay_events'
     ? { kind: spec.kind, filter: { ...spec.filter, until } }
     : { kind: spec.kind, filter: { ...spec.filter, until } };
