@@ -70,7 +70,10 @@ async function bulkAction(
   if (!options.yes) {
     if (context.ask === undefined) {
       context.err(`${count} ${words.noun}(s) match`);
-      throw new CliError(EXIT.usage, `not a terminal: pass --yes to ${words.verb.toLowerCase()} them as a job (nothing was done)`);
+      throw new CliError(
+        EXIT.usage,
+        `not a terminal: pass --yes to ${words.verb.toLowerCase()} them as a job (nothing was done)`,
+      );
     }
     const answer = await context.ask(`${words.verb} all ${count} matching ${words.noun}(s) as a job? [y/N] `);
     if (!/^y(es)?$/i.test(answer.trim())) {
