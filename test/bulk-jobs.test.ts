@@ -146,7 +146,8 @@ describe('a bulk replay of failed events after a fix', () => {
     if (broken === undefined) throw new Error('no events stored');
     const real = defaultHandlers.acme?.['subscription.updated'];
     if (real === undefined) throw new Error('no acme handler');
-    // The fix: every event applies again, but one whose data is still refused.
+    // The fix: every event applies again, but one still fails after its handler wrote its change,
+    // which the batch must take back alone (its savepoint) while the others commit.
     const fixed: HandlerMap = {
       ...defaultHandlers,
       acme: {
@@ -154,9 +155,9 @@ describe('a bulk replay of failed events after a fix', () => {
         'subscription.updated': defineHandler({
           schema: z.unknown(),
           async apply(context, payload) {
+            await real.apply(context, payload);
             const data = (payload as { data: { id: string } }).data;
             if (data.id === broken.subscription) throw new Error('still broken');
-            await real.apply(context, payload);
           },
         }),
       },
