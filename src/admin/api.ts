@@ -20,6 +20,7 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { registerJobRoutes } from './jobs-api.ts';
 import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
 import {
@@ -266,6 +267,7 @@ export function adminApiRoutes(deps: AdminDeps) {
   });
 
   registerSenderRoutes(api, deps);
+  registerJobRoutes(api, deps);
 
   let document: Record<string, unknown> | undefined;
   api.openapi(routes.document, (c) => {

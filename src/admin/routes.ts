@@ -1,8 +1,8 @@
 // Everything under /admin: the bearer gate (ADMIN_TOKEN and the named ADMIN_TOKENS, constant-time),
 // the JSON API at /admin/api and the HTML dashboard at /admin. Without any token nothing is mounted, so every /admin path
-// falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): a body holds
-// an operator's name and at most a pause's length and note, and a valid token must not let a client
-// make us read 50 MB.
+// falls through to the app's JSON 404. Request bodies are capped (ADMIN_MAX_BODY_BYTES): the bodies
+// routes take are `{"operator"}`, a pause's (a length and a note) and a bulk job's (a few short filter
+// fields: under 4 KiB), and a valid token must not let a client make us read 50 MB.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { DatabaseEnv } from '../db/client.ts';

@@ -5,6 +5,9 @@ import { Command, CommanderError } from 'commander';
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
 import { eventsShowCommand } from './commands/events-show.ts';
+import { jobsReplayCommand, jobsRetryCommand } from './commands/jobs-create.ts';
+import { jobsRunCommand } from './commands/jobs-run.ts';
+import { jobsCancelCommand, jobsListCommand, jobsShowCommand } from './commands/jobs-view.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
@@ -34,6 +37,12 @@ const commands: readonly CommandModule[] = [
   sendersListCommand,
   sendersPauseCommand,
   sendersResumeCommand,
+  jobsReplayCommand,
+  jobsRetryCommand,
+  jobsListCommand,
+  jobsShowCommand,
+  jobsCancelCommand,
+  jobsRunCommand,
 ];
 
 /** Commander's codes for "asked for help or the version": not a usage error. */

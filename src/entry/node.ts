@@ -21,7 +21,7 @@ import { workUntilCaughtUp } from '../inbox/worker.ts';
 import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
-import { relayFor, workerFor } from '../ops/drainers.ts';
+import { bulkRunnerFor, relayFor, workerFor } from '../ops/drainers.ts';
 import { foldCounters } from '../ops/event-counts.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
@@ -44,6 +44,8 @@ const PURGE_INTERVAL_MS = 3_600_000;
 const FOLD_INTERVAL_MS = 60_000;
 /** The intake ignores a pause past its end already: this only deletes its row and audits the resume. */
 const PAUSE_EXPIRY_INTERVAL_MS = 60_000;
+/** How often the bulk job runner looks for a queued or interrupted job. */
+const BULK_JOBS_INTERVAL_MS = 1_000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -251,6 +253,17 @@ async function main(): Promise<void> {
       for (const provider of resumed) logger.info('sender pause ended by itself', { provider });
     },
   });
+  // Bulk jobs (replay or retry by filter) on the background pool, deferring to a saturated intake.
+  const bulkRunner = bulkRunnerFor(drainerParts, { idPrefix: 'jobs', intakeLoad, metrics });
+  const bulkSchedule = startSchedule({
+    name: 'bulk jobs',
+    intervalMs: BULK_JOBS_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: async (signal) => {
+      await bulkRunner.run({ signal, budgetMs: 60_000 });
+    },
+  });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
     if (devSecret === undefined) return;
@@ -274,9 +287,15 @@ async function main(): Promise<void> {
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
     const jobsStopped = Promise.all(
-      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule, pauseExpirySchedule].map((schedule) =>
-        schedule.stop(),
-      ),
+      [
+        relaySchedule,
+        workerSchedule,
+        sweepSchedule,
+        purgeSchedule,
+        foldSchedule,
+        pauseExpirySchedule,
+        bulkSchedule,
+      ].map((schedule) => schedule.stop()),
     );
     server.close(() => {
       jobsStopped

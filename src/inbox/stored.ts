@@ -2,7 +2,7 @@
 // operator's replay does with a failed, parked or dead-lettered one. The same idempotent path as the
 // synchronous intake: the row's new status and the domain change commit in one transaction, so an
 // event is applied once however many workers, replays or redeliveries race for it (event-rows.ts).
-import type { Database, Executor, Transaction } from '../db/client.ts';
+import type { Executor, Transaction } from '../db/client.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
 import { applyHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
@@ -53,7 +53,8 @@ async function writeAlongside(options: ApplyStoredOptions, tx: Transaction, outc
 }
 
 export interface StoredContext {
-  db: Database;
+  /** A transaction too (a bulk job's batch): each event's apply is then a savepoint of it. */
+  db: Executor;
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
   providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;

@@ -1,4 +1,4 @@
-// The outbox relay and the async inbox worker, wired the one way every runner builds them (the Node
+// The outbox relay, the async inbox worker and the bulk job runner, wired the one way every runner builds them (the Node
 // process's schedules, the cron's maintenance steps, the CLI's `drain` and `work`): settings from the
 // configuration with the runner's own overrides, the service's handlers, and lease owners that say
 // what holds a row. A runner says only what differs: its parts, its publisher, its overrides.
@@ -12,6 +12,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { createRelay, type Relay, type RelayDeps, type RelaySettings, relaySettings } from '../outbox/relay.ts';
+import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
 
 /** What a runner gives the relay and the worker it runs. */
 export interface DrainerParts {
@@ -63,5 +64,27 @@ export function workerFor(
     metrics: parts.metrics,
     intakeLoad: options.intakeLoad,
     settings: workerSettings(parts.config, options.settings),
+  });
+}
+
+/** A bulk job runner applying with the service's handlers; its lease owner is `<idPrefix>-<id>` (`jobs-<id>` by default). */
+export function bulkRunnerFor(
+  parts: Omit<DrainerParts, 'metrics' | 'config' | 'random'>,
+  options: {
+    idPrefix?: string;
+    intakeLoad?: IntakeLoad | undefined;
+    metrics?: Pick<Metrics, 'countReplay' | 'countRetry'> | undefined;
+    settings?: Partial<BulkRunnerSettings>;
+  } = {},
+): BulkRunner {
+  return createBulkRunner({
+    db: parts.db,
+    handlers: defaultHandlers,
+    clock: parts.clock,
+    logger: parts.logger,
+    owner: `${options.idPrefix ?? 'jobs'}-${parts.newId()}`,
+    metrics: options.metrics,
+    intakeLoad: options.intakeLoad,
+    ...(options.settings === undefined ? {} : { settings: options.settings }),
   });
 }

@@ -2,7 +2,7 @@
 // dashboard): filtered listings without payloads, newest first and paged by cursor, one event with
 // its payload only when asked, and counts by status. Reads only: every change goes through replay
 // (src/ops/replay.ts).
-import { and, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
+import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { eventSubject, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -119,6 +119,15 @@ export async function countEventsByStatus(db: Executor, filter: EventSelection):
     return { byStatus: await countEventsFromCounters(db, filter), atLeast: [] };
   }
   return countMatching(db, t, t.status, selected({ ...filter, status: undefined }));
+}
+
+/**
+ * Every event the selection matches, exactly (no cap): what a bulk job will take, counted once when
+ * it is created. It reads the filter's index, every matching entry of it.
+ */
+export async function countEventsExactly(db: Executor, filter: EventSelection): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(t).where(selected(filter));
+  return row?.n ?? 0;
 }
 
 /** The payload as jsonb's text, read exactly by storedJson (the driver's JSON.parse would round big numbers). */

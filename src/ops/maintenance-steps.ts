@@ -1,13 +1,13 @@
 // The scheduled maintenance steps (the Worker's cron; `runMaintenance` runs them): readiness, the
-// lease sweep, one inbox worker pass, one outbox drain, the retention purge, the counters' fold and
-// the end of sender pauses that reached their end. Each reports counts
+// lease sweep, one inbox worker pass, a slice of the bulk jobs, one outbox drain, the retention purge,
+// the counters' fold and the end of sender pauses that reached their end. Each reports counts
 // only, never ids, payloads or messages from the database.
 import { hasPendingMigrations } from '../db/migrations.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { publisherFor } from '../outbox/publishers/publisher.ts';
 import { queuePublisher } from '../outbox/publishers/queues.ts';
-import { type DrainerParts, relayFor, workerFor } from './drainers.ts';
+import { bulkRunnerFor, type DrainerParts, relayFor, workerFor } from './drainers.ts';
 import { foldCounters } from './event-counts.ts';
 import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
 import { endExpiredPauses } from './sender-pauses.ts';
@@ -47,6 +47,20 @@ export const inboxWork: MaintenanceStep = {
     const worker = workerFor(drainerParts(deps), { settings: { budgetMs } });
     const { claimed, completed, failed, deadLettered, released, stoppedBy } = await worker.work({ budgetMs });
     return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };
+  },
+};
+
+/**
+ * A slice of the bulk jobs (replay or retry by filter) per cron run: batches until its share of the
+ * run is spent; an unfinished job goes on at the next run. Before the outbox drain, so the messages
+ * it retries go out in the same run.
+ */
+export const bulkJobsSlice: MaintenanceStep = {
+  name: 'bulk_jobs',
+  async run(deps, budgetMs) {
+    const runner = bulkRunnerFor(drainerParts(deps), { idPrefix: 'cron' });
+    const { jobs, batches, items, failed, finished, stoppedBy } = await runner.run({ budgetMs });
+    return { jobs, batches, items, failed, finished, stopped_by: stoppedBy };
   },
 };
 
@@ -115,6 +129,7 @@ export const maintenanceSteps: readonly MaintenanceStep[] = [
   databaseReadiness,
   inboxSweep,
   inboxWork,
+  bulkJobsSlice,
   outboxDrain,
   retentionPurge,
   countersFold,

@@ -2,7 +2,7 @@
 // filtered listings newest first and paged by cursor, one message, the messages an event produced,
 // and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
 // message's own page and API answer, when asked.
-import { and, between, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
+import { and, between, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages, outboxStatus } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -133,6 +133,12 @@ export async function countOutboxByStatus(db: Executor, filter: OutboxSelection)
     return { byStatus: await countOutboxMessages(db), atLeast: [] };
   }
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));
+}
+
+/** Every message the selection matches, exactly (no cap): what a bulk job will take (see countEventsExactly). */
+export async function countOutboxExactly(db: Executor, filter: OutboxSelection): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(t).where(selected(filter));
+  return row?.n ?? 0;
 }
 
 export async function getOutboxMessage(

@@ -2,7 +2,7 @@
 // explicit ids only, all known or nothing done, each event applied through the one idempotent path
 // (applyStoredEvent) and each replay recorded in `operator_actions` and in one log line.
 import { and, eq, inArray } from 'drizzle-orm';
-import type { Database, Executor, Transaction } from '../db/client.ts';
+import type { Executor, Transaction } from '../db/client.ts';
 import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../inbox/stored.ts';
@@ -18,7 +18,8 @@ import { assertOperatorName } from './operator-name.ts';
 export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];
 
 export interface ReplayContext {
-  db: Database;
+  /** A transaction too: a bulk job replays a batch in one (src/ops/bulk-runner.ts). */
+  db: Executor;
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
@@ -32,6 +33,8 @@ export interface ReplayRequest {
   provider: string;
   eventIds: readonly string[];
   operator: string;
+  /** The bulk job this replay is an item of: written on each audit row and log line. */
+  jobId?: string | undefined;
 }
 
 /**
@@ -128,6 +131,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
         beforeStatus: before,
         afterStatus,
         at: new Date(context.clock()),
+        jobId: request.jobId ?? null,
       });
     };
     // `skipped`: not replayable, or a concurrent replay or worker took the row first; nothing applied.
@@ -148,6 +152,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
     const after = await getEvent(context.db, key);
     context.logger.info('operator replay', {
       operator: request.operator,
+      ...(request.jobId === undefined ? {} : { job_id: request.jobId }),
       provider: request.provider,
       event_id: eventId,
       before,

@@ -2,16 +2,16 @@
 // dashboard: the outbox's own all-or-nothing retry (src/outbox/operator.ts), plus the one log line
 // per retried message that every operator action leaves beside its audit row. A name the audit
 // cannot store is refused before anything changes.
-import type { Database } from '../db/client.ts';
+import type { Executor } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
+import { type RetryRequest, type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
 import { assertOperatorName } from './operator-name.ts';
 
 export async function retryOutbox(
-  context: { db: Database; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },
-  request: { ids: readonly string[]; operator: string },
+  context: { db: Executor; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },
+  request: Omit<RetryRequest, 'now'>,
 ): Promise<RetryResult> {
   assertOperatorName(request.operator);
   const result = await retryDeadMessages(context.db, { ...request, now: new Date(context.clock()) });
@@ -21,6 +21,7 @@ export async function retryOutbox(
       context.metrics?.countRetry('retried');
       context.logger.info('operator retry', {
         operator: request.operator,
+        ...(request.jobId === undefined ? {} : { job_id: request.jobId }),
         message_id: id,
         before: 'dead',
         after: 'pending',

@@ -2,7 +2,7 @@
 // to `pending`, each retry audited in `operator_actions` in the same transaction as the change it
 // records. Reading messages is src/ops/outbox-view.ts.
 import { inArray } from 'drizzle-orm';
-import type { Database } from '../db/client.ts';
+import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
 import { resurrectDead } from './message-rows.ts';
 
@@ -15,6 +15,14 @@ export function isMessageId(value: string): boolean {
 export type RetryResult =
   | { kind: 'retried'; ids: string[]; skipped: Array<{ id: string; status: OutboxStatus }> }
   | { kind: 'not_found'; ids: string[] };
+
+export interface RetryRequest {
+  ids: readonly string[];
+  operator: string;
+  now: Date;
+  /** The bulk job this retry is a batch of: written on each audit row. */
+  jobId?: string | undefined;
+}
 
 /** Thrown inside the transaction to roll it back when an id is unknown. */
 class RetryRolledBack extends Error {
@@ -30,10 +38,7 @@ class RetryRolledBack extends Error {
  * reported as skipped (retrying is for dead letters; a pending message is on its way already and a
  * published one was delivered).
  */
-export async function retryDeadMessages(
-  db: Database,
-  request: { ids: readonly string[]; operator: string; now: Date },
-): Promise<RetryResult> {
+export async function retryDeadMessages(db: Executor, request: RetryRequest): Promise<RetryResult> {
   const ids = [...new Set(request.ids.map((id) => id.toLowerCase()))];
   const table = outboxMessages;
   try {
@@ -56,6 +61,7 @@ export async function retryDeadMessages(
             target: id,
             beforeStatus: 'dead',
             afterStatus: 'pending',
+            jobId: request.jobId ?? null,
           })),
         );
       }

@@ -3,12 +3,14 @@
 // rendering: the routes read the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
+import { REPLAYABLE_STATUSES } from '../../ops/bulk-jobs.ts';
 import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
 import type { EventDetail, EventListing } from '../../ops/events.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
+import { BulkControl } from './jobs-page.tsx';
 import { type DashboardList, ListPage, type ListPageFilter, Select } from './list-page.tsx';
 import { EventTable, iso, OutboxTable } from './rows.tsx';
 
@@ -47,8 +49,17 @@ export const EventsPage: FC<{
       </label>
     </>
   );
+  const replayable = REPLAYABLE_STATUSES.find((status) => status === filter.status);
   return (
     <ListPage of={EVENTS_LIST} counts={counts} filter={filter} fields={fields} next={page.nextCursor}>
+      {replayable === undefined ? null : (
+        <BulkControl
+          kind="replay_events"
+          filter={filter}
+          count={counts.byStatus[replayable] ?? 0}
+          atLeast={counts.atLeast.includes(replayable)}
+        />
+      )}
       <EventTable events={page.rows} empty="No event matches." />
     </ListPage>
   );

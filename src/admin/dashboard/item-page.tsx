@@ -9,7 +9,7 @@ import { Status } from './rows.tsx';
 /** Above this many bytes a payload starts folded: the page stays readable, one click opens it. */
 const FOLD_PAYLOAD_BYTES = 2048;
 
-export const ActionForm: FC<{ action: string; target: string; kind: 'replay' | 'retry'; label: string }> = ({
+export const ActionForm: FC<{ action: string; target: string; kind: 'replay' | 'retry' | 'cancel'; label: string }> = ({
   action,
   target,
   kind,

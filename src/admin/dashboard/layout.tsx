@@ -12,6 +12,7 @@ const SECTIONS = [
   ['/admin/events', 'Events'],
   ['/admin/outbox', 'Outbox'],
   ['/admin/senders', 'Senders'],
+  ['/admin/jobs', 'Jobs'],
 ] as const;
 
 /** "2026-12-01 " and "19:43:51": a phone shows the time only (the date is today's, as a rule). */

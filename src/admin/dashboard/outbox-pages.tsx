@@ -7,6 +7,7 @@ import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
 import type { OutboxDetail, OutboxListing } from '../../ops/outbox-view.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
+import { BulkControl } from './jobs-page.tsx';
 import { type DashboardList, ListPage, type ListPageFilter } from './list-page.tsx';
 import { eventPath, iso, OutboxTable } from './rows.tsx';
 
@@ -37,6 +38,14 @@ export const OutboxPage: FC<{
   );
   return (
     <ListPage of={OUTBOX_LIST} counts={counts} filter={filter} fields={fields} next={page.nextCursor}>
+      {filter.status === 'dead' ? (
+        <BulkControl
+          kind="retry_outbox"
+          filter={filter}
+          count={counts.byStatus.dead ?? 0}
+          atLeast={counts.atLeast.includes('dead')}
+        />
+      ) : null}
       <OutboxTable messages={page.rows} empty="No message matches." />
     </ListPage>
   );

@@ -1,7 +1,8 @@
 // The operator dashboard's routes under /admin: which address shows which page, and what each reads
 // from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
 // as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
-// messages, replay), the outbox and one message (retry), the senders (pause, resume). Every page shows the time it was read
+// messages, replay), the outbox and one message (retry), the senders (pause, resume), the bulk jobs
+// (progress, cancel). Every page shows the time it was read
 // ("as of") and a Refresh that keeps the filters, which live in the address. A list's query is
 // checked by the API's own schema and a refusal names the field the API would (refusedField).
 import type { Context } from 'hono';
@@ -10,6 +11,7 @@ import type { Child } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../../db/client.ts';
 import { refusedField } from '../../lib/errors.ts';
+import { listBulkJobs } from '../../ops/bulk-jobs.ts';
 import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
@@ -23,10 +25,14 @@ import { logPayloadRead } from '../operators.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
 import { EventPage, EventsPage } from './events-pages.tsx';
 import { securedPage } from './gate.tsx';
+import { JobsPage } from './jobs-page.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
 import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
 import { SendersPage } from './senders-page.tsx';
+
+/** Jobs the jobs page shows, newest first. */
+const JOBS_SHOWN = 50;
 
 /** Rows of the overview's "Needs attention" table. */
 const ATTENTION_ROWS = 10;
@@ -158,6 +164,9 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const senders = await listSenders(c.var.db, deps.enabledProviders.keys(), deps.clock());
     return page(c, 'Senders', '/admin/senders', <SendersPage senders={senders} />);
   });
+  routes.get('/jobs', async (c) =>
+    page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.var.db, JOBS_SHOWN)} />),
+  );
 
   return routes;
 }

@@ -2,10 +2,10 @@
 // fetch). It carries the admin token, which a plain navigation cannot: the token lives in
 // sessionStorage (this tab only), every page is fetched with `Authorization: Bearer`, and links,
 // filter forms, paging, refresh and the back button all go through `load`, which swaps the page in
-// and keeps the address bar (filters included) in step. Replay, retry, pause (after a confirmation)
-// and resume post to the JSON API and report the outcome as it is: a failure in red with its reason.
-// The operator's name is asked once and kept for the session, as is the choice to refresh every 30
-// seconds.
+// and keeps the address bar (filters included) in step. Replay, retry, pause (after a confirmation),
+// resume, bulk jobs and cancel post to the JSON API and report the outcome as it is: a failure in red
+// with its reason. The operator's name is asked once and kept for the session, as is the choice to
+// refresh every 30 seconds.
 import { REPLAYABLE } from '../../ops/replay.ts';
 
 export const DASHBOARD_SCRIPT = `
@@ -83,8 +83,10 @@ function operatorName() {
   return name;
 }
 
+const refusal = (res, body) => 'refused (' + (body.error || res.status) + (body.field ? ', ' + body.field : '') + ')';
+
 function outcome(kind, target, res, body) {
-  if (!res.ok) return [target + ': refused (' + (body.error || res.status) + (body.field ? ', ' + body.field : '') + ')', 'error'];
+  if (!res.ok) return [target + ': ' + refusal(res, body), 'error'];
   if (kind === 'pause') {
     const until = body.sender.pause.until;
     const warnings = (body.warnings || []).join('. ');
@@ -93,6 +95,11 @@ function outcome(kind, target, res, body) {
   }
   if (kind === 'resume') {
     return body.resumed ? [target + ': resumed, its deliveries are accepted again', 'ok'] : [target + ': was not paused (nothing changed)', 'warn'];
+  }
+  if (kind === 'cancel') {
+    return body.cancelled
+      ? ['Job ' + target + ': cancelled after ' + body.job.processed + ' of ' + body.job.total, 'ok']
+      : ['Job ' + target + ': not cancelled, it is ' + body.job.status + ' already', 'warn'];
   }
   if (kind === 'retry') {
     return body.retried
@@ -107,6 +114,32 @@ function outcome(kind, target, res, body) {
     return [target + ': replay failed, now ' + status + ': ' + (body.reason || body.event.last_error || 'no reason recorded'), 'error'];
   }
   return [target + ': nothing replayed: ' + body.reason, 'warn'];
+}
+
+// "Replay all" / "Retry all": the exact count first (a dry run), the operator's confirmation, then the
+// job; the jobs page then shows its progress.
+async function bulk(form, operator) {
+  const kind = form.getAttribute('data-bulk');
+  const noun = kind === 'replay_events' ? 'event' : 'message';
+  const create = (dryRun) => fetch('/admin/api/jobs', {
+    method: 'POST',
+    headers: { ...auth(), 'content-type': 'application/json' },
+    body: JSON.stringify({ kind, filter: JSON.parse(form.getAttribute('data-filter')), operator, dry_run: dryRun }),
+  });
+  let res = await create(true);
+  let body = await res.json().catch(() => ({}));
+  if (!res.ok) { say('Counting: ' + refusal(res, body), 'error'); return; }
+  if (body.count === 0) { say('Nothing matches any more: no job was created.', 'warn'); return; }
+  const verb = kind === 'replay_events' ? 'Replay' : 'Retry';
+  if (!confirm(verb + ' all ' + body.count + ' matching ' + noun + (body.count === 1 ? '' : 's') + ' as a job?')) {
+    say('Nothing was done.', '');
+    return;
+  }
+  res = await create(false);
+  body = await res.json().catch(() => ({}));
+  if (!res.ok) { say(refusal(res, body), 'error'); return; }
+  if (!body.job) { say('Nothing matches any more: no job was created.', 'warn'); return; }
+  await load('/admin/jobs', { push: true, message: verb + ' job queued: ' + body.job.total + ' ' + noun + '(s).', kind: 'ok' });
 }
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -163,7 +196,8 @@ document.addEventListener('submit', async (event) => {
     return;
   }
   const action = form.getAttribute('data-action');
-  if (!action) return;
+  const bulkKind = form.getAttribute('data-bulk');
+  if (!action && !bulkKind) return;
   const operator = operatorName();
   if (!operator) {
     say('Type your name in the Operator field first: every action is recorded with it.', 'error');
@@ -179,6 +213,11 @@ document.addEventListener('submit', async (event) => {
   }
   const button = form.querySelector('button');
   if (button) button.disabled = true;
+  if (bulkKind) {
+    await bulk(form, operator);
+    if (button) button.disabled = false;
+    return;
+  }
   const res = await fetch(action, {
     method: 'POST',
     headers: { ...auth(), 'content-type': 'application/json' },

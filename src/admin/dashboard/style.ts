@@ -49,9 +49,12 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
 .sender{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;margin-bottom:.5rem}.sender.paused{border:2px solid #b71c1c;background:#fff}
 .sender p{margin:.3rem 0}.sender form{margin:.3rem 0 0}.sender .name{font-size:1.05rem}.pause-facts{overflow-wrap:anywhere}
 .pause-form{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin-top:.3rem}.pause-form input{width:16rem}
+.bulk{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin:0 0 .8rem}
+.progress{white-space:nowrap}.progress progress{width:7rem;vertical-align:middle}.rows td.job-filter{overflow-wrap:anywhere;font-size:.85rem;min-width:10rem}.rows td.job-act{white-space:nowrap}
+.s-done{background:#2e7d32}.s-queued,.s-running{background:#1565c0}.s-cancelled{background:#757575}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .8rem}header nav{gap:.7rem}header:has(nav) .brand{display:none}
+  header{padding:.3rem .6rem;gap:.2rem .6rem}header nav{gap:.55rem;font-size:.9rem}header:has(nav) .brand{display:none}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
@@ -67,4 +70,10 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
   .rows td.attempts{grid-area:3/1;color:#555}.rows td.attempts::before{content:attr(data-label);margin-right:.3em}
   .rows td.error{grid-area:3/2/4/4;max-width:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
   dl.fields{grid-template-columns:1fr}dl.fields dd{margin-bottom:.3rem}
+  .bulk{margin:0 0 .4rem}.bulk .note{display:none}
+  .rows.jobs tr{grid-template-columns:minmax(0,1fr) auto}
+  .rows.jobs td.id{grid-area:1/1}.rows.jobs td.status-cell{grid-area:1/2}
+  .rows.jobs td.type{grid-area:2/1}.rows.jobs td.time{grid-area:2/2}
+  .rows.jobs td.job-progress{grid-area:3/1/4/3}.rows.jobs td.job-filter{grid-area:4/1/5/3;min-width:0}
+  .rows.jobs td.provider{grid-area:5/1;white-space:normal}.rows.jobs td.job-act{grid-area:5/2}
 }`;

@@ -1,0 +1,123 @@
+// Bulk jobs on the dashboard: the "Replay all N matching" / "Retry all N matching" control a list
+// page shows under a filter the action takes (the page's script counts exactly with a dry run, asks
+// to confirm, then creates the job through the admin API), and the jobs page (/admin/jobs): each
+// job's progress, filter and times, with Cancel while it is unfinished. Pure rendering.
+import type { FC } from 'hono/jsx';
+import { type BulkJob, type FilterJson, UNFINISHED } from '../../ops/bulk-jobs.ts';
+import { ActionForm } from './item-page.tsx';
+import type { ListPageFilter } from './list-page.tsx';
+import { iso, Status } from './rows.tsx';
+
+/** The list filter as the API takes it: what the page's address holds, page size aside. */
+const bulkFilter = (filter: ListPageFilter): FilterJson =>
+  Object.fromEntries(
+    Object.entries(filter).filter(
+      (entry): entry is [string, string] => entry[0] !== 'limit' && typeof entry[1] === 'string' && entry[1] !== '',
+    ),
+  );
+
+/**
+ * The form a list shows when its filter selects rows the action takes: the list's own count on the
+ * button ("10000+" when that count stopped at its cap); the exact count comes in the confirmation.
+ */
+export const BulkControl: FC<{
+  kind: 'replay_events' | 'retry_outbox';
+  filter: ListPageFilter;
+  count: number;
+  atLeast: boolean;
+}> = ({ kind, filter, count, atLeast }) => {
+  if (count === 0) return null;
+  const verb = kind === 'replay_events' ? 'Replay' : 'Retry';
+  return (
+    <form method="post" class="bulk" data-bulk={kind} data-filter={JSON.stringify(bulkFilter(filter))}>
+      <button type="submit">{`${verb} all ${count}${atLeast ? '+' : ''} matching`}</button>
+      <span class="note">
+        As a job: counted exactly and confirmed first; it runs in batches and survives a restart (see Jobs).
+      </span>
+    </form>
+  );
+};
+
+const KIND_WORDS: Readonly<Record<BulkJob['kind'], string>> = {
+  replay_events: 'replay events',
+  retry_outbox: 'retry outbox',
+};
+
+/** The job's filter, one `name=value` a line. */
+const FilterLines: FC<{ filter: unknown }> = ({ filter }) => (
+  <>
+    {Object.entries(filter as FilterJson).map(([name, value]) => (
+      <div>{`${name}=${value}`}</div>
+    ))}
+  </>
+);
+
+const Progress: FC<{ job: BulkJob }> = ({ job }) => (
+  <span class="progress">
+    <progress max={Math.max(job.total, 1)} value={job.processed} /> {`${job.processed} / ${job.total}`}
+    {job.failed > 0 ? <span class="error">{` · ${job.failed} failed`}</span> : null}
+  </span>
+);
+
+export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
+  <>
+    <h1 tabindex={-1}>Jobs</h1>
+    <p class="note">
+      Bulk replays and retries, newest first. A job takes only the rows that existed when it was created, a batch at a
+      time; Cancel stops it before its next batch.
+    </p>
+    {jobs.length === 0 ? (
+      <p class="empty">No job yet: filter the events or the outbox list, then Replay all or Retry all.</p>
+    ) : (
+      <table class="rows jobs">
+        <thead>
+          <tr>
+            {['created (UTC)', 'job', 'kind', 'status', 'progress', 'filter', 'operator', ''].map((header) => (
+              <th scope="col">{header}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <tr data-job={job.id}>
+              <td data-label="created" class="time">
+                {iso(job.createdAt)}
+              </td>
+              <td data-label="job" class="id">
+                {job.id}
+              </td>
+              <td data-label="kind" class="type">
+                {KIND_WORDS[job.kind]}
+              </td>
+              <td data-label="status" class="status-cell">
+                <Status status={job.status} />
+              </td>
+              <td data-label="progress" class="job-progress">
+                <Progress job={job} />
+                {job.lastError === null ? null : <div class="error">{job.lastError}</div>}
+              </td>
+              <td data-label="filter" class="job-filter">
+                <FilterLines filter={job.filter} />
+              </td>
+              <td data-label="operator" class="provider">
+                {job.cancelledBy === null ? job.operator : `${job.operator} (cancelled by ${job.cancelledBy})`}
+              </td>
+              <td data-label="" class="job-act">
+                {UNFINISHED.includes(job.status) ? (
+                  <ActionForm
+                    action={`/admin/api/jobs/${job.id}/cancel`}
+                    target={job.id}
+                    kind="cancel"
+                    label="Cancel"
+                  />
+                ) : (
+                  <span class="note">{`finished ${iso(job.finishedAt)}`}</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    )}
+  </>
+);

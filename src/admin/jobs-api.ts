@@ -1,0 +1,109 @@
+// The admin API's bulk jobs (src/ops/bulk-jobs.ts): count or create a job from a list filter, list
+// jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (api.ts), so
+// the routes share its bearer gate, its 400 for refused fields and its OpenAPI document.
+import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import type { DatabaseEnv } from '../db/client.ts';
+import type { Clock } from '../lib/clock.ts';
+import { AppError } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import { type BulkJobSpec, cancelBulkJob, createBulkJob, getBulkJob, jobJson, listBulkJobs } from '../ops/bulk-jobs.ts';
+import { timeRange } from '../ops/time-bound.ts';
+import {
+  cancelAnswer,
+  jobAnswer,
+  jobCounted,
+  jobCreated,
+  jobParams,
+  jobRequest,
+  jobsAnswer,
+  jobsQuery,
+} from './jobs-schemas.ts';
+import { actingOperator } from './operators.ts';
+import { errorSchema, operatorBody } from './schemas.ts';
+
+const json = <Schema extends z.ZodType>(schema: Schema, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const refused = {
+  400: json(errorSchema, 'a parameter or field was refused (named in `field`, e.g. `filter.since`)'),
+  401: json(errorSchema, 'missing or wrong bearer token'),
+};
+const notFound = json(errorSchema, 'unknown job');
+
+const routes = {
+  create: createRoute({
+    method: 'post',
+    path: '/jobs',
+    summary:
+      'Replay the events or retry the dead outbox messages a list filter matches, as a job (dry_run: only count them)',
+    request: { body: { required: true, content: { 'application/json': { schema: jobRequest } } } },
+    responses: {
+      200: json(jobCounted, 'a dry run, or a filter that matches nothing: the count, no job, nothing recorded'),
+      202: json(jobCreated, 'the job, queued; its runner works through it in batches'),
+      ...refused,
+    },
+  }),
+  list: createRoute({
+    method: 'get',
+    path: '/jobs',
+    summary: 'Bulk jobs, newest first',
+    request: { query: jobsQuery },
+    responses: { 200: json(jobsAnswer, 'jobs'), ...refused },
+  }),
+  show: createRoute({
+    method: 'get',
+    path: '/jobs/{id}',
+    summary: "One job's progress: total, processed, failed, status and times",
+    request: { params: jobParams },
+    responses: { 200: json(jobAnswer, 'the job'), 404: notFound, ...refused },
+  }),
+  cancel: createRoute({
+    method: 'post',
+    path: '/jobs/{id}/cancel',
+    summary: 'Cancel a queued or running job (it stops before its next batch); a finished job is left as it is',
+    request: {
+      params: jobParams,
+      body: { required: true, content: { 'application/json': { schema: operatorBody } } },
+    },
+    responses: { 200: json(cancelAnswer, 'the job after'), 404: notFound, ...refused },
+  }),
+};
+
+export function registerJobRoutes(api: OpenAPIHono<DatabaseEnv>, deps: { clock: Clock; logger: Logger }): void {
+  api.openapi(routes.create, async (c) => {
+    const body = c.req.valid('json');
+    const now = deps.clock();
+    const spec: BulkJobSpec =
+      body.kind === 'replay_events'
+        ? { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } }
+        : { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } };
+    const result = await createBulkJob(
+      { db: c.var.db, logger: deps.logger },
+      { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },
+    );
+    if (result.kind === 'counted') return c.json({ count: result.count, job: null }, 200);
+    return c.json({ count: result.job.total, job: jobJson(result.job) }, 202);
+  });
+
+  api.openapi(routes.list, async (c) => {
+    const jobs = await listBulkJobs(c.var.db, c.req.valid('query').limit);
+    return c.json({ jobs: jobs.map(jobJson) }, 200);
+  });
+
+  api.openapi(routes.show, async (c) => {
+    const job = await getBulkJob(c.var.db, c.req.valid('param').id);
+    if (job === undefined) throw new AppError('not_found');
+    return c.json({ job: jobJson(job) }, 200);
+  });
+
+  api.openapi(routes.cancel, async (c) => {
+    const operator = actingOperator(c, c.req.valid('json').operator);
+    const result = await cancelBulkJob(
+      { db: c.var.db, logger: deps.logger },
+      { id: c.req.valid('param').id, operator },
+    );
+    if (result.kind === 'not_found') throw new AppError('not_found');
+    return c.json({ cancelled: result.kind === 'cancelled', job: jobJson(result.job) }, 200);
+  });
+}

@@ -1,0 +1,112 @@
+// The admin API's bulk job inputs and answers (src/admin/jobs-api.ts). A job's filter is the list's
+// own query schema (events or outbox) without its page position, so a filter the list refuses is
+// refused here with the same field named; the status is narrowed to the ones the action takes.
+import { z } from '@hono/zod-openapi';
+import { bulkJobKinds, bulkJobStatuses } from '../db/schema.ts';
+import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/bulk-jobs.ts';
+import { eventsQuery, operatorBody, outboxQuery } from './schemas.ts';
+
+const replayableStatus = z
+  .enum(REPLAYABLE_STATUSES as [ReplayableStatus, ...ReplayableStatus[]])
+  .default('failed')
+  .openapi({ description: 'the events to replay: failed (the default), parked or dead_letter' });
+
+const eventJobFilter = eventsQuery
+  .omit({ cursor: true, limit: true })
+  .extend({ status: replayableStatus })
+  .strict()
+  .openapi('EventJobFilter', { description: 'the events list filters (GET /events), without cursor and limit' });
+
+const outboxJobFilter = outboxQuery
+  .omit({ cursor: true, limit: true })
+  .extend({
+    status: z.enum(['dead']).default('dead').openapi({ description: 'retrying is for dead messages only' }),
+  })
+  .strict()
+  .openapi('OutboxJobFilter', { description: 'the outbox list filters (GET /outbox), without cursor and limit' });
+
+const dryRun = z
+  .boolean()
+  .optional()
+  .openapi({ description: 'count the matching rows and do nothing (no job, nothing recorded)' });
+
+export const jobRequest = z
+  .discriminatedUnion('kind', [
+    z
+      .object({
+        kind: z.literal('replay_events'),
+        filter: eventJobFilter.prefault({}),
+        operator: operatorBody.shape.operator,
+        dry_run: dryRun,
+      })
+      .strict(),
+    z
+      .object({
+        kind: z.literal('retry_outbox'),
+        filter: outboxJobFilter.prefault({}),
+        operator: operatorBody.shape.operator,
+        dry_run: dryRun,
+      })
+      .strict(),
+  ])
+  .openapi('BulkJobRequest');
+
+const timestamp = z.string().openapi({ format: 'date-time' });
+
+export const jobSchema = z
+  .object({
+    id: z.string().openapi({ format: 'uuid' }),
+    kind: z.enum(bulkJobKinds),
+    status: z.enum(bulkJobStatuses),
+    operator: z.string(),
+    filter: z.record(z.string(), z.string()).openapi({ description: 'the filter as given, times in ISO 8601' }),
+    total: z.number().int().openapi({ description: 'rows the filter matched when the job was created' }),
+    processed: z.number().int().openapi({ description: 'items taken so far, the failed ones included' }),
+    failed: z.number().int().openapi({
+      description: 'items the action could not change: a replay that failed or parked again, a message no longer dead',
+    }),
+    created_at: timestamp,
+    started_at: timestamp.nullable(),
+    finished_at: timestamp.nullable(),
+    cancelled_by: z.string().nullable(),
+    last_error: z.string().nullable(),
+  })
+  .openapi('BulkJob');
+
+export const jobCounted = z
+  .object({
+    count: z.number().int().openapi({ description: 'rows the filter matches now (exact)' }),
+    job: z.null().openapi({ description: 'no job: a dry run, or nothing matched' }),
+  })
+  .openapi('BulkJobCount');
+
+export const jobCreated = z.object({ count: z.number().int(), job: jobSchema }).openapi('BulkJobCreated');
+
+export const jobsQuery = z
+  .object({
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(200)
+      .default(50)
+      .openapi({ description: 'at most this many, newest first' }),
+  })
+  .strict();
+
+export const jobParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
+
+export const jobsAnswer = z.object({ jobs: jobSchema.array() });
+export const jobAnswer = z.object({ job: jobSchema });
+export const cancelAnswer = z.object({
+  cancelled: z
+    .boolean()
+    .openapi({ description: 'false when the job had already finished (done, failed or cancelled): left as it was' }),
+  job: jobSchema,
+});

@@ -1,0 +1,157 @@
+// `webhook-inbox jobs replay|retry [filters] --operator NAME [--dry-run] [--yes] [--wait]`: a bulk
+// action by filter (src/ops/bulk-jobs.ts). The filters are the lists' own (`events list`, `outbox
+// list`). The count comes first: `--dry-run` prints it and does nothing; otherwise, as `replay` does,
+// the command asks on a terminal and needs `--yes` elsewhere (exit 2, nothing done). The job then runs
+// in the service (Node's schedule, the Worker's cron), or here with `--wait` (or `jobs run`).
+import { type Command, Option } from 'commander';
+import {
+  type BulkJobSpec,
+  createBulkJob,
+  jobJson,
+  REPLAYABLE_STATUSES,
+  type ReplayableStatus,
+} from '../../ops/bulk-jobs.ts';
+import {
+  type CliContext,
+  CliError,
+  type CommandModule,
+  EXIT,
+  operatorName,
+  providerOption,
+  requireOperator,
+} from '../context.ts';
+import { timeOption } from './events-list.ts';
+import { waitForJob } from './jobs-run.ts';
+
+interface CommonOptions {
+  operator?: string;
+  id?: string;
+  since?: Date;
+  until?: Date;
+  dryRun?: boolean;
+  yes?: boolean;
+  wait?: boolean;
+  json?: boolean;
+}
+
+/** The options every bulk action takes besides its list's own filters. */
+function withCommonOptions(command: Command, timeColumn: string): Command {
+  return command
+    .option('--id <prefix>', 'only ids starting with this')
+    .option(
+      '--since <when>',
+      `${timeColumn} at or after: ISO 8601 time or a duration (15m, 6h, 2d)`,
+      timeOption(Date.now),
+    )
+    .option('--until <when>', `${timeColumn} before: ISO 8601 time or a duration`, timeOption(Date.now))
+    .option('--operator <name>', 'who is doing this (required; recorded with the job and each item)', operatorName)
+    .option('--dry-run', 'print how many rows match and do nothing')
+    .option('--yes', 'do not ask for confirmation (needed when stdin is not a terminal)')
+    .option('--wait', 'run the job here until it is finished, printing its progress')
+    .option('--json', 'print the outcome as one JSON document');
+}
+
+/** Counts, confirms, creates; then waits when asked. */
+async function bulkAction(
+  context: CliContext,
+  spec: BulkJobSpec,
+  options: CommonOptions,
+  words: { verb: string; noun: string; command: string },
+) {
+  const operator = requireOperator(options.operator, words.command);
+  const dbContext = { db: context.db, logger: context.logger };
+  const counted = await createBulkJob(dbContext, { spec, operator, dryRun: true });
+  const count = counted.kind === 'counted' ? counted.count : counted.job.total;
+  if (options.dryRun || count === 0) {
+    context.out(options.json ? JSON.stringify({ count, job: null }) : `${count} ${words.noun}(s) match`);
+    if (!options.dryRun && !options.json) context.err('nothing to do: no job was created');
+    return EXIT.done;
+  }
+  if (!options.yes) {
+    if (context.ask === undefined) {
+      context.err(`${count} ${words.noun}(s) match`);
+      throw new CliError(
+        EXIT.usage,
+        `not a terminal: pass --yes to ${words.verb.toLowerCase()} them as a job (nothing was done)`,
+      );
+    }
+    const answer = await context.ask(`${words.verb} all ${count} matching ${words.noun}(s) as a job? [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) {
+      context.err('nothing was done');
+      return EXIT.done;
+    }
+  }
+  const created = await createBulkJob(dbContext, { spec, operator });
+  if (created.kind === 'counted') {
+    context.out(
+      options.json ? JSON.stringify({ count: 0, job: null }) : `0 ${words.noun}(s) match now: no job was created`,
+    );
+    return EXIT.done;
+  }
+  let job = created.job;
+  if (!options.json) context.out(`job ${job.id} queued: ${job.total} ${words.noun}(s)`);
+  if (options.wait) job = await waitForJob(context, job.id);
+  if (options.json) context.out(JSON.stringify({ count: created.job.total, job: jobJson(job) }));
+  else if (options.wait)
+    context.out(`job ${job.id} ${job.status}: ${job.processed} of ${job.total} taken, ${job.failed} failed`);
+  return EXIT.done;
+}
+
+export const jobsReplayCommand: CommandModule = {
+  path: ['jobs', 'replay'],
+  groupDescription: 'bulk actions by filter: replay, retry, list, show, cancel, run',
+  define: (command, run) =>
+    withCommonOptions(
+      command
+        .summary('replay every event a filter matches, as a job')
+        .description(
+          'replay the failed (or parked, or dead-lettered) events that match the filters of `events list`, as a ' +
+            'job that survives restarts; the job and each replay are recorded in operator_actions',
+        )
+        .addOption(
+          new Option('--status <status>', 'the events to replay').choices(REPLAYABLE_STATUSES).default('failed'),
+        )
+        .addOption(providerOption('only events of this provider'))
+        .option('--type <type>', 'only events of this type')
+        .option('--subject <id>', "only events about this sender's object"),
+      'received',
+    ).action(
+      run(
+        async (
+          context,
+          options: CommonOptions & { status: ReplayableStatus; provider?: string; type?: string; subject?: string },
+        ) => {
+          const { status, provider, type, subject, id, since, until } = options;
+          const spec: BulkJobSpec = {
+            kind: 'replay_events',
+            filter: { status, provider, type, subject, id, since, until },
+          };
+          return bulkAction(context, spec, options, { verb: 'Replay', noun: 'event', command: 'jobs replay' });
+        },
+      ),
+    ),
+};
+
+export const jobsRetryCommand: CommandModule = {
+  path: ['jobs', 'retry'],
+  define: (command, run) =>
+    withCommonOptions(
+      command
+        .summary('retry every dead outbox message a filter matches, as a job')
+        .description(
+          'send the dead outbox messages that match the filters of `outbox list` back to pending, as a job that ' +
+            'survives restarts; the job and each retry are recorded in operator_actions',
+        )
+        .addOption(
+          new Option('--status <status>', 'the messages to retry (dead only)').choices(['dead']).default('dead'),
+        )
+        .option('--topic <topic>', 'only messages of this topic'),
+      'created',
+    ).action(
+      run(async (context, options: CommonOptions & { topic?: string }) => {
+        const { topic, id, since, until } = options;
+        const spec: BulkJobSpec = { kind: 'retry_outbox', filter: { status: 'dead', topic, id, since, until } };
+        return bulkAction(context, spec, options, { verb: 'Retry', noun: 'message', command: 'jobs retry' });
+      }),
+    ),
+};

@@ -1,0 +1,102 @@
+// `webhook-inbox jobs list` and `jobs show <id>`: bulk jobs newest first, and one job's progress,
+// as text or one JSON document. `jobs cancel <id> --operator NAME`: stops a queued or running job
+// before its next batch (audited); a finished one is left as it is (exit 0); unknown: exit 3.
+import { cancelBulkJob, getBulkJob, jobJson, listBulkJobs } from '../../ops/bulk-jobs.ts';
+import { type CommandModule, EXIT, integerIn, operatorName, requireOperator } from '../context.ts';
+import { formatTable, terminalText } from '../table.ts';
+
+/** The printable form of an id argument: it may be anything the operator typed. */
+const shownId = (id: string) => terminalText(id);
+
+export const jobsListCommand: CommandModule = {
+  path: ['jobs', 'list'],
+  define: (command, run) =>
+    command
+      .summary('list bulk jobs, newest first')
+      .option('--limit <n>', 'at most this many', integerIn(1, 200), 20)
+      .option('--json', 'print one JSON document (an array)')
+      .action(
+        run(async (context, options: { limit: number; json?: boolean }) => {
+          const jobs = await listBulkJobs(context.db, options.limit);
+          if (options.json) {
+            context.out(JSON.stringify(jobs.map(jobJson)));
+          } else if (jobs.length === 0) {
+            context.out('no jobs');
+          } else {
+            const header = ['id', 'kind', 'status', 'processed', 'total', 'failed', 'operator', 'created_at'];
+            const rows = jobs.map((job) => [
+              job.id,
+              job.kind,
+              job.status,
+              String(job.processed),
+              String(job.total),
+              String(job.failed),
+              job.operator,
+              job.createdAt.toISOString(),
+            ]);
+            context.out(formatTable(header, rows));
+          }
+          return EXIT.done;
+        }),
+      ),
+};
+
+export const jobsShowCommand: CommandModule = {
+  path: ['jobs', 'show'],
+  define: (command, run) =>
+    command
+      .summary("show one bulk job's progress")
+      .argument('<job-id>', 'the job id, as `jobs list` shows it')
+      .option('--json', 'print one JSON document')
+      .action(
+        run(async (context, id: string, options: { json?: boolean }) => {
+          const job = await getBulkJob(context.db, id);
+          if (job === undefined) {
+            context.err(`not found: job ${shownId(id)}`);
+            return EXIT.notFound;
+          }
+          const json = jobJson(job);
+          if (options.json) {
+            context.out(JSON.stringify(json));
+            return EXIT.done;
+          }
+          const fields = { ...json, filter: JSON.stringify(json.filter) };
+          const width = Math.max(...Object.keys(fields).map((name) => name.length));
+          for (const [name, value] of Object.entries(fields)) {
+            context.out(`${name.padEnd(width)}  ${terminalText(String(value ?? ''))}`);
+          }
+          return EXIT.done;
+        }),
+      ),
+};
+
+export const jobsCancelCommand: CommandModule = {
+  path: ['jobs', 'cancel'],
+  define: (command, run) =>
+    command
+      .summary('cancel a queued or running bulk job')
+      .argument('<job-id>', 'the job id')
+      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
+      .option('--json', 'print the job after as one JSON document')
+      .action(
+        run(async (context, id: string, options: { operator?: string; json?: boolean }) => {
+          const operator = requireOperator(options.operator, 'jobs cancel');
+          const result = await cancelBulkJob(context, { id, operator });
+          if (result.kind === 'not_found') {
+            context.err(`not found: job ${shownId(id)}`);
+            return EXIT.notFound;
+          }
+          const { job } = result;
+          if (options.json) {
+            context.out(JSON.stringify({ cancelled: result.kind === 'cancelled', job: jobJson(job) }));
+          } else {
+            context.out(
+              result.kind === 'cancelled'
+                ? `cancelled job ${job.id} after ${job.processed} of ${job.total}`
+                : `job ${job.id} was already ${job.status}: left as it is`,
+            );
+          }
+          return EXIT.done;
+        }),
+      ),
+};

@@ -1,0 +1,235 @@
+// Bulk actions by filter, as jobs: replay the inbox events or retry the dead outbox messages that
+// one of the operator's list filters matches (src/ops/events.ts, src/ops/outbox-view.ts). This module
+// owns a job's life outside its runner: counting (a dry run), creating it with its one audit row,
+// reading it, cancelling it, its filter as stored, and the selection it walks. Working through the
+// items in batches is src/ops/bulk-runner.ts.
+//
+// A job takes only rows that existed when it was created: its selection ends at its `created_at`
+// (to the millisecond), so arrivals never extend it and it terminates.
+import { desc, eq, sql } from 'drizzle-orm';
+import type { Database, Executor } from '../db/client.ts';
+import { type BulkJobKind, type BulkJobStatus, bulkJobs, operatorActions } from '../db/schema.ts';
+import { isoOrNull } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import { isMessageId } from '../outbox/operator.ts';
+import { countEventsExactly, type EventSelection } from './events.ts';
+import { assertOperatorName } from './operator-name.ts';
+import { countOutboxExactly, type OutboxSelection } from './outbox-view.ts';
+import { REPLAYABLE } from './replay.ts';
+import { parseTimeBound } from './time-bound.ts';
+
+/**
+ * The statuses a bulk replay takes events from: the replayable ones (a completed event would only be
+ * recorded, one audit row each for nothing). A job takes one of them; `failed` unless told.
+ */
+export type ReplayableStatus = 'failed' | 'parked' | 'dead_letter';
+/** replay.ts's REPLAYABLE, typed as the statuses it names. */
+export const REPLAYABLE_STATUSES = REPLAYABLE as readonly ReplayableStatus[];
+
+/** The events list's filters, one replayable status among them. */
+export interface EventJobFilter extends Omit<EventSelection, 'status'> {
+  status: ReplayableStatus;
+}
+
+/** The outbox list's filters; retrying is for dead messages only. */
+export interface OutboxJobFilter extends Omit<OutboxSelection, 'status'> {
+  status: 'dead';
+}
+
+export type BulkJobSpec =
+  | { kind: 'replay_events'; filter: EventJobFilter }
+  | { kind: 'retry_outbox'; filter: OutboxJobFilter };
+
+/** The audit `action` and `target_kind` of each kind's job row and item rows. */
+export const JOB_AUDIT: Readonly<Record<BulkJobKind, { action: string; targetKind: 'event' | 'outbox' }>> = {
+  replay_events: { action: 'bulk_replay', targetKind: 'event' },
+  retry_outbox: { action: 'bulk_retry', targetKind: 'outbox' },
+};
+
+/** A filter as stored in `bulk_jobs.filter` and shown in answers: the list's parameter names, times in ISO 8601. */
+export type FilterJson = Record<string, string>;
+
+export function filterJson(spec: BulkJobSpec): FilterJson {
+  const { since, until, ...rest } = spec.filter;
+  const entries = Object.entries({ ...rest, since: since?.toISOString(), until: until?.toISOString() });
+  return Object.fromEntries(entries.filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
+/** The spec a stored job was created with (its filter was written by filterJson). */
+export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
+  const json = (typeof stored === 'object' && stored !== null ? stored : {}) as Partial<FilterJson>;
+  const time = (value: string | undefined) => (value === undefined ? undefined : parseTimeBound(value, 0));
+  const common = { id: json.id, since: time(json.since), until: time(json.until) };
+  if (kind === 'retry_outbox') return { kind, filter: { ...common, status: 'dead', topic: json.topic } };
+  const status = REPLAYABLE_STATUSES.find((candidate) => candidate === json.status) ?? 'failed';
+  return {
+    kind,
+    filter: { ...common, status, provider: json.provider, type: json.type, subject: json.subject },
+  };
+}
+
+/**
+ * The filter narrowed to rows that existed at `createdAt`: received (or created) before the next
+ * millisecond. The count at creation and every batch of the runner read through the same bound.
+ */
+export function boundedSpec(spec: BulkJobSpec, createdAt: Date): BulkJobSpec {
+  const bound = new Date(createdAt.getTime() + 1);
+  const until = spec.filter.until === undefined || spec.filter.until > bound ? bound : spec.filter.until;
+  // One branch per kind: a spread of the union would not keep each kind with its own filter.
+  return spec.kind === 'replay_events'
+    ? { kind: spec.kind, filter: { ...spec.filter, until } }
+    : { kind: spec.kind, filter: { ...spec.filter, until } };
+}
+
+/** The rows a spec matches, exactly. */
+export function countSpec(db: Executor, spec: BulkJobSpec): Promise<number> {
+  return spec.kind === 'replay_events' ? countEventsExactly(db, spec.filter) : countOutboxExactly(db, spec.filter);
+}
+
+export type BulkJob = typeof bulkJobs.$inferSelect;
+
+export type CreateResult =
+  /** A dry run, or a filter that matches nothing: no job, nothing recorded. */
+  { kind: 'counted'; count: number } | { kind: 'created'; job: BulkJob };
+
+export interface CreateRequest {
+  spec: BulkJobSpec;
+  operator: string;
+  dryRun?: boolean | undefined;
+}
+
+/** The database's now, to the millisecond (the job's `created_at`, what its selection ends at). */
+async function databaseNow(db: Executor): Promise<Date> {
+  const [row] = await db.execute<{ ms: string }>(
+    sql`select floor(extract(epoch from now()) * 1000)::bigint::text as ms`,
+  );
+  return new Date(Number(row?.ms));
+}
+
+/**
+ * Counts what the filter matches now; unless it is a dry run or matches nothing, creates the job
+ * (`queued`, its total that count) and its one audit row (the filter as `detail`) in one transaction.
+ * The count reads every matching entry of the filter's index: exact, not capped like the lists'.
+ */
+export async function createBulkJob(
+  context: { db: Database; logger: Logger },
+  request: CreateRequest,
+): Promise<CreateResult> {
+  assertOperatorName(request.operator);
+  const result = await context.db.transaction(async (tx): Promise<CreateResult> => {
+    const createdAt = await databaseNow(tx);
+    const count = await countSpec(tx, boundedSpec(request.spec, createdAt));
+    if (request.dryRun || count === 0) return { kind: 'counted', count };
+    const filter = filterJson(request.spec);
+    const [job] = await tx
+      .insert(bulkJobs)
+      .values({ kind: request.spec.kind, operator: request.operator, filter, total: count, createdAt })
+      .returning();
+    if (job === undefined) throw new Error('insert returned no row');
+    const audit = JOB_AUDIT[job.kind];
+    await tx.insert(operatorActions).values({
+      operator: request.operator,
+      action: audit.action,
+      targetKind: audit.targetKind,
+      target: `job/${job.id}`,
+      afterStatus: 'queued',
+      jobId: job.id,
+      detail: filter,
+    });
+    return { kind: 'created', job };
+  });
+  if (result.kind === 'created') {
+    const { job } = result;
+    context.logger.info('bulk job created', {
+      job_id: job.id,
+      kind: job.kind,
+      operator: job.operator,
+      total: job.total,
+    });
+  }
+  return result;
+}
+
+/** A job id is a uuid: anything else names no job (and would fail the query). */
+export const isJobId = isMessageId;
+
+export async function getBulkJob(db: Executor, id: string): Promise<BulkJob | undefined> {
+  if (!isJobId(id)) return undefined;
+  const [job] = await db.select().from(bulkJobs).where(eq(bulkJobs.id, id));
+  return job;
+}
+
+/** The newest jobs first. */
+export function listBulkJobs(db: Executor, limit: number): Promise<BulkJob[]> {
+  return db.select().from(bulkJobs).orderBy(desc(bulkJobs.createdAt), desc(bulkJobs.id)).limit(limit);
+}
+
+export const UNFINISHED: readonly BulkJobStatus[] = ['queued', 'running'];
+
+export type CancelResult =
+  | { kind: 'cancelled'; job: BulkJob }
+  /** Done, failed or cancelled before: left as it was, nothing recorded. */
+  | { kind: 'finished'; job: BulkJob }
+  | { kind: 'not_found' };
+
+/**
+ * Cancels a queued or running job, audited in the same transaction. A batch in progress holds the
+ * job's row, so the cancel waits for that batch to commit; the runner then stops at its next one.
+ */
+export async function cancelBulkJob(
+  context: { db: Database; logger: Logger },
+  request: { id: string; operator: string },
+): Promise<CancelResult> {
+  assertOperatorName(request.operator);
+  if (!isJobId(request.id)) return { kind: 'not_found' };
+  const result = await context.db.transaction(async (tx): Promise<CancelResult> => {
+    const [current] = await tx.select().from(bulkJobs).where(eq(bulkJobs.id, request.id)).for('update');
+    if (current === undefined) return { kind: 'not_found' };
+    if (!UNFINISHED.includes(current.status)) return { kind: 'finished', job: current };
+    const [job] = await tx
+      .update(bulkJobs)
+      .set({
+        status: 'cancelled',
+        cancelledBy: request.operator,
+        finishedAt: sql`now()`,
+        lockedUntil: null,
+        lockedBy: null,
+      })
+      .where(eq(bulkJobs.id, request.id))
+      .returning();
+    if (job === undefined) return { kind: 'not_found' };
+    await tx.insert(operatorActions).values({
+      operator: request.operator,
+      action: 'bulk_cancel',
+      targetKind: JOB_AUDIT[job.kind].targetKind,
+      target: `job/${job.id}`,
+      beforeStatus: current.status,
+      afterStatus: 'cancelled',
+      jobId: job.id,
+    });
+    return { kind: 'cancelled', job };
+  });
+  if (result.kind === 'cancelled') {
+    context.logger.info('bulk job cancelled', { job_id: request.id, operator: request.operator });
+  }
+  return result;
+}
+
+/** The wire form shared by the admin API and the CLI's `--json` (snake_case, like the table). */
+export function jobJson(job: BulkJob) {
+  return {
+    id: job.id,
+    kind: job.kind,
+    status: job.status,
+    operator: job.operator,
+    filter: job.filter as FilterJson,
+    total: job.total,
+    processed: job.processed,
+    failed: job.failed,
+    created_at: job.createdAt.toISOString(),
+    started_at: isoOrNull(job.startedAt),
+    finished_at: isoOrNull(job.finishedAt),
+    cancelled_by: job.cancelledBy,
+    last_error: job.lastError,
+  };
+}

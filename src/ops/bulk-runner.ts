@@ -1,0 +1,348 @@
+// The runner of bulk jobs (src/ops/bulk-jobs.ts): takes a runnable job under a lease and works
+// through its selection in key order, a bounded batch at a time. Each batch is ONE transaction that
+// renews the lease (and so holds the job's row), applies its items through the operator's own replay
+// and retry (each item audited with the job's id), and moves the job's position and counts. A crash
+// mid-batch rolls all of that back, so a resumed job takes every item exactly once; a cancel waits
+// for the batch in progress and the next batch finds the job cancelled. Between batches it pauses and
+// defers to a saturated intake, so a job never starves the webhooks.
+//
+// Run by the Node entry on a schedule, by the Worker's cron as a bounded slice, and by `jobs run`.
+import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Database, Transaction } from '../db/client.ts';
+import { describeError, isTransientDatabaseError } from '../db/errors.ts';
+import { leaseCleared, takeLease } from '../db/lease.ts';
+import { bulkJobs } from '../db/schema.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
+import { deferToIntake, type IntakeLoad } from '../inbox/intake-load.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import {
+  type BulkJob,
+  boundedSpec,
+  type EventJobFilter,
+  type OutboxJobFilter,
+  storedSpec,
+  UNFINISHED,
+} from './bulk-jobs.ts';
+import { decodeCursor, encodeCursor, type PageKey } from './cursor.ts';
+import { listEvents } from './events.ts';
+import { listOutbox } from './outbox-view.ts';
+import { replayEvents } from './replay.ts';
+import { retryOutbox } from './retry.ts';
+
+export interface BulkRunnerSettings {
+  /** Items per batch (one transaction). */
+  batchSize: number;
+  /** A runner's hold on its job, renewed by every batch; a crashed runner's job resumes after it. */
+  leaseMs: number;
+  /** The pause between two batches of a job. */
+  pauseMs: number;
+  /** Longest a batch waits for a saturated intake before it goes ahead anyway. */
+  maxDeferMs: number;
+}
+
+export const BULK_BATCH_SIZE = 50;
+export const DEFAULT_BULK_SETTINGS: BulkRunnerSettings = {
+  batchSize: BULK_BATCH_SIZE,
+  leaseMs: 30_000,
+  pauseMs: 50,
+  maxDeferMs: 2_000,
+};
+
+const DEFER_POLL_MS = 20;
+
+export interface BulkRunnerDeps {
+  db: Database;
+  handlers: HandlerMap;
+  clock: Clock;
+  logger: Logger;
+  /** This runner's lease owner (`locked_by`). */
+  owner: string;
+  metrics?: Pick<Metrics, 'countReplay' | 'countRetry'> | undefined;
+  /** The Node process's intake load (async mode), to defer to between batches. */
+  intakeLoad?: IntakeLoad | undefined;
+  settings?: Partial<BulkRunnerSettings>;
+}
+
+export interface BulkRunOptions {
+  /** Stop taking batches after this long. */
+  budgetMs: number;
+  signal?: AbortSignal | undefined;
+  /** Stop after this many batches (a bounded slice). */
+  maxBatches?: number | undefined;
+  /** Work on this job only. */
+  jobId?: string | undefined;
+}
+
+/** Why a run ended: no runnable job left, its budget or batch count spent, its signal aborted, or a database error. */
+export type BulkStopReason = 'idle' | 'budget' | 'batches' | 'aborted' | 'error';
+
+export interface BulkRunSummary {
+  /** Jobs taken (a job resumed counts again). */
+  jobs: number;
+  batches: number;
+  /** Items taken, and of them those the action could not change. */
+  items: number;
+  failed: number;
+  /** Jobs this run finished (done). */
+  finished: number;
+  /** Time spent waiting for a saturated intake between batches. */
+  deferredMs: number;
+  stoppedBy: BulkStopReason;
+}
+
+interface BatchDone {
+  items: number;
+  failed: number;
+  /** Where the next batch starts; undefined when this batch reached the end. */
+  next: PageKey | undefined;
+}
+
+export interface BulkRunner {
+  readonly owner: string;
+  run(options: BulkRunOptions): Promise<BulkRunSummary>;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (ms <= 0 || signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done);
+  });
+
+export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
+  const settings = { ...DEFAULT_BULK_SETTINGS, ...deps.settings };
+  const { db, clock, logger, owner } = deps;
+  const job = bulkJobs;
+  const heldByUs = (id: string) => and(eq(job.id, id), eq(job.lockedBy, owner));
+
+  /** The oldest runnable job nobody holds (or whose holder's lease lapsed), now leased to us. */
+  async function claim(only: string | undefined): Promise<BulkJob | undefined> {
+    const lease = takeLease(owner, clock(), settings.leaseMs);
+    const candidate = db
+      .select({ id: job.id })
+      .from(job)
+      .where(
+        and(
+          sql`${job.status} in ('queued', 'running')`,
+          or(isNull(job.lockedUntil), lt(job.lockedUntil, lease.takenAt)),
+          only === undefined ? undefined : eq(job.id, only),
+        ),
+      )
+      .orderBy(job.createdAt)
+      .limit(1)
+      .for('update', { skipLocked: true });
+    const [claimed] = await db
+      .update(job)
+      .set({
+        status: 'running',
+        startedAt: sql`coalesce(${job.startedAt}, now())`,
+        lockedUntil: lease.until,
+        lockedBy: owner,
+      })
+      .where(sql`${job.id} = (${candidate})`)
+      .returning();
+    return claimed;
+  }
+
+  async function replayItems(tx: Transaction, held: BulkJob, filter: EventJobFilter, after: PageKey | undefined) {
+    const page = await listEvents(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
+    const byProvider = new Map<string, typeof page.rows>();
+    for (const row of page.rows) byProvider.set(row.provider, [...(byProvider.get(row.provider) ?? []), row]);
+    let failed = 0;
+    for (const [provider, rows] of byProvider) {
+      let eventIds = rows.map((row) => row.eventId);
+      while (eventIds.length > 0) {
+        const result = await replayEvents(
+          { db: tx, handlers: deps.handlers, clock, logger, metrics: deps.metrics },
+          { provider, eventIds, operator: held.operator, jobId: held.id },
+        );
+        if (result.kind === 'replayed') {
+          failed += result.events.filter((event) => event.outcome !== 'applied').length;
+          break;
+        }
+        // Deleted by retention since the page was read: not changed, so counted as failed.
+        failed += result.eventIds.length;
+        eventIds = eventIds.filter((id) => !result.eventIds.includes(id));
+      }
+    }
+    return { items: page.rows.length, failed, next: nextKey(page.nextCursor, 2) };
+  }
+
+  async function retryItems(tx: Transaction, held: BulkJob, filter: OutboxJobFilter, after: PageKey | undefined) {
+    const page = await listOutbox(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
+    let ids = page.rows.map((row) => row.id);
+    let failed = 0;
+    while (ids.length > 0) {
+      const result = await retryOutbox(
+        { db: tx, clock, logger, metrics: deps.metrics },
+        { ids, operator: held.operator, jobId: held.id },
+      );
+      if (result.kind === 'retried') {
+        // No longer dead (an operator or another job retried it first): left alone.
+        failed += result.skipped.length;
+        break;
+      }
+      failed += result.ids.length;
+      ids = ids.filter((id) => !result.ids.includes(id));
+    }
+    return { items: page.rows.length, failed, next: nextKey(page.nextCursor, 1) };
+  }
+
+  /**
+   * One batch in one transaction, or undefined when the job is no longer ours to run: cancelled, or
+   * taken by another runner after our lease lapsed. The first statement renews the lease and locks
+   * the job's row until the commit, so no other runner and no cancel can interleave with the batch.
+   */
+  async function runBatch(jobId: string): Promise<(BatchDone & { job: BulkJob }) | undefined> {
+    return db.transaction(async (tx) => {
+      const lease = takeLease(owner, clock(), settings.leaseMs);
+      const [held] = await tx
+        .update(job)
+        .set({ lockedUntil: lease.until })
+        .where(and(heldByUs(jobId), eq(job.status, 'running')))
+        .returning();
+      if (held === undefined) return undefined;
+      const spec = boundedSpec(storedSpec(held.kind, held.filter), held.createdAt);
+      const after = positionOf(held.position);
+      const done =
+        spec.kind === 'replay_events'
+          ? await replayItems(tx, held, spec.filter, after)
+          : await retryItems(tx, held, spec.filter, after);
+      const finished = done.next === undefined;
+      const [updated] = await tx
+        .update(job)
+        .set({
+          position: done.next ?? held.position,
+          processed: sql`${job.processed} + ${done.items}`,
+          failed: sql`${job.failed} + ${done.failed}`,
+          ...(finished ? { status: 'done' as const, finishedAt: sql`now()`, ...leaseCleared } : {}),
+        })
+        .where(eq(job.id, jobId))
+        .returning();
+      if (updated === undefined) throw new Error('the held job row vanished');
+      return { ...done, job: updated };
+    });
+  }
+
+  /** A batch that failed: a database outage leaves the job to its lease (resumed later); anything else fails it. */
+  async function batchFailed(jobId: string, error: unknown): Promise<'transient' | 'failed'> {
+    const reason = describeError(error);
+    if (isTransientDatabaseError(error)) {
+      logger.warn('bulk job batch failed; the job resumes when its lease lapses', { job_id: jobId, error: reason });
+      return 'transient';
+    }
+    logger.error('bulk job failed', { job_id: jobId, error: reason });
+    await db
+      .update(job)
+      .set({ status: 'failed', lastError: reason, finishedAt: sql`now()`, ...leaseCleared })
+      .where(and(heldByUs(jobId), sql`${job.status} in ('queued', 'running')`));
+    return 'failed';
+  }
+
+  /** Ends our lease early, so that the next run (here or in another process) resumes at once. */
+  async function release(jobId: string): Promise<void> {
+    await db
+      .update(job)
+      .set(leaseCleared)
+      .where(and(heldByUs(jobId), sql`${job.status} in ('queued', 'running')`));
+  }
+
+  /** The pause between two batches, then the wait for a saturated intake; answers that wait. */
+  async function betweenBatches(signal: AbortSignal | undefined): Promise<number> {
+    await sleep(settings.pauseMs, signal);
+    if (deps.intakeLoad === undefined) return 0;
+    return deferToIntake(deps.intakeLoad, { maxWaitMs: settings.maxDeferMs, pollMs: DEFER_POLL_MS, signal });
+  }
+
+  async function run(options: BulkRunOptions): Promise<BulkRunSummary> {
+    const summary: BulkRunSummary = {
+      jobs: 0,
+      batches: 0,
+      items: 0,
+      failed: 0,
+      finished: 0,
+      deferredMs: 0,
+      stoppedBy: 'idle',
+    };
+    const deadlineMs = clock() + options.budgetMs;
+    let current: BulkJob | undefined;
+    const stop = (reason: BulkStopReason) => {
+      summary.stoppedBy = reason;
+      return summary;
+    };
+    try {
+      for (;;) {
+        if (options.signal?.aborted) return stop('aborted');
+        if (clock() >= deadlineMs) return stop('budget');
+        if (options.maxBatches !== undefined && summary.batches >= options.maxBatches) return stop('batches');
+        if (current === undefined) {
+          current = await claim(options.jobId);
+          if (current === undefined) return stop('idle');
+          summary.jobs += 1;
+          logger.info('bulk job taken', { job_id: current.id, kind: current.kind, processed: current.processed });
+        } else {
+          summary.deferredMs += await betweenBatches(options.signal);
+          if (options.signal?.aborted) return stop('aborted');
+        }
+        const jobId = current.id;
+        let done: Awaited<ReturnType<typeof runBatch>>;
+        try {
+          done = await runBatch(jobId);
+        } catch (error) {
+          current = undefined;
+          if ((await batchFailed(jobId, error)) === 'transient') return stop('error');
+          continue;
+        }
+        if (done === undefined) {
+          logger.info('bulk job stopped: cancelled, or taken over', { job_id: jobId });
+          current = undefined;
+          continue;
+        }
+        summary.batches += 1;
+        summary.items += done.items;
+        summary.failed += done.failed;
+        if (done.next === undefined) {
+          summary.finished += 1;
+          logger.info('bulk job done', {
+            job_id: jobId,
+            total: done.job.total,
+            processed: done.job.processed,
+            failed: done.job.failed,
+          });
+          current = undefined;
+        }
+      }
+    } finally {
+      if (current !== undefined && UNFINISHED.includes(current.status)) {
+        await release(current.id).catch((error: unknown) => {
+          logger.warn('bulk job lease not released', { job_id: current?.id, error: describeError(error) });
+        });
+      }
+    }
+  }
+
+  return { owner, run };
+}
+
+/** A stored position as a listing's cursor. */
+const cursorOf = (key: PageKey | undefined) => (key === undefined ? undefined : encodeCursor(key));
+
+/** The position the next batch starts after: the page's last key, or undefined on the last page. */
+function nextKey(nextCursor: string | null, keyCount: number): PageKey | undefined {
+  return nextCursor === null ? undefined : decodeCursor(nextCursor, keyCount);
+}
+
+/** `bulk_jobs.position` as written by a batch (a PageKey), or undefined before the first one. */
+function positionOf(stored: unknown): PageKey | undefined {
+  if (typeof stored !== 'object' || stored === null) return undefined;
+  const { atMicros, keys } = stored as Partial<PageKey>;
+  if (typeof atMicros !== 'string' || !Array.isArray(keys)) return undefined;
+  return { atMicros, keys: keys.filter((key): key is string => typeof key === 'string') };
+}

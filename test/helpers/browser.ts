@@ -1,0 +1,54 @@
+// A test app served on a local port and driven in Debian's headless chromium (playwright-core), as
+// the dashboard tests do: the browser's launch flags, signing in with the admin token, and where
+// screenshots go. Call `useBrowser` at file level inside a describe that skips without chromium.
+import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import type { DatabaseEnv } from '../../src/db/client.ts';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const ARTIFACTS = 'test/artifacts';
+export const hasChromium = existsSync(CHROMIUM);
+
+/** What page.evaluate reads in the browser (the test's own types have no DOM). */
+export type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
+
+export interface DashboardBrowser {
+  origin: Promise<string>;
+  /** A page at `width`, signed in with `token`, on the overview. */
+  signedIn(token: string, width?: number, height?: number): Promise<Page>;
+}
+
+export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  const origin = new Promise<string>((resolve) =>
+    server.once('listening', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    origin,
+    async signedIn(token, width = 1280, height = 900) {
+      if (browser === undefined) throw new Error('the browser did not start');
+      const page = await browser.newPage({ viewport: { width, height } });
+      await page.goto(`${await origin}/admin`);
+      await page.fill('#sign-in input[name="token"]', token);
+      await page.click('#sign-in button');
+      await page.locator('h1', { hasText: 'Overview' }).waitFor();
+      return page;
+    },
+  };
+}
