@@ -21,6 +21,7 @@ import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
+import { registerRejectionRoutes } from './rejections-api.ts';
 import {
   documentAnswer,
   errorSchema,
@@ -152,7 +153,8 @@ const DOCUMENT_INFO = {
   info: {
     title: 'Webhook Inbox admin API',
     version: '1',
-    description: 'Operator access to the inbox and the outbox. Replays and retries are recorded in operator_actions.',
+    description:
+      'Operator access to the inbox, the outbox and the refused deliveries. Replays and retries are recorded in operator_actions.',
   },
   security: [{ bearer: [] }],
 };
@@ -270,6 +272,8 @@ export function adminApiRoutes(deps: AdminDeps) {
       200,
     );
   });
+
+  registerRejectionRoutes(api, deps, { json, refused });
 
   let document: Record<string, unknown> | undefined;
   api.openapi(routes.document, (c) => {

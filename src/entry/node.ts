@@ -1,7 +1,8 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
 // outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
-// lease sweeper every minute, the fold of the event counters every minute, the retention purge
+// lease sweeper every minute, the fold of the event counters every minute, the refused deliveries'
+// records every second, the retention purge
 // hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
@@ -10,11 +11,12 @@ import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
 import { type Config, ConfigError, type ConfigWarning, checkEmbeddedDatabase, parseConfig } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
-import { databaseStartupProblem } from '../db/errors.ts';
+import { databaseStartupProblem, describeError } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
+import { RejectionLog } from '../inbox/rejection-log.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { workUntilCaughtUp } from '../inbox/worker.ts';
@@ -41,6 +43,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 /** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
 const FOLD_INTERVAL_MS = 60_000;
+/** How often refused deliveries are written (src/inbox/rejection-log.ts): the dashboard is a second behind. */
+const REJECTIONS_FLUSH_INTERVAL_MS = 1000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -173,6 +177,10 @@ async function main(): Promise<void> {
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
+  const rejections = new RejectionLog({
+    onLost: ({ rejections: lost, samples, error }) =>
+      logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
+  });
   const app = createProductionApp({
     config,
     db: database.db,
@@ -181,6 +189,7 @@ async function main(): Promise<void> {
     clock,
     logger,
     intakeLoad,
+    rejections,
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
   });
@@ -225,6 +234,7 @@ async function main(): Promise<void> {
       logger.info('retention purge', {
         payloads_nulled: summary.payloadsNulled,
         rows_deleted: summary.rowsDeleted,
+        rejection_counts_deleted: summary.rejectionCountsDeleted,
         stopped_by: summary.stoppedBy,
       });
     },
@@ -237,6 +247,14 @@ async function main(): Promise<void> {
     run: async (signal) => {
       await foldCounters(background.db, { nowMs: clock, budgetMs: 10_000, signal });
     },
+  });
+  // Off the request pool: a flood of refusals never takes a connection a delivery needs.
+  const rejectionsSchedule = startSchedule({
+    name: 'refused deliveries',
+    intervalMs: REJECTIONS_FLUSH_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: () => rejections.flush(background.db),
   });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
@@ -261,10 +279,14 @@ async function main(): Promise<void> {
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
     const jobsStopped = Promise.all(
-      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule].map((schedule) => schedule.stop()),
+      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule, rejectionsSchedule].map((schedule) =>
+        schedule.stop(),
+      ),
     );
     server.close(() => {
       jobsStopped
+        // No request is left to refuse: what they refused is written before the pools close.
+        .then(() => rejections.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
         .then(stopDatabase)

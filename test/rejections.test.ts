@@ -1,0 +1,256 @@
+// Refused deliveries kept for operators: each class (404, 413, 415, 401, 400, 503) lands in the ring
+// with its reason and detail, its credentials redacted and nothing of its body; a flood of bad
+// signatures leaves the ring at its size and the counts exact; the admin API lists both; retention
+// removes old counts; the dashboard page reads well at 1280 and 390 px.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { chromium } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REJECTION_RING_SIZE, RejectionLog } from '../src/inbox/rejection-log.ts';
+import { HEADERS_KEPT_MAX, HEADERS_LEFT_OUT, REDACTED } from '../src/inbox/rejections.ts';
+import { purgeByRetention } from '../src/inbox/retention.ts';
+import { AppError } from '../src/lib/errors.ts';
+import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
+import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
+
+const { sql, db } = await useTestDatabase();
+const TOKEN = 'rejections-token-for-tests-0123456789';
+const bearer = { authorization: `Bearer ${TOKEN}` };
+const MINUTE_MS = 60_000;
+
+interface RingRow {
+  slot: number;
+  at: Date;
+  provider: string;
+  status_code: number;
+  reason: string;
+  detail: string | null;
+  trace_id: string | null;
+  headers: Record<string, string>;
+}
+
+/** A marker no random hex id can hold by chance (it has letters beyond f), put in every refused body. */
+const bodyMarker = () => `BODYMARKERzq${randomBytes(6).toString('hex')}`;
+
+async function appWithLog(overrides: Parameters<typeof buildTestApp>[1] = {}) {
+  const log = new RejectionLog();
+  const test = await buildTestApp(db, {
+    rejections: log,
+    ...overrides,
+    config: { ADMIN_TOKEN: TOKEN, MAX_BODY_BYTES: 1024, ...overrides.config },
+  });
+  return { test, log };
+}
+
+/** The ring's rows for this request's trace id (each test's refusals carry one of their own). */
+async function ringRowsOf(traceId: string): Promise<RingRow[]> {
+  return sql<RingRow[]>`select * from webhook_rejections where trace_id = ${traceId} order by at desc, slot desc`;
+}
+
+/** A W3C traceparent of a fresh trace id: the ring keeps the sender's trace id, so each refusal is found by it. */
+function traced(): { traceId: string; traceparent: string } {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+}
+
+/** Posts `body` with `headers` and a fresh trace, flushes the log, and answers the status and the one ring row. */
+async function refused(
+  { test, log }: { test: TestApp; log: RejectionLog },
+  path: string,
+  body: string,
+  headers: Record<string, string>,
+) {
+  const { traceId, traceparent } = traced();
+  const response = await test.request(path, { method: 'POST', body, headers: { ...headers, traceparent } });
+  await log.flush(db);
+  const rows = await ringRowsOf(traceId);
+  expect(rows).toHaveLength(1);
+  const [row] = rows as [RingRow];
+  return { status: response.status, row };
+}
+
+describe('each refusal lands in the ring with its reason, never its body', () => {
+  it('404, 413, 415, 401 (three reasons) and 400, each with its detail; credentials redacted', async () => {
+    const app = await appWithLog();
+    const marker = bodyMarker();
+    const body = JSON.stringify(acmeEvent({ data: { id: 'sub_1', status: 'active', note: marker } }));
+    const signed = await signedHeaders(body);
+    const authorization = `Bearer token-${randomBytes(8).toString('hex')}`;
+    const invalid = JSON.stringify(acmeEvent({ version: -1, data: { id: 'sub_1', status: 'active', note: marker } }));
+    const cases: Array<{
+      name: string;
+      path: string;
+      body: string;
+      headers: Record<string, string>;
+      expected: Partial<RingRow>;
+    }> = [
+      {
+        name: '404',
+        path: '/webhooks/nosuchsender',
+        body,
+        headers: signed,
+        expected: { provider: '(unknown)', status_code: 404, reason: 'not_found', detail: 'nosuchsender' },
+      },
+      {
+        name: '413',
+        path: '/webhooks/acme',
+        body: JSON.stringify(acmeEvent({ data: { id: 'sub_1', status: 'active', pad: marker.repeat(100) } })),
+        headers: signed,
+        expected: { provider: 'acme', status_code: 413, reason: 'payload_too_large', detail: 'limit 1024 bytes' },
+      },
+      {
+        name: '415',
+        path: '/webhooks/acme',
+        body,
+        headers: { ...signed, 'content-type': 'text/plain; charset=utf-8' },
+        expected: { status_code: 415, reason: 'unsupported_media_type', detail: 'text/plain; charset=utf-8' },
+      },
+      {
+        name: '401 bad signature',
+        path: '/webhooks/acme',
+        body,
+        headers: { ...signed, 'x-acme-signature': '0'.repeat(64), authorization, 'x-api-key': 'key-value-1234' },
+        expected: { status_code: 401, reason: 'signature_mismatch', detail: null },
+      },
+      {
+        name: '401 missing timestamp',
+        path: '/webhooks/acme',
+        body,
+        headers: { 'content-type': 'application/json', 'x-acme-signature': signed['x-acme-signature'] ?? '' },
+        expected: { status_code: 401, reason: 'headers_missing' },
+      },
+      {
+        name: '401 old timestamp',
+        path: '/webhooks/acme',
+        body,
+        headers: await signedHeaders(body, { timestamp: TEST_NOW_MS / 1000 - 301 }),
+        expected: { status_code: 401, reason: 'timestamp_outside_tolerance' },
+      },
+      {
+        name: '400',
+        path: '/webhooks/acme',
+        body: invalid,
+        headers: await signedHeaders(invalid),
+        expected: { status_code: 400, reason: 'invalid_payload', detail: 'version' },
+      },
+    ];
+    const rows: RingRow[] = [];
+    for (const refusal of cases) {
+      const headers = { ...refusal.headers, 'user-agent': 'tests/1.0' };
+      const { status, row } = await refused(app, refusal.path, refusal.body, headers);
+      expect(status, refusal.name).toBe(refusal.expected.status_code);
+      expect(row, refusal.name).toMatchObject(refusal.expected);
+      rows.push(row);
+    }
+    const [, , , badSignature] = rows as [RingRow, RingRow, RingRow, RingRow];
+    expect(badSignature.headers).toMatchObject({
+      'x-acme-signature': REDACTED,
+      authorization: REDACTED,
+      'x-api-key': REDACTED,
+      'x-acme-timestamp': signed['x-acme-timestamp'],
+      'user-agent': 'tests/1.0',
+      'content-type': 'application/json',
+    });
+    const everything = JSON.stringify(await sql`select * from webhook_rejections`);
+    expect(everything).not.toContain(marker);
+    expect(everything).not.toContain(authorization);
+    expect(everything).not.toContain(signed['x-acme-signature']);
+    expect(everything).not.toContain('key-value-1234');
+    expect(everything).not.toContain(TEST_SECRET);
+  });
+
+  it('503: backlog full, deadline passed, a paused sender; and a header flood is cut at its bound', async () => {
+    const asyncApp = await appWithLog({ config: { PROCESSING_MODE: 'async', INBOX_MAX_BACKLOG: 0 } });
+    const waiting = await insertEvent(sql, { status: 'received' });
+    const body = JSON.stringify(acmeEvent());
+    const full = await refused(asyncApp, '/webhooks/acme', body, await signedHeaders(body));
+    expect(full).toMatchObject({ status: 503, row: { provider: 'acme', status_code: 503, reason: 'backlog_full' } });
+    await sql`delete from webhook_events where event_id = ${waiting.eventId}`;
+
+    const slow = await appWithLog({
+      config: { HANDLER_DEADLINE_MS: 5 },
+      beforeStore: () => new Promise((resolve) => setTimeout(resolve, 50)),
+    });
+    const late = JSON.stringify(acmeEvent());
+    const deadline = await refused(slow, '/webhooks/acme', late, await signedHeaders(late));
+    expect(deadline).toMatchObject({ status: 503, row: { status_code: 503, reason: 'deadline_passed' } });
+
+    // A pause (or any other 503) names its reason in `why`: a known one is kept, another reads as the code.
+    for (const [why, reason] of [
+      ['sender_paused', 'sender_paused'],
+      ['made_up_reason', 'unavailable'],
+    ] as const) {
+      const paused = await appWithLog({
+        beforeStore: async () => {
+          throw new AppError('unavailable', { why: { reason: why } });
+        },
+      });
+      const event = JSON.stringify(acmeEvent());
+      const answer = await refused(paused, '/webhooks/acme', event, await signedHeaders(event));
+      expect(answer).toMatchObject({ status: 503, row: { reason } });
+    }
+
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-extra-${i}`, 'v'.repeat(300)]));
+    const flooded = await refused(asyncApp, '/webhooks/acme', body, { ...many, 'content-type': 'text/plain' });
+    expect(Object.keys(flooded.row.headers)).toHaveLength(HEADERS_KEPT_MAX + 1);
+    expect(Number(flooded.row.headers[HEADERS_LEFT_OUT])).toBe(40 + 2 - HEADERS_KEPT_MAX);
+    for (const [name, value] of Object.entries(flooded.row.headers)) {
+      if (name.startsWith('x-extra-')) expect(value).toBe(`${'v'.repeat(199)}…`);
+    }
+  });
+
+  it('records nothing without a log, and nothing for accepted or failed deliveries', async () => {
+    const before = await sql<[{ n: number }]>`select count(*)::int as n from webhook_rejection_counts`;
+    const plain = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
+    const { traceparent } = traced();
+    const body = JSON.stringify(acmeEvent());
+    const forged = { ...(await signedHeaders(body)), 'x-acme-signature': '0'.repeat(64), traceparent };
+    expect((await plain.request('/webhooks/acme', { method: 'POST', body, headers: forged })).status).toBe(401);
+    const { test, log } = await appWithLog();
+    expect(
+      (await test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) })).status,
+    ).toBe(200);
+    expect(log.pending).toBe(0);
+    await log.flush(db);
+    expect(await sql`select count(*)::int as n from webhook_rejection_counts`).toEqual(before);
+  });
+});
+
+describe('a flood of bad signatures', () => {
+  it('leaves the ring at its size and the counts exact, holding at most the ring in memory', async () => {
+    const { test, log } = await appWithLog();
+    // A minute of its own, so the count read back is the flood's alone.
+    const floodMs = TEST_NOW_MS + 7 * 86_400_000;
+    test.setNow(floodMs);
+    const body = JSON.stringify(acmeEvent());
+    const forged = {
+      ...(await signedHeaders(body, { timestamp: floodMs / 1000 })),
+      'x-acme-signature': 'f'.repeat(64),
+    };
+    let mostHeld = 0;
+    for (let i = 1; i <= 4000; i++) {
+      const response = await test.request('/webhooks/acme', { method: 'POST', body, headers: forged });
+      expect(response.status).toBe(401);
+      mostHeld = Math.max(mostHeld, log.pending);
+      // Flushed now and then, not on a round number: the ring wraps inside a flush's batch too.
+      if (i % 1500 === 0) await log.flush(db);
+    }
+    await log.flush(db);
+    expect(mostHeld).toBe(REJECTION_RING_SIZE);
+    expect(await sql`select count(*)::int as n, min(slot) as low, max(slot) as high from webhook_rejections`).toEqual([
+      { n: REJECTION_RING_SIZE, low: 0, high: REJECTION_RING_SIZE - 1 },
+    ]);
+    const flood = new Date(Math.floor(floodMs / MINUTE_MS) * MINUTE_MS);
+    expect(
+      await sql`select provider, reason, n::int from webhook_rejection_counts where bucket_start = ${flood}`,
+    ).toEqual([{ provider: 'acme', reason: 'signature_mismatch', n: 4000 }]);
+    // Every slot now holds one of the flood's refusals.
+    expect(
+      await sql`select count(*)::int as n from webhook_rejections where at >= ${flood} and reason = 'signature_mismatch'`,
+    ).toEqual([{ n: REJECTION_RING_SIZE }]);
+  }, 120_000);
+});
