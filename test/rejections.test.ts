@@ -254,3 +254,117 @@ describe('a flood of bad signatures', () => {
     ).toEqual([{ n: REJECTION_RING_SIZE }]);
   }, 120_000);
 });
+
+describe('the admin API', () => {
+  it('lists the ring newest first under its filters, and counts per sender and reason over a range', async () => {
+    const { test, log } = await appWithLog();
+    // An hour of its own, a week after the flood's minute.
+    const startMs = TEST_NOW_MS + 14 * 86_400_000;
+    const body = JSON.stringify(acmeEvent());
+    for (const [offsetMs, path, headers] of [
+      [0, '/webhooks/madeup', { 'content-type': 'application/json' }],
+      [MINUTE_MS, '/webhooks/acme', { 'content-type': 'text/csv' }],
+      [2 * MINUTE_MS, '/webhooks/acme', { 'content-type': 'text/xml' }],
+      [2 * MINUTE_MS + 1, '/webhooks/another1', { 'content-type': 'application/json' }],
+    ] as const) {
+      test.setNow(startMs + offsetMs);
+      await test.request(path, { method: 'POST', body, headers });
+    }
+    await log.flush(db);
+    test.setNow(startMs + 3 * MINUTE_MS);
+    const get = async (path: string) => {
+      const response = await test.request(path, { headers: bearer });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const since = new Date(startMs).toISOString();
+    const listed = await get(`/admin/api/rejections?reason=unsupported_media_type&since=${since}&limit=1`);
+    expect(listed).toEqual({
+      status: 200,
+      body: {
+        ring_size: REJECTION_RING_SIZE,
+        rejections: [
+          {
+            at: new Date(startMs + 2 * MINUTE_MS).toISOString(),
+            provider: 'acme',
+            status: 415,
+            reason: 'unsupported_media_type',
+            detail: 'text/xml',
+            trace_id: null,
+            headers: { 'content-type': 'text/xml' },
+          },
+        ],
+      },
+    });
+    const unknown = await get(`/admin/api/rejections?provider=(unknown)&since=${since}`);
+    expect((unknown.body.rejections as Array<{ detail: string }>).map((row) => row.detail)).toEqual([
+      'another1',
+      'madeup',
+    ]);
+
+    const counted = await get(
+      `/admin/api/rejections/counts?since=${since}&until=${new Date(startMs + 2 * MINUTE_MS).toISOString()}`,
+    );
+    expect(counted).toEqual({
+      status: 200,
+      body: {
+        total: 2,
+        counts: [
+          {
+            provider: '(unknown)',
+            reason: 'not_found',
+            status: 404,
+            n: 1,
+            first_minute: since,
+            last_minute: since,
+          },
+          {
+            provider: 'acme',
+            reason: 'unsupported_media_type',
+            status: 415,
+            n: 1,
+            first_minute: new Date(startMs + MINUTE_MS).toISOString(),
+            last_minute: new Date(startMs + MINUTE_MS).toISOString(),
+          },
+        ],
+      },
+    });
+    const all = await get(`/admin/api/rejections/counts?since=${since}`);
+    expect(all.body).toMatchObject({ total: 4 });
+    expect((all.body.counts as Array<{ provider: string; n: number }>)[0]).toMatchObject({
+      provider: '(unknown)',
+      n: 2,
+    });
+
+    for (const [path, field] of [
+      ['/admin/api/rejections?reason=bogus', 'reason'],
+      ['/admin/api/rejections?provider=nobody', 'provider'],
+      ['/admin/api/rejections?limit=1001', 'limit'],
+      ['/admin/api/rejections?other=1', 'other'],
+      ['/admin/api/rejections/counts?since=yesterday', 'since'],
+    ] as const) {
+      expect(await get(path), path).toEqual({ status: 400, body: { error: 'invalid_request', field } });
+    }
+    expect((await test.request('/admin/api/rejections', {})).status).toBe(401);
+    const document = (await get('/admin/api/openapi.json')).body as { paths: Record<string, unknown> };
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/admin/api/rejections', '/admin/api/rejections/counts']),
+    );
+  });
+
+  it('purges counts older than EVENT_RETENTION_DAYS and keeps the rest', async () => {
+    const nowMs = Date.now();
+    const old = new Date(Math.floor((nowMs - 31 * 86_400_000) / MINUTE_MS) * MINUTE_MS);
+    const recent = new Date(Math.floor((nowMs - 29 * 86_400_000) / MINUTE_MS) * MINUTE_MS);
+    await sql`insert into webhook_rejection_counts (bucket_start, provider, reason, n)
+      values (${old}, 'acme', 'purge_old', 3), (${recent}, 'acme', 'purge_recent', 2)`;
+    const summary = await purgeByRetention(
+      db,
+      { PAYLOAD_RETENTION_DAYS: 7, EVENT_RETENTION_DAYS: 30 },
+      { nowMs: () => nowMs, budgetMs: 10_000 },
+    );
+    expect(summary.rejectionCountsDeleted).toBeGreaterThanOrEqual(1);
+    expect(await sql`select reason from webhook_rejection_counts where reason like 'purge_%' order by reason`).toEqual([
+      { reason: 'purge_recent' },
+    ]);
+  });
+});

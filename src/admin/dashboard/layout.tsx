@@ -11,6 +11,7 @@ const SECTIONS = [
   ['/admin', 'Overview'],
   ['/admin/events', 'Events'],
   ['/admin/outbox', 'Outbox'],
+  ['/admin/rejections', 'Refused'],
 ] as const;
 
 /** "2026-12-01 " and "19:43:51": a phone shows the time only (the date is today's, as a rule). */

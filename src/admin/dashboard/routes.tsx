@@ -9,22 +9,26 @@ import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../../db/client.ts';
+import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
+import { countRejections, listRejections } from '../../ops/rejections.ts';
 import { timeRange } from '../../ops/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { allProviders } from '../../providers/registry.ts';
 import type { AdminDeps } from '../api.ts';
 import { EVENT_BY_QUERY } from '../event-urls.ts';
 import { logPayloadRead } from '../operators.ts';
+import { rejectionsQuery } from '../rejections-api.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
 import { EventPage, EventsPage } from './events-pages.tsx';
 import { securedPage } from './gate.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
 import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
+import { REJECTIONS_PATH, RejectionsPage } from './rejections-page.tsx';
 
 /** Rows of the overview's "Needs attention" table. */
 const ATTENTION_ROWS = 10;
@@ -148,6 +152,19 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     logPayloadRead(c, deps.logger, { kind: 'outbox', id });
     return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
+  });
+
+  routes.get('/rejections', async (c) => {
+    const parsed = parseQuery(c, rejectionsQuery);
+    if ('refused' in parsed) return refused(c, REJECTIONS_PATH, parsed.refused);
+    const { limit, ...filter } = parsed;
+    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
+    const [counts, recent] = await Promise.all([
+      countRejections(c.var.db, selection),
+      listRejections(c.var.db, { ...selection, limit }),
+    ]);
+    const view = <RejectionsPage filter={filter} counts={counts} recent={recent} ringSize={REJECTION_RING_SIZE} />;
+    return page(c, 'Refused deliveries', REJECTIONS_PATH, view);
   });
 
   return routes;
