@@ -368,3 +368,112 @@ describe('the admin API', () => {
     ]);
   });
 });
+
+describe('the dashboard', () => {
+  // At the real time: the overview's window ends now.
+  const dashboard = appWithLog({ clock: () => Date.now() });
+  const ARTIFACTS = 'test/artifacts';
+  const CHROMIUM = '/usr/bin/chromium';
+
+  /** Refusals of each kind a sender makes at the real time, with the headers GitHub sends. */
+  async function refuseSome(): Promise<void> {
+    const { test, log } = await dashboard;
+    const body = JSON.stringify(acmeEvent());
+    const github = {
+      'user-agent': 'GitHub-Hookshot/5f2d1b9',
+      'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958',
+      'x-github-event': 'push',
+      'x-hub-signature-256': `sha256=${'a'.repeat(64)}`,
+    };
+    for (const [path, headers] of [
+      ['/webhooks/github', { ...github, 'content-type': 'application/json' }],
+      ['/webhooks/acme', { ...github, 'content-type': 'application/x-www-form-urlencoded' }],
+      [
+        '/webhooks/acme',
+        {
+          ...(await signedHeaders(body, { timestamp: Math.floor(Date.now() / 1000) })),
+          'x-acme-signature': '0'.repeat(64),
+        },
+      ],
+      ['/webhooks/acme', { 'content-type': 'application/json' }],
+    ] as const) {
+      await test.request(path, { method: 'POST', body, headers });
+    }
+    await log.flush(db);
+  }
+
+  it('shows counts and the recent list, refuses a bad filter, and the overview shows the refused rate', async () => {
+    await refuseSome();
+    const { test } = await dashboard;
+    const response = await test.request('/admin/rejections?since=1h', { headers: bearer });
+    expect(response.status).toBe(200);
+    const html = await response.text();
+    expect(html).toContain('data-count="(unknown)/not_found"');
+    expect(html).toContain('data-count="acme/unsupported_media_type"');
+    expect(html).toContain('application/x-www-form-urlencoded');
+    expect(html).toContain('data-rejection="signature_mismatch"');
+    expect(html).not.toContain('a'.repeat(64));
+    const narrowed = await (
+      await test.request('/admin/rejections?provider=acme&reason=unsupported_media_type', { headers: bearer })
+    ).text();
+    expect(narrowed).not.toContain('data-rejection="signature_mismatch"');
+    const bad = await test.request('/admin/rejections?reason=bogus', { headers: bearer });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('<strong>reason</strong>');
+
+    const overview = await (await test.request('/admin', { headers: bearer })).text();
+    const refusedRate = /<strong id="refused-rate">([^<]*)<\/strong>/.exec(overview)?.[1];
+    expect(Number(refusedRate)).toBeGreaterThan(0);
+    expect(overview).toMatch(/\d+% refused/);
+    expect(overview).toContain('Events accepted and deliveries refused per minute');
+  });
+
+  describe.skipIf(!existsSync(CHROMIUM))('in headless chromium', () => {
+    let server: ReturnType<typeof serve> | undefined;
+    afterAll(async () => {
+      await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+    });
+
+    it('reads at 1280 and 390 px without sideways scrolling, headers folded', async () => {
+      await refuseSome();
+      const { test } = await dashboard;
+      const listening = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
+      server = listening;
+      await new Promise((resolve) => listening.once('listening', resolve));
+      const origin = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+      });
+      try {
+        for (const width of [1280, 390]) {
+          const page = await browser.newPage({ viewport: { width, height: 900 } });
+          await page.goto(`${origin}/admin`);
+          await page.fill('#sign-in input[name="token"]', TOKEN);
+          await page.click('#sign-in button');
+          await page.locator('h1', { hasText: 'Overview' }).waitFor();
+          await page.screenshot({ path: `${ARTIFACTS}/rejections-overview-${width}.png`, fullPage: true });
+          await page.click('header nav a:has-text("Refused")');
+          await page.locator('h1', { hasText: 'Refused deliveries' }).waitFor();
+          expect(await page.locator('#rejection-counts tbody tr').count()).toBeGreaterThanOrEqual(3);
+          const first = page
+            .locator('#recent-rejections tr[data-rejection="unsupported_media_type"] details.headers')
+            .first();
+          await first.locator('summary').click();
+          await first.locator('dd', { hasText: REDACTED }).first().waitFor();
+          const scrolls = await page.evaluate(
+            () =>
+              (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+                .documentElement.scrollWidth,
+          );
+          expect(scrolls, `${width} px`).toBeLessThanOrEqual(width);
+          await page.screenshot({ path: `${ARTIFACTS}/rejections-${width}.png`, fullPage: true });
+          await page.close();
+        }
+      } finally {
+        await browser.close();
+      }
+    }, 60_000);
+  });
+});

@@ -63,7 +63,8 @@ const CountsTable: FC<{ counts: RejectionCount[]; filter: RejectionsPageFilter }
 
 /** A refusal's headers as kept: a fold, so the list stays a list. */
 const Headers: FC<{ headers: Record<string, string> }> = ({ headers }) => {
-  const entries = Object.entries(headers);
+  // By name: the database keeps an object's keys in an order of its own.
+  const entries = Object.entries(headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return (
     <details class="headers">
       <summary>{`${entries.length} header${entries.length === 1 ? '' : 's'}`}</summary>
@@ -99,7 +100,7 @@ const RecentTable: FC<{ rows: RejectionListing[] }> = ({ rows }) =>
           <tr data-rejection={row.reason}>
             <td class="time">{iso(row.at)}</td>
             <td class="provider">{row.provider}</td>
-            <td class="id">{row.reason}</td>
+            <td class="id reason">{row.reason}</td>
             <td class="status-cell">
               <Status status={String(row.statusCode)} />
             </td>

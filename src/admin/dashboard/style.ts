@@ -44,7 +44,7 @@ dl.fields dt{color:#555}dl.fields dd{margin:0;overflow-wrap:anywhere}
 .act{display:flex;flex-wrap:wrap;gap:.8rem;align-items:center;margin:.8rem 0}
 details.payload{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85rem}
-details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-width:20rem;overflow-wrap:anywhere}.rows td.headers-cell{max-width:32rem}
+details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-width:20rem;overflow-wrap:anywhere}.rows td.reason{white-space:nowrap;min-width:0}.rows td.headers-cell{max-width:32rem}
 details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) minmax(0,1fr);gap:0 .6rem;margin:.3rem 0 0;font-size:.8rem}details.headers dt{color:#555;overflow-wrap:anywhere}details.headers dd{margin:0;overflow-wrap:anywhere}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
