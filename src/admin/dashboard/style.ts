@@ -48,7 +48,7 @@ details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-widt
 details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) minmax(0,1fr);gap:0 .6rem;margin:.3rem 0 0;font-size:.8rem}details.headers dt{color:#555;overflow-wrap:anywhere}details.headers dd{margin:0;overflow-wrap:anywhere}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .8rem}header nav{gap:.7rem}
+  header{padding:.3rem .6rem;gap:.2rem .8rem}header .brand{display:none}header nav{gap:.7rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
