@@ -14,10 +14,11 @@ import { purgeByRetention } from '../src/inbox/retention.ts';
 import { AppError } from '../src/lib/errors.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 
-const { sql, db } = await useTestDatabase();
+const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'rejections-token-for-tests-0123456789';
 const bearer = { authorization: `Bearer ${TOKEN}` };
 const MINUTE_MS = 60_000;
@@ -349,6 +350,21 @@ describe('the admin API', () => {
     expect(Object.keys(document.paths)).toEqual(
       expect.arrayContaining(['/admin/api/rejections', '/admin/api/rejections/counts']),
     );
+  });
+
+  it('the CLI lists the same rows, and refuses an unknown reason as a usage error', async () => {
+    const listed = await runCli(['rejections', 'list', '--provider', '(unknown)', '--limit', '2', '--json'], {
+      DATABASE_URL: url,
+    });
+    expect(listed.code).toBe(0);
+    const rows = JSON.parse(listed.output) as Array<{ provider: string; status: number; reason: string }>;
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatchObject({ provider: '(unknown)', status: 404, reason: 'not_found' });
+    // The API test's refusals, after the flood had filled the ring.
+    const table = await runCli(['rejections', 'list', '--reason', 'unsupported_media_type'], { DATABASE_URL: url });
+    expect(table.code).toBe(0);
+    expect(table.output).toContain('text/xml');
+    expect((await runCli(['rejections', 'list', '--reason', 'bogus'], { DATABASE_URL: url })).code).toBe(2);
   });
 
   it('purges counts older than EVENT_RETENTION_DAYS and keeps the rest', async () => {

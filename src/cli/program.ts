@@ -9,6 +9,7 @@ import { migrateCommand } from './commands/migrate.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
 import { purgeCommand } from './commands/purge.ts';
+import { rejectionsListCommand } from './commands/rejections-list.ts';
 import { replayCommand } from './commands/replay.ts';
 import { sendCommand } from './commands/send.ts';
 import { sweepCommand } from './commands/sweep.ts';
@@ -26,6 +27,7 @@ const commands: readonly CommandModule[] = [
   workCommand,
   sweepCommand,
   purgeCommand,
+  rejectionsListCommand,
   migrateCommand,
   sendCommand,
 ];
