@@ -66,11 +66,9 @@ const rejectionSchema = z
       .nullable()
       .openapi({ description: 'the field, limit, content type or requested route it failed on' }),
     trace_id: z.string().nullable(),
-    headers: z
-      .record(z.string(), z.string())
-      .openapi({
-        description: 'as received, names lower-cased, credentials "[redacted]", values cut at 200 characters',
-      }),
+    headers: z.record(z.string(), z.string()).openapi({
+      description: 'as received, names lower-cased, credentials "[redacted]", values cut at 200 characters',
+    }),
   })
   .openapi('Rejection');
 
