@@ -1,8 +1,9 @@
 // The admin API under /admin/api (mounted behind the bearer gate by src/admin/routes.ts): list events
 // and outbox messages (filters, id search, cursor paging), show one, replay and retry (the same code
-// as the CLI's), counts by status, and the OpenAPI document. Routes are declared with
-// @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
-// answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
+// as the CLI's), counts by status, the refused deliveries (rejections-api.ts), and the OpenAPI
+// document. Routes are declared with @hono/zod-openapi, so the zod schemas that validate each request
+// also write the document. Every answer, errors included, is JSON; a refused input is a 400 naming
+// the field, never echoing a value.
 import { createRoute, OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';

@@ -1,9 +1,10 @@
 // The operator dashboard's routes under /admin: which address shows which page, and what each reads
 // from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
 // as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
-// messages, replay), the outbox and one message (retry). Every page shows the time it was read
-// ("as of") and a Refresh that keeps the filters, which live in the address. A list's query is
-// checked by the API's own schema and a refusal names the field the API would (refusedField).
+// messages, replay), the outbox and one message (retry), and the refused deliveries. Every page
+// shows the time it was read ("as of") and a Refresh that keeps the filters, which live in the
+// address. A list's query is checked by the API's own schema and a refusal names the field the API
+// would (refusedField).
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
