@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REJECTION_RING_SIZE, RejectionLog } from '../src/inbox/rejection-log.ts';
+import { connectDatabase } from '../src/db/client.ts';
+import { type LostRejections, REJECTION_RING_SIZE, RejectionLog } from '../src/inbox/rejection-log.ts';
 import { HEADERS_KEPT_MAX, HEADERS_LEFT_OUT, REDACTED } from '../src/inbox/rejections.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { AppError } from '../src/lib/errors.ts';
@@ -218,6 +219,34 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
     expect(log.pending).toBe(0);
     await log.flush(db);
     expect(await sql`select count(*)::int as n from webhook_rejection_counts`).toEqual(before);
+  });
+});
+
+describe('a flush that cannot write', () => {
+  it('says how many refusals and samples it lost, and the next flush writes only what came after', async () => {
+    const lost: LostRejections[] = [];
+    const log = new RejectionLog({ onLost: (report) => lost.push(report) });
+    const test = await buildTestApp(db, { rejections: log });
+    const refuse = () => test.request('/webhooks/nosuchsender', { method: 'POST', body: '{}', headers: {} });
+    await refuse();
+    await refuse();
+    const unreachable = connectDatabase({
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      await log.flush(unreachable.db);
+    } finally {
+      await unreachable.close();
+    }
+    expect(lost).toEqual([{ rejections: 2, samples: 2, error: expect.anything() }]);
+    expect(log.pending).toBe(0);
+    const { traceId, traceparent } = traced();
+    await test.request('/webhooks/nosuchsender', { method: 'POST', body: '{}', headers: { traceparent } });
+    await log.flush(db);
+    expect(await ringRowsOf(traceId)).toHaveLength(1);
+    expect(lost).toHaveLength(1);
   });
 });
 

@@ -1,6 +1,6 @@
 // Refused deliveries written outside the request that was refused: the intake only calls `record`,
 // and a flush (Node: every second on the background pool and at shutdown; Workers: after each
-// request, in waitUntil) writes what gathered in one statement. Two things are kept:
+// request, in waitUntil) writes what gathered in two statements. Two things are kept:
 // - counts per whole minute, sender and reason, added up in memory as refusals arrive, so they stay
 //   exact however many arrive between flushes (their keys are few: senders and reasons are closed sets);
 // - the newest refusals themselves, in a ring of REJECTION_RING_SIZE slots in webhook_rejections,
@@ -27,9 +27,11 @@ interface CountKey {
   reason: string;
 }
 
-/** What a flush that failed could not write, for the log line that says so. */
+/** What a flush could not write, for the log line that says so. */
 export interface LostRejections {
+  /** Refusals whose minute counts were not written. */
   rejections: number;
+  /** Samples not written to the ring. */
   samples: number;
   error: unknown;
 }
@@ -59,13 +61,30 @@ function countRows(counts: ReadonlyMap<string, CountKey & { n: number }>) {
 }
 
 /**
- * One statement: the minute counts added to what is there, and each sample into the slot after the
- * last one taken (the sequence's next number modulo the ring's size), over whatever that slot held.
- * At most `ringSize` samples per statement, so no slot is written twice in one.
+ * The minute counts added to what is there. Keys sorted, so flushes of several processes lock them in
+ * one order and never deadlock.
  */
-export async function writeRejections(
+export async function writeRejectionCounts(
   db: Executor,
   counts: ReadonlyMap<string, CountKey & { n: number }>,
+): Promise<void> {
+  if (counts.size === 0) return;
+  await db.execute(sql`
+    insert into webhook_rejection_counts as c (bucket_start, provider, reason, n)
+    select bucket_start, provider, reason, n
+    from json_to_recordset(${JSON.stringify(countRows(counts))}::json)
+      as t(bucket_start timestamptz, provider text, reason text, n bigint)
+    order by bucket_start, provider, reason
+    on conflict (bucket_start, provider, reason) do update set n = c.n + excluded.n`);
+}
+
+/**
+ * Each sample into the slot after the last one taken (the sequence's next number modulo the ring's
+ * size), over whatever that slot held. At most `ringSize` samples per statement, so no slot is
+ * written twice in one.
+ */
+export async function writeRejectionSamples(
+  db: Executor,
   samples: readonly RejectionRecord[],
   ringSize: number,
 ): Promise<void> {
@@ -78,15 +97,8 @@ export async function writeRejections(
     trace_id: sample.traceId,
     headers: sample.headers,
   }));
+  if (newest.length === 0) return;
   await db.execute(sql`
-    with counted as (
-      insert into webhook_rejection_counts as c (bucket_start, provider, reason, n)
-      select bucket_start, provider, reason, n
-      from json_to_recordset(${JSON.stringify(countRows(counts))}::json)
-        as t(bucket_start timestamptz, provider text, reason text, n bigint)
-      order by bucket_start, provider, reason
-      on conflict (bucket_start, provider, reason) do update set n = c.n + excluded.n
-    )
     insert into webhook_rejections as r (slot, at, provider, status_code, reason, detail, trace_id, headers)
     select (nextval('webhook_rejection_number_seq') % ${ringSize})::int, at, provider, status_code, reason, detail,
       trace_id, headers
@@ -109,15 +121,21 @@ export class RejectionLog {
       capacity: ringSize,
       // The spool calls this as it takes its batch, so the counts taken here are exactly those of the
       // refusals recorded until then, dropped samples included.
+      // Two statements, the counts first: samples of two processes' flushes can meet on a slot (and one
+      // of them then fail), the counts they carry are not lost with them.
       write: async (samples, db) => {
         const counts = this.#counts;
         this.#counts = new Map();
-        try {
-          await writeRejections(db, counts, samples, ringSize);
-        } catch (error) {
-          const rejections = [...counts.values()].reduce((sum, count) => sum + count.n, 0);
-          options.onLost?.({ rejections, samples: samples.length, error });
-        }
+        const lost: LostRejections = { rejections: 0, samples: 0, error: undefined };
+        await writeRejectionCounts(db, counts).catch((error: unknown) => {
+          lost.rejections = [...counts.values()].reduce((sum, count) => sum + count.n, 0);
+          lost.error = error;
+        });
+        await writeRejectionSamples(db, samples, ringSize).catch((error: unknown) => {
+          lost.samples = samples.length;
+          lost.error ??= error;
+        });
+        if (lost.rejections > 0 || lost.samples > 0) options.onLost?.(lost);
       },
       // Samples beyond the ring's size are dropped by design (see the header); nothing is lost.
     });
