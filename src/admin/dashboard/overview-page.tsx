@@ -73,7 +73,13 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
   const acceptedTotal = accepted.reduce((sum, n) => sum + n, 0);
   const refusedTotal = overview.refused.reduce((sum, n) => sum + n, 0);
   const refusedShare =
-    refusedTotal === 0 ? undefined : `${Math.round((100 * refusedTotal) / (refusedTotal + acceptedTotal))}% refused`;
+    refusedTotal === 0 ? '' : `, ${Math.round((100 * refusedTotal) / (refusedTotal + acceptedTotal))}% of deliveries`;
+  // A rate as small as one event an hour still reads as more than none.
+  const perMinuteOf = (total: number) => {
+    const value = total / windowMinutes;
+    return `${value === 0 || value >= 0.1 ? rate(value) : value.toPrecision(1)} a minute`;
+  };
+  const windowWords = range === 'day' ? 'last day' : 'last hour';
   return (
     <>
       <h1 tabindex={-1}>Overview</h1>
@@ -103,15 +109,20 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
           <strong id="oldest-outbox">{age(overview.outbox.oldestPendingSeconds)}</strong>
         </div>
         <div>
-          <span class="label">Events accepted a minute</span>
-          <strong id="accepted-rate">{rate(acceptedTotal / windowMinutes)}</strong>
+          <span class="label">{`Events accepted, ${windowWords}`}</span>
+          <strong id="accepted">{acceptedTotal}</strong>
+          <span class="label" id="accepted-rate">
+            {perMinuteOf(acceptedTotal)}
+          </span>
         </div>
         <div class={refusedTotal > 0 ? 'warn' : undefined}>
           <a href={`/admin/rejections?since=${range === 'day' ? '1d' : '1h'}`} class="label">
-            Deliveries refused a minute
+            {`Deliveries refused, ${windowWords}`}
           </a>
-          <strong id="refused-rate">{rate(refusedTotal / windowMinutes)}</strong>
-          {refusedShare === undefined ? null : <span class="label">{refusedShare}</span>}
+          <strong id="refused">{refusedTotal}</strong>
+          <span class="label" id="refused-rate">
+            {`${perMinuteOf(refusedTotal)}${refusedShare}`}
+          </span>
         </div>
         <DeadFigure
           id="dead-letters"
