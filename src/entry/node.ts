@@ -1,9 +1,8 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
 // outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
-// lease sweeper every minute, the fold of the event counters every minute, the refused deliveries'
-// records every second, the retention purge
-// hourly, and shuts down in order on SIGINT/SIGTERM:
+// lease sweeper every minute, the fold of the event counters every minute, the write of refused
+// deliveries every second, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { readFileSync } from 'node:fs';
