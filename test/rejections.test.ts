@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
+import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { type LostRejections, REJECTION_RING_SIZE, RejectionLog } from '../src/inbox/rejection-log.ts';
 import { HEADERS_KEPT_MAX, HEADERS_LEFT_OUT, REDACTED } from '../src/inbox/rejections.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
@@ -20,6 +22,20 @@ import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 
 const { sql, db, url } = await useTestDatabase();
+
+/** The shipped handlers, except that acme's subscription.updated always fails (a 500, the event stored as failed). */
+const failingHandlers: HandlerMap = {
+  ...defaultHandlers,
+  acme: {
+    ...defaultHandlers.acme,
+    'subscription.updated': defineHandler({
+      schema: z.unknown(),
+      async apply() {
+        throw new Error('ledger down');
+      },
+    }),
+  },
+};
 const TOKEN = 'rejections-token-for-tests-0123456789';
 const bearer = { authorization: `Bearer ${TOKEN}` };
 const MINUTE_MS = 60_000;
@@ -182,13 +198,15 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
     expect(deadline).toMatchObject({ status: 503, row: { status_code: 503, reason: 'deadline_passed' } });
 
     // A pause (or any other 503) names its reason in `why`: a known one is kept, another reads as the code.
-    for (const [why, reason] of [
-      ['sender_paused', 'sender_paused'],
-      ['made_up_reason', 'unavailable'],
+    // A fault of ours that is no AppError is answered 503 by the app, and recorded as such.
+    for (const [thrown, reason] of [
+      [new AppError('unavailable', { why: { reason: 'sender_paused' } }), 'sender_paused'],
+      [new AppError('unavailable', { why: { reason: 'made_up_reason' } }), 'unavailable'],
+      [new TypeError('a bug of ours'), 'unavailable'],
     ] as const) {
       const paused = await appWithLog({
         beforeStore: async () => {
-          throw new AppError('unavailable', { why: { reason: why } });
+          throw thrown;
         },
       });
       const event = JSON.stringify(acmeEvent());
@@ -216,7 +234,19 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
     expect(
       (await test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) })).status,
     ).toBe(200);
-    expect(log.pending).toBe(0);
+    // A handler's failure stores the event as failed (500): not a refusal.
+    const failing = await appWithLog({ handlers: failingHandlers });
+    const failed = JSON.stringify(acmeEvent());
+    expect(
+      (
+        await failing.test.request('/webhooks/acme', {
+          method: 'POST',
+          body: failed,
+          headers: await signedHeaders(failed),
+        })
+      ).status,
+    ).toBe(500);
+    expect(log.pending + failing.log.pending).toBe(0);
     await log.flush(db);
     expect(await sql`select count(*)::int as n from webhook_rejection_counts`).toEqual(before);
   });

@@ -125,20 +125,22 @@ function detailOf(error: AppError, requestedRoute: string): string | null {
 
 /**
  * The record of a refused delivery, or undefined when `error` did not refuse it (a handler's failure
- * stored it as failed; anything that is not an AppError is the app's own fault, answered by onError).
- * `provider` is the enabled sender the route named, undefined when it named none.
+ * stored it as failed). Anything that is not an AppError is a fault of ours that the app answers 503
+ * (app.ts): refused all the same, as `unavailable`. `provider` is the enabled sender the route named,
+ * undefined when it named none.
  */
 export function rejectionOf(
   error: unknown,
   request: { at: number; provider: string | undefined; requestedRoute: string; headers: Headers; traceId?: string },
 ): RejectionRecord | undefined {
-  if (!(error instanceof AppError) || !REFUSING_CODES.has(error.code)) return undefined;
+  const refusal = error instanceof AppError ? error : new AppError('unavailable');
+  if (!REFUSING_CODES.has(refusal.code)) return undefined;
   return {
     at: request.at,
     provider: request.provider ?? UNKNOWN_SENDER,
-    statusCode: error.status,
-    reason: reasonOf(error),
-    detail: detailOf(error, request.requestedRoute),
+    statusCode: refusal.status,
+    reason: reasonOf(refusal),
+    detail: detailOf(refusal, request.requestedRoute),
     traceId: request.traceId ?? null,
     headers: redactedHeaders(request.headers),
   };
