@@ -88,7 +88,7 @@ describe('dashboard through app.request', () => {
     const overview = await test.request('/admin', { headers: bearer });
     expect(overview.status).toBe(200);
     const html = await overview.text();
-    expect(html.match(/<svg [^>]*class="chart"/g)?.length).toBe(4);
+    expect(html.match(/<svg [^>]*class="chart"/g)?.length).toBe(5);
     expect(html).toContain('As of');
     expect(html).toContain(`data-event="acme/${eventId}"`);
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');

@@ -1,6 +1,7 @@
 // The admin API under /admin/api (mounted behind the bearer gate by src/admin/routes.ts): list events
 // and outbox messages (filters, id search, cursor paging), show one, replay and retry (the same code
-// as the CLI's), counts by status, and the OpenAPI document. Routes are declared with
+// as the CLI's), counts by status, the refused deliveries (rejections-api.ts), the senders' pauses
+// (senders-api.ts), the bulk jobs (jobs-api.ts) and the OpenAPI document. Routes are declared with
 // @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
@@ -23,6 +24,7 @@ import { isMessageId } from '../outbox/operator.ts';
 import { registerJobRoutes } from './jobs-api.ts';
 import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
+import { registerRejectionRoutes } from './rejections-api.ts';
 import {
   documentAnswer,
   eventAnswer,
@@ -147,7 +149,8 @@ const DOCUMENT_INFO = {
   info: {
     title: 'Webhook Inbox admin API',
     version: '1',
-    description: 'Operator access to the inbox and the outbox. Replays and retries are recorded in operator_actions.',
+    description:
+      'Operator access to the inbox, the outbox and the refused deliveries. Replays and retries are recorded in operator_actions.',
   },
   security: [{ bearer: [] }],
 };
@@ -268,6 +271,7 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   registerSenderRoutes(api, deps);
   registerJobRoutes(api, deps);
+  registerRejectionRoutes(api, deps);
 
   let document: Record<string, unknown> | undefined;
   api.openapi(routes.document, (c) => {

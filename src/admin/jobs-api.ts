@@ -1,7 +1,7 @@
 // The admin API's bulk jobs (src/ops/bulk-jobs.ts): count or create a job from a list filter, list
 // jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (api.ts), so
 // the routes share its bearer gate, its 400 for refused fields and its OpenAPI document.
-import { createRoute, type OpenAPIHono, type z } from '@hono/zod-openapi';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
@@ -18,17 +18,10 @@ import {
   jobsAnswer,
   jobsQuery,
 } from './jobs-schemas.ts';
+import { json, refused } from './openapi-parts.ts';
 import { actingOperator } from './operators.ts';
 import { errorSchema, operatorBody } from './schemas.ts';
 
-const json = <Schema extends z.ZodType>(schema: Schema, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const refused = {
-  400: json(errorSchema, 'a parameter or field was refused (named in `field`, e.g. `filter.since`)'),
-  401: json(errorSchema, 'missing or wrong bearer token'),
-};
 const notFound = json(errorSchema, 'unknown job');
 
 const routes = {

@@ -1,4 +1,4 @@
-// Pieces every admin API route declaration uses (src/admin/api.ts, senders-api.ts): a JSON answer
+// Pieces every admin API route declaration uses (api.ts, senders-api.ts, jobs-api.ts, rejections-api.ts): a JSON answer
 // with its schema, and the refusals (400 naming the field, 401, 404) the document lists.
 import type { z } from '@hono/zod-openapi';
 import { errorSchema } from './schemas.ts';

@@ -35,7 +35,7 @@ const limit = z.coerce
   .openapi({ description: 'at most this many, newest first' });
 
 /** `since`/`until`: an ISO 8601 time with its offset, or a duration back from now (90s, 15m, 6h, 2d). */
-const timeBound = (description: string) =>
+export const timeBound = (description: string) =>
   z
     .string()
     .max(64)

@@ -12,6 +12,7 @@ import { migrateCommand } from './commands/migrate.ts';
 import { outboxListCommand } from './commands/outbox-list.ts';
 import { outboxRetryCommand } from './commands/outbox-retry.ts';
 import { purgeCommand } from './commands/purge.ts';
+import { rejectionsListCommand } from './commands/rejections-list.ts';
 import { replayCommand } from './commands/replay.ts';
 import { sendCommand } from './commands/send.ts';
 import { sendersListCommand } from './commands/senders-list.ts';
@@ -32,6 +33,7 @@ const commands: readonly CommandModule[] = [
   workCommand,
   sweepCommand,
   purgeCommand,
+  rejectionsListCommand,
   migrateCommand,
   sendCommand,
   sendersListCommand,

@@ -1,8 +1,8 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
 // outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
-// lease sweeper every minute, the fold of the event counters every minute, the retention purge
-// hourly, and shuts down in order on SIGINT/SIGTERM:
+// lease sweeper every minute, the fold of the event counters every minute, the write of refused
+// deliveries every second, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests and background jobs use separate pools (see backgroundConnections).
 import { readFileSync } from 'node:fs';
@@ -10,11 +10,12 @@ import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
 import { type Config, ConfigError, type ConfigWarning, checkEmbeddedDatabase, parseConfig } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
-import { databaseStartupProblem } from '../db/errors.ts';
+import { databaseStartupProblem, describeError } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
+import { RejectionLog } from '../inbox/rejection-log.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { workUntilCaughtUp } from '../inbox/worker.ts';
@@ -46,6 +47,8 @@ const FOLD_INTERVAL_MS = 60_000;
 const PAUSE_EXPIRY_INTERVAL_MS = 60_000;
 /** How often the bulk job runner looks for a queued or interrupted job. */
 const BULK_JOBS_INTERVAL_MS = 1_000;
+/** How often refused deliveries are written (src/inbox/rejection-log.ts): the dashboard is a second behind. */
+const REJECTIONS_FLUSH_INTERVAL_MS = 1000;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -178,6 +181,10 @@ async function main(): Promise<void> {
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
+  const rejections = new RejectionLog({
+    onLost: ({ rejections: lost, samples, error }) =>
+      logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
+  });
   const app = createProductionApp({
     config,
     db: database.db,
@@ -186,6 +193,7 @@ async function main(): Promise<void> {
     clock,
     logger,
     intakeLoad,
+    rejections,
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
   });
@@ -230,6 +238,7 @@ async function main(): Promise<void> {
       logger.info('retention purge', {
         payloads_nulled: summary.payloadsNulled,
         rows_deleted: summary.rowsDeleted,
+        rejection_counts_deleted: summary.rejectionCountsDeleted,
         stopped_by: summary.stoppedBy,
       });
     },
@@ -264,6 +273,14 @@ async function main(): Promise<void> {
       await bulkRunner.run({ signal, budgetMs: 60_000 });
     },
   });
+  // Off the request pool: a flood of refusals never takes a connection a delivery needs.
+  const rejectionsSchedule = startSchedule({
+    name: 'refused deliveries',
+    intervalMs: REJECTIONS_FLUSH_INTERVAL_MS,
+    random: Math.random,
+    logger,
+    run: () => rejections.flush(background.db),
+  });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
     if (devSecret === undefined) return;
@@ -295,10 +312,13 @@ async function main(): Promise<void> {
         foldSchedule,
         pauseExpirySchedule,
         bulkSchedule,
+        rejectionsSchedule,
       ].map((schedule) => schedule.stop()),
     );
     server.close(() => {
       jobsStopped
+        // No request is left to refuse: what they refused is written before the pools close.
+        .then(() => rejections.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
         .then(stopDatabase)

@@ -9,6 +9,7 @@ import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/cl
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { RejectionLog } from '../inbox/rejection-log.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
@@ -41,6 +42,8 @@ interface Runtime {
   config: Config;
   logger: Logger;
   app: Hono<DatabaseEnv>;
+  /** Refused deliveries of this isolate, written after the answer of the request that refused them. */
+  rejections: RejectionLog;
   /** OUTBOX_QUEUE, when wrangler.toml binds it. */
   outboxQueue?: QueueProducer;
 }
@@ -82,8 +85,12 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
-  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger });
-  return { config, logger, app, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
+  const rejections = new RejectionLog({
+    onLost: ({ rejections: lost, samples, error }) =>
+      logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
+  });
+  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger, rejections });
+  return { config, logger, app, rejections, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -130,8 +137,9 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   try {
     return await runtime.app.fetch(request, { db: database.db }, ctx);
   } finally {
-    // After the answer: ending the client waits for its last statement, then closes the sockets.
-    ctx.waitUntil(database.close());
+    // After the answer: what it refused is written (nothing to do when it refused nothing), then
+    // ending the client waits for its last statement and closes the sockets.
+    ctx.waitUntil(runtime.rejections.flush(database.db).finally(() => database.close()));
   }
 }
 

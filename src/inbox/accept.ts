@@ -51,10 +51,10 @@ export function backlogGate(maxBacklog: number, clock: Clock): BacklogGate {
         try {
           await inFlight;
         } catch (error) {
-          throw new AppError('unavailable', { cause: error });
+          throw new AppError('unavailable', { cause: error, why: { reason: 'database_unavailable' } });
         }
       }
-      if (full) throw new AppError('unavailable');
+      if (full) throw new AppError('unavailable', { why: { reason: 'backlog_full' } });
     },
   };
 }

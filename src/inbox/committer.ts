@@ -138,7 +138,8 @@ export class IntakeCommitter {
         if (isRetryableConflict(error) && attempt < MAX_CONFLICT_RETRIES) continue;
         // A timeout is transient too, but it says something waited, not that the database is gone.
         if (isTransientDatabaseError(error) && !isTimeout(error)) {
-          for (const member of batch) member.reject(new AppError('unavailable', { cause: error }));
+          const why = { reason: 'database_unavailable' };
+          for (const member of batch) member.reject(new AppError('unavailable', { cause: error, why }));
           return;
         }
         // A handler (or a row) failed, or a statement waited too long: find out which delivery, one at a time.

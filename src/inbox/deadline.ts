@@ -4,6 +4,9 @@
 import type { Database, Transaction } from '../db/client.ts';
 import { AppError } from '../lib/errors.ts';
 
+/** The 503 of a delivery whose time ran out (its reason is what the refused-deliveries log records). */
+const deadlinePassed = () => new AppError('unavailable', { why: { reason: 'deadline_passed' } });
+
 export class Deadline {
   #expired = false;
   readonly #onExpire = new Set<() => void>();
@@ -30,7 +33,7 @@ export class Deadline {
   }
 
   throwIfExpired(): void {
-    if (this.#expired) throw new AppError('unavailable');
+    if (this.#expired) throw deadlinePassed();
   }
 
   /**
@@ -42,7 +45,7 @@ export class Deadline {
   race<T>(work: Promise<T>, decided: () => boolean = () => false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const expire = () => {
-        if (!decided()) reject(new AppError('unavailable'));
+        if (!decided()) reject(deadlinePassed());
       };
       this.#onExpire.add(expire);
       work.then(resolve, reject).finally(() => this.#onExpire.delete(expire));

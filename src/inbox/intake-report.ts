@@ -85,6 +85,17 @@ export class DeliveryReport {
 
   constructor(private readonly deps: ReportDeps) {}
 
+  /** The enabled provider the route named, once admitted. */
+  get provider(): string | undefined {
+    return this.#provider;
+  }
+
+  /** The delivery's trace id, once its events were read (the sender's, or one of ours). */
+  get traceId(): string | undefined {
+    const traceId = this.#fields.trace_id;
+    return typeof traceId === 'string' ? traceId : undefined;
+  }
+
   /** The route named this enabled provider. */
   concerns(provider: string): void {
     this.#provider = provider;

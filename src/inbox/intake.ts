@@ -30,6 +30,8 @@ import {
 } from './intake-report.ts';
 import { senderPauseGate } from './pause-gate.ts';
 import { type Committed, finalStatus, type PlannedEvent, planFor, processDelivery } from './process.ts';
+import type { RejectionLog } from './rejection-log.ts';
+import { rejectionOf } from './rejections.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.var.db`). */
 export interface IntakeDeps {
@@ -50,6 +52,8 @@ export interface IntakeDeps {
    * with its first event.
    */
   beforeStore?: (event: { provider: string; eventId: string }) => Promise<void>;
+  /** Where refused deliveries are recorded for operators (rejection-log.ts); absent: only counted in /metrics. */
+  rejections?: RejectionLog;
   /**
    * Group commit (committer.ts): deliveries share transactions, at most `maxBatch` in one and `lanes`
    * in flight. Absent: each delivery has a transaction of its own (the Worker, where requests of an
@@ -77,9 +81,10 @@ function isJsonContentType(header: string | undefined): boolean {
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** W3C traceparent's trace id when the sender gave one, so our log lines join their trace. */
-function traceIdOf(traceparent: string | undefined, newId: () => string): string {
-  return (traceparent === undefined ? undefined : TRACEPARENT.exec(traceparent)?.[1]) ?? newId();
-}
+const senderTraceId = (traceparent: string | undefined) =>
+  traceparent === undefined ? undefined : TRACEPARENT.exec(traceparent)?.[1];
+const traceIdOf = (traceparent: string | undefined, newId: () => string): string =>
+  senderTraceId(traceparent) ?? newId();
 
 /** A 413, with the limit it hit for the log line. */
 const tooLarge = (limitBytes: number) => new AppError('payload_too_large', { why: { limit_bytes: limitBytes } });
@@ -213,7 +218,9 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     if (verification.outcome === 'invalid_payload') {
       throw new AppError('invalid_payload', { why: { field: verification.field } });
     }
-    if (verification.outcome === 'unauthorized') throw new AppError('unauthorized');
+    if (verification.outcome === 'unauthorized') {
+      throw new AppError('unauthorized', { why: { reason: verification.reason } });
+    }
     let authenticated: readonly (AuthenticatedEvent & { payloadText: string })[];
     if (verification.outcome === 'verified_batch') authenticated = verification.events;
     else {
@@ -258,7 +265,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   }
 
   // Whichever step refused or failed the delivery (admit, the streamed size limit, the handler), its
-  // error lands here once: counted, and logged by the delivery's report.
+  // error lands here once: counted, logged by the delivery's report, and recorded for the dashboard.
   routes.use('/webhooks/:provider', async (c, next) => {
     const report = new DeliveryReport(reporting);
     c.set('report', report);
@@ -268,6 +275,17 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       deps.metrics.countRejection(c.req.param('provider'), c.error.code);
     }
     report.notAccepted(c.error);
+    // Kept for the dashboard off the request's path: the log writes it later, in a batch.
+    const { rejections } = deps;
+    if (rejections === undefined) return;
+    const rejection = rejectionOf(c.error, {
+      at: deps.clock(),
+      provider: report.provider,
+      requestedRoute: c.req.param('provider'),
+      headers: c.req.raw.headers,
+      traceId: senderTraceId(c.req.header('traceparent')) ?? report.traceId,
+    });
+    if (rejection !== undefined) rejections.record(rejection);
   });
 
   routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {

@@ -117,13 +117,15 @@ export async function processDelivery(
     });
   } catch (error) {
     if (error instanceof AppError) throw error;
-    if (isTransientDatabaseError(error)) throw new AppError('unavailable', { cause: error });
+    if (isTransientDatabaseError(error)) {
+      throw new AppError('unavailable', { cause: error, why: { reason: 'database_unavailable' } });
+    }
     const lastError = describeCause(error);
     let attempt: number;
     try {
       attempt = failing === undefined ? 0 : await recordDeliveryFailure(db, failing, lastError);
     } catch (recordError) {
-      throw new AppError('unavailable', { cause: recordError });
+      throw new AppError('unavailable', { cause: recordError, why: { reason: 'database_unavailable' } });
     }
     throw new ProcessingFailure(attempt, error, lastError, failing?.eventType);
   }

@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { drainBatches, type StopReason } from '../lib/loops.ts';
 import { purgeStatements } from './event-rows.ts';
+import { rejectionCountsPurge } from './rejection-log.ts';
 
 export const PURGE_BATCH_SIZE = 1000;
 /** One batch statement's bound: a slow batch is cancelled and the purge resumes on the next run. */
@@ -17,6 +18,8 @@ const DAY_MS = 86_400_000;
 export interface PurgeSummary {
   payloadsNulled: number;
   rowsDeleted: number;
+  /** Minute counts of refused deliveries older than EVENT_RETENTION_DAYS (src/inbox/rejection-log.ts). */
+  rejectionCountsDeleted: number;
   batches: number;
   stoppedBy: StopReason;
 }
@@ -67,5 +70,7 @@ export async function purgeByRetention(
       return { claimed: nulled, limit };
     },
   });
-  return { payloadsNulled, rowsDeleted, ...progress };
+  // A few rows a minute at most (senders and reasons are closed sets): one statement under the same bound.
+  const rejectionCountsDeleted = await purgeBatch(db, rejectionCountsPurge(rowCutoff));
+  return { payloadsNulled, rowsDeleted, rejectionCountsDeleted, ...progress };
 }

@@ -1,15 +1,16 @@
 // The figures behind the dashboard's overview, read from the database so every replica (and every
 // Workers isolate) draws the same charts: events received per time bucket by their current status,
-// and the inbox backlog (events received and not yet done, parked ones aside: they wait for an
-// operator, not for the worker) with its oldest age at the end of each bucket, reconstructed from
-// received_at and completed_at. The outbox's backlog is the current figure only: the table does not
-// record when a message died, so its history cannot be rebuilt.
+// deliveries refused per bucket beside them, and the inbox backlog (events received and not yet
+// done, parked ones aside: they wait for an operator, not for the worker) with its oldest age at the
+// end of each bucket, reconstructed from received_at and completed_at. The outbox's backlog is the
+// current figure only: the table does not record when a message died, so its history cannot be rebuilt.
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { doneMinutesLater, webhookEvents } from '../db/schema.ts';
 import { outboxStats } from '../outbox/stats.ts';
 import { arrivalsPerBucket, countEventsFromCounters } from './event-counts.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';
+import { rejectionsPerBucket } from './rejections.ts';
 
 const doneLaterCondition = doneMinutesLater(webhookEvents);
 
@@ -37,6 +38,8 @@ export interface Overview {
   window: Window;
   /** Per bucket, events received in it by current outcome. */
   received: Array<Record<Outcome, number>>;
+  /** Per bucket, deliveries refused in it (404, 413, 415, 401, 400, 503), from the minute counts. */
+  refused: number[];
   /** Per bucket, events not yet done at its end, and how long the oldest of them had waited (s). */
   backlog: Array<{ events: number; oldestSeconds: number }>;
   outbox: { pending: number; dead: number; oldestPendingSeconds: number };
@@ -120,10 +123,11 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
     return { events: notDone + (finished?.events ?? 0), oldestSeconds: Math.max(0, ...waitedSeconds) };
   });
 
-  const outbox = await outboxStats(db, nowMs);
+  const [outbox, refused] = await Promise.all([outboxStats(db, nowMs), rejectionsPerBucket(db, window)]);
   return {
     window,
     received,
+    refused,
     backlog,
     outbox: { pending: outbox.pending, dead: outbox.dead, oldestPendingSeconds: outbox.oldestPendingAgeSeconds },
   };

@@ -32,7 +32,7 @@ describe('admin on Workers', () => {
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain('<h1 tabindex="-1">Overview</h1>');
-    expect(html.match(/<svg [^>]*class="chart"/g)?.length).toBe(4);
+    expect(html.match(/<svg [^>]*class="chart"/g)?.length).toBe(5);
     const events = await fetchAdmin('/admin/events?status=failed');
     expect(events.status).toBe(200);
     expect(await events.text()).toContain('aria-label="filters"');

@@ -13,6 +13,7 @@ const SECTIONS = [
   ['/admin/outbox', 'Outbox'],
   ['/admin/senders', 'Senders'],
   ['/admin/jobs', 'Jobs'],
+  ['/admin/rejections', 'Refused'],
 ] as const;
 
 /** "2026-12-01 " and "19:43:51": a phone shows the time only (the date is today's, as a rule). */

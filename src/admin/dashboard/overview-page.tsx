@@ -1,4 +1,4 @@
-// The overview page (/admin): figures for now, four charts over the last hour or day, and the
+// The overview page (/admin): figures for now, five charts over the last hour or day, and the
 // newest events that need attention. Pure rendering: the route reads the window (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import type { LatencyQuantiles } from '../../lib/metrics.ts';
@@ -71,6 +71,19 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
   const now = overview.backlog.at(-1) ?? { events: 0, oldestSeconds: 0 };
   const deadLetters = counts.dead_letter ?? 0;
   const bucketWords = perMinute === 1 ? 'per minute' : `per minute, ${perMinute}-minute averages`;
+  // Beside each other: a sender whose deliveries all fail shows as refusals, not as silence.
+  const accepted = overview.received.map((bucket) => OUTCOMES.reduce((sum, outcome) => sum + bucket[outcome], 0));
+  const windowMinutes = window.buckets * perMinute;
+  const acceptedTotal = accepted.reduce((sum, n) => sum + n, 0);
+  const refusedTotal = overview.refused.reduce((sum, n) => sum + n, 0);
+  const refusedShare =
+    refusedTotal === 0 ? '' : `, ${Math.round((100 * refusedTotal) / (refusedTotal + acceptedTotal))}% of deliveries`;
+  // A rate as small as one event an hour still reads as more than none.
+  const perMinuteOf = (total: number) => {
+    const value = total / windowMinutes;
+    return `${value === 0 || value >= 0.1 ? rate(value) : value.toPrecision(1)} a minute`;
+  };
+  const windowWords = range === 'day' ? 'last day' : 'last hour';
   return (
     <>
       <h1 tabindex={-1}>Overview</h1>
@@ -100,6 +113,22 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
           <span class="label">Oldest pending message</span>
           <strong id="oldest-outbox">{age(overview.outbox.oldestPendingSeconds)}</strong>
         </div>
+        <div>
+          <span class="label">{`Events accepted, ${windowWords}`}</span>
+          <strong id="accepted">{acceptedTotal}</strong>
+          <span class="label" id="accepted-rate">
+            {perMinuteOf(acceptedTotal)}
+          </span>
+        </div>
+        <div class={refusedTotal > 0 ? 'warn' : undefined}>
+          <a href={`/admin/rejections?since=${range === 'day' ? '1d' : '1h'}`} class="label">
+            {`Deliveries refused, ${windowWords}`}
+          </a>
+          <strong id="refused">{refusedTotal}</strong>
+          <span class="label" id="refused-rate">
+            {`${perMinuteOf(refusedTotal)}${refusedShare}`}
+          </span>
+        </div>
         <DeadFigure
           id="dead-letters"
           href="/admin/events?status=dead_letter"
@@ -118,6 +147,15 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
           title={`Events received ${bucketWords}, by current status`}
           series={received}
           axis={axis(rate, 2, perMinute === 1 ? 'count' : 'decimal')}
+        />
+        <Lines
+          title={`Events accepted and deliveries refused ${bucketWords}`}
+          series={[
+            { name: 'accepted', colour: '#2e7d32', values: accepted.map((n) => n / perMinute) },
+            { name: 'refused', colour: '#c62828', values: overview.refused.map((n) => n / perMinute) },
+          ]}
+          axis={axis(rate, 2, perMinute === 1 ? 'count' : 'decimal')}
+          note="Refused: answered 404, 413, 415, 401, 400 or 503 (see Refused)."
         />
         <Lines
           title="Processing time, p50 and p99"

@@ -2,19 +2,21 @@
 // from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
 // as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
 // messages, replay), the outbox and one message (retry), the senders (pause, resume), the bulk jobs
-// (progress, cancel). Every page shows the time it was read
-// ("as of") and a Refresh that keeps the filters, which live in the address. A list's query is
-// checked by the API's own schema and a refusal names the field the API would (refusedField).
+// (progress, cancel) and the refused deliveries. Every page shows the time it was read ("as of") and
+// a Refresh that keeps the filters, which live in the address. A list's query is checked by the API's
+// own schema and a refusal names the field the API would (refusedField).
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../../db/client.ts';
+import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { listBulkJobs } from '../../ops/bulk-jobs.ts';
 import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
+import { countRejections, listRejections } from '../../ops/rejections.ts';
 import { activePauses, listSenders } from '../../ops/sender-pauses.ts';
 import { timeRange } from '../../ops/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
@@ -22,6 +24,7 @@ import { allProviders } from '../../providers/registry.ts';
 import type { AdminDeps } from '../api.ts';
 import { EVENT_BY_QUERY } from '../event-urls.ts';
 import { logPayloadRead } from '../operators.ts';
+import { rejectionsQuery } from '../rejections-api.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
 import { EventPage, EventsPage } from './events-pages.tsx';
 import { securedPage } from './gate.tsx';
@@ -29,6 +32,7 @@ import { JobsPage } from './jobs-page.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
 import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
+import { REJECTIONS_PATH, RejectionsPage } from './rejections-page.tsx';
 import { SendersPage } from './senders-page.tsx';
 
 /** Jobs the jobs page shows, newest first. */
@@ -167,6 +171,18 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/jobs', async (c) =>
     page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.var.db, JOBS_SHOWN)} />),
   );
+  routes.get('/rejections', async (c) => {
+    const parsed = parseQuery(c, rejectionsQuery);
+    if ('refused' in parsed) return refused(c, REJECTIONS_PATH, parsed.refused);
+    const { limit, ...filter } = parsed;
+    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
+    const [counts, recent] = await Promise.all([
+      countRejections(c.var.db, selection),
+      listRejections(c.var.db, { ...selection, limit }),
+    ]);
+    const view = <RejectionsPage filter={filter} counts={counts} recent={recent} ringSize={REJECTION_RING_SIZE} />;
+    return page(c, 'Refused deliveries', REJECTIONS_PATH, view);
+  });
 
   return routes;
 }

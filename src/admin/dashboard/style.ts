@@ -33,7 +33,7 @@ table.rows{border-collapse:collapse;width:100%;background:#fff}
 .pager{display:flex;gap:1.5rem;margin:.8rem 0}
 .figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
 .figures div{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;display:flex;flex-direction:column}
-.figures strong{font-size:1.5rem}.figures div.alert{border:2px solid #b71c1c;background:#fdecea}.figures div.alert strong,.figures div.alert .label{color:#b71c1c}.label{font-size:.85rem;color:#555}
+.figures strong{font-size:1.5rem}.figures div.warn{border:2px solid #e65100}.figures div.alert{border:2px solid #b71c1c;background:#fdecea}.figures div.alert strong,.figures div.alert .label{color:#b71c1c}.label{font-size:.85rem;color:#555}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
 figure{margin:0;background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.6rem}figcaption{font-weight:600;font-size:.95rem}
 svg.chart{width:100%;height:auto;display:block}svg.chart text{font-size:14px;fill:#555}svg.chart .grid{stroke:#e0e0e0}
@@ -52,9 +52,11 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
 .bulk{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin:0 0 .8rem}
 .progress{white-space:nowrap}.progress progress{width:7rem;vertical-align:middle}.rows td.job-filter{overflow-wrap:anywhere;font-size:.85rem;min-width:10rem}.rows td.job-act{white-space:nowrap}
 .s-done{background:#2e7d32}.s-queued,.s-running{background:#1565c0}.s-cancelled{background:#757575}
+details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-width:20rem;overflow-wrap:anywhere}.rows td.reason{white-space:nowrap;min-width:0}.rows td.headers-cell{max-width:32rem}
+details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) minmax(0,1fr);gap:0 .6rem;margin:.3rem 0 0;font-size:.8rem}details.headers dt{color:#555;overflow-wrap:anywhere}details.headers dd{margin:0;overflow-wrap:anywhere}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .6rem}header nav{gap:.55rem;font-size:.9rem}header:has(nav) .brand{display:none}
+  header{padding:.3rem .6rem;gap:.2rem .6rem}header .brand{display:none}header nav{gap:.55rem;font-size:.9rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
@@ -69,6 +71,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
   .rows td.provider,.rows td.type,.rows td.topic{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
   .rows td.attempts{grid-area:3/1;color:#555}.rows td.attempts::before{content:attr(data-label);margin-right:.3em}
   .rows td.error{grid-area:3/2/4/4;max-width:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+  .rows td.detail{grid-area:3/1/4/4;max-width:none;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.rows td.headers-cell{grid-area:4/1/5/4;max-width:none}
   dl.fields{grid-template-columns:1fr}dl.fields dd{margin-bottom:.3rem}
   .bulk{margin:0 0 .4rem}.bulk .note{display:none}
   .rows.jobs tr{grid-template-columns:minmax(0,1fr) auto}

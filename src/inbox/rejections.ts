@@ -1,0 +1,147 @@
+// What a refused delivery leaves for operators (404, 413, 415, 401, 400, 503): the sender, a reason from
+// a closed set, the field or limit it failed on, and its headers with every credential redacted. Built
+// from the request's headers and the error that answered it, never from its body, which is not read
+// for this (and for a 413 was never read at all).
+import { AppError, type ErrorCode } from '../lib/errors.ts';
+import { printableLine } from '../lib/text.ts';
+
+/**
+ * The sender a route that names no enabled sender is counted under: routes are lowercase letters and
+ * digits, so no sender can have this name, and made-up routes add one row a minute, not one each.
+ */
+export const UNKNOWN_SENDER = '(unknown)';
+
+/**
+ * Every reason a refusal is recorded under, with its status: the error's code, or a finer reason
+ * where the refusal says which (the verification's, the 503's `why.reason`). Closed, so the counts
+ * stay a few rows per minute and sender whatever senders send.
+ */
+export const REJECTION_REASONS = {
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  headers_missing: 401,
+  signature_malformed: 401,
+  signature_mismatch: 401,
+  timestamp_outside_tolerance: 401,
+  unauthorized: 401,
+  invalid_payload: 400,
+  backlog_full: 503,
+  deadline_passed: 503,
+  database_unavailable: 503,
+  sender_paused: 503,
+  unavailable: 503,
+} as const satisfies Record<string, number>;
+
+export type RejectionReason = keyof typeof REJECTION_REASONS;
+export const rejectionReasons = Object.keys(REJECTION_REASONS) as [RejectionReason, ...RejectionReason[]];
+
+const isRejectionReason = (value: unknown): value is RejectionReason =>
+  typeof value === 'string' && Object.hasOwn(REJECTION_REASONS, value);
+
+/** The codes that refuse a delivery; `processing_failed` stored it (failed), `invalid_request` is the admin API's. */
+const REFUSING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'not_found',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unauthorized',
+  'invalid_payload',
+  'unavailable',
+]);
+
+/** One refused delivery as the ring keeps it. */
+export interface RejectionRecord {
+  /** When it was refused, ms since the epoch (the app's clock). */
+  at: number;
+  provider: string;
+  statusCode: number;
+  reason: RejectionReason;
+  /** The field, limit, content type or requested route it failed on, printable and bounded. */
+  detail: string | null;
+  /** The sender's W3C trace id when it sent one, else the delivery's own once its events were read. */
+  traceId: string | null;
+  headers: Record<string, string>;
+}
+
+/** Header values are cut here: enough for a user agent or a delivery id, not a payload smuggled in a header. */
+export const HEADER_VALUE_MAX = 200;
+/** Headers kept per rejection; the rest are counted under HEADERS_LEFT_OUT. */
+export const HEADERS_KEPT_MAX = 30;
+export const HEADERS_LEFT_OUT = '(more headers)';
+export const REDACTED = '[redacted]';
+/** Longest requested route kept in `detail` for a 404. */
+const ROUTE_DETAIL_MAX = 64;
+const DETAIL_MAX = 200;
+
+/**
+ * Names whose values carry a credential: authorization and cookies, and any signature, token, secret,
+ * HMAC, key, password or session header (x-hub-signature-256, stripe-signature, x-shopify-hmac-sha256,
+ * x-gitlab-token, x-api-key, svix-signature …). Generous on purpose: a redacted delivery id costs
+ * nothing, a kept secret is a leak.
+ */
+const CREDENTIAL_NAME = /auth|cookie|sig|token|secret|hmac|key|pass|credential|session|jwt/;
+
+/** The headers as they may be kept: names lower-cased, credentials redacted, values printable and bounded. */
+export function redactedHeaders(headers: Headers): Record<string, string> {
+  const kept: Record<string, string> = {};
+  let count = 0;
+  let leftOut = 0;
+  for (const [rawName, value] of headers) {
+    if (count >= HEADERS_KEPT_MAX) {
+      leftOut++;
+      continue;
+    }
+    const name = printableLine(rawName.toLowerCase(), HEADER_VALUE_MAX);
+    kept[name] = CREDENTIAL_NAME.test(name) ? REDACTED : printableLine(value, HEADER_VALUE_MAX);
+    count++;
+  }
+  if (leftOut > 0) kept[HEADERS_LEFT_OUT] = String(leftOut);
+  return kept;
+}
+
+/** The reason of a refusal: the finer one it names when it is a known one, else its code. */
+function reasonOf(error: AppError): RejectionReason {
+  const finer = error.why.reason;
+  if (isRejectionReason(finer) && REJECTION_REASONS[finer] === error.status) return finer;
+  return isRejectionReason(error.code) ? error.code : 'unavailable';
+}
+
+/** What a reason's refusal failed on, from the error's `why` (the intake's own facts, already bounded). */
+function detailOf(error: AppError, requestedRoute: string): string | null {
+  const { why } = error;
+  switch (error.code) {
+    case 'not_found':
+      return printableLine(requestedRoute, ROUTE_DETAIL_MAX);
+    case 'payload_too_large':
+      return typeof why.limit_bytes === 'number' ? `limit ${why.limit_bytes} bytes` : null;
+    case 'unsupported_media_type':
+      return typeof why.content_type === 'string' ? printableLine(why.content_type, DETAIL_MAX) : 'no content-type';
+    case 'invalid_payload':
+      return typeof why.field === 'string' ? printableLine(why.field, DETAIL_MAX) : null;
+    default:
+      return null;
+  }
+}
+
+/**
+ * The record of a refused delivery, or undefined when `error` did not refuse it (a handler's failure
+ * stored it as failed). Anything that is not an AppError is a fault of ours that the app answers 503
+ * (app.ts): refused all the same, as `unavailable`. `provider` is the enabled sender the route named,
+ * undefined when it named none.
+ */
+export function rejectionOf(
+  error: unknown,
+  request: { at: number; provider: string | undefined; requestedRoute: string; headers: Headers; traceId?: string },
+): RejectionRecord | undefined {
+  const refusal = error instanceof AppError ? error : new AppError('unavailable');
+  if (!REFUSING_CODES.has(refusal.code)) return undefined;
+  return {
+    at: request.at,
+    provider: request.provider ?? UNKNOWN_SENDER,
+    statusCode: refusal.status,
+    reason: reasonOf(refusal),
+    detail: detailOf(refusal, request.requestedRoute),
+    traceId: request.traceId ?? null,
+    headers: redactedHeaders(request.headers),
+  };
+}
