@@ -14,6 +14,7 @@ import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { createDeliveryLog } from '../inbox/delivery-log.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
@@ -41,6 +42,8 @@ const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 /** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
 const FOLD_INTERVAL_MS = 60_000;
+/** How often the delivery log is written: a delivery shows on its event's page this soon after. */
+const DELIVERY_LOG_FLUSH_MS = 250;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -173,6 +176,7 @@ async function main(): Promise<void> {
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
+  const deliveryLog = createDeliveryLog({ logger, metrics });
   const app = createProductionApp({
     config,
     db: database.db,
@@ -183,6 +187,14 @@ async function main(): Promise<void> {
     intakeLoad,
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
+    deliveryLog,
+  });
+  const deliveryLogSchedule = startSchedule({
+    name: 'delivery log',
+    intervalMs: DELIVERY_LOG_FLUSH_MS,
+    random: Math.random,
+    logger,
+    run: () => deliveryLog.flush(background.db),
   });
   const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
   const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
@@ -261,10 +273,14 @@ async function main(): Promise<void> {
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
     const jobsStopped = Promise.all(
-      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule].map((schedule) => schedule.stop()),
+      [relaySchedule, workerSchedule, sweepSchedule, purgeSchedule, foldSchedule, deliveryLogSchedule].map((schedule) =>
+        schedule.stop(),
+      ),
     );
     server.close(() => {
       jobsStopped
+        // Every request has been answered: the last deliveries are logged before the pools close.
+        .then(() => deliveryLog.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
         .then(stopDatabase)

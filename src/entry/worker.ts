@@ -9,6 +9,7 @@ import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/cl
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
@@ -41,6 +42,8 @@ interface Runtime {
   config: Config;
   logger: Logger;
   app: Hono<DatabaseEnv>;
+  /** The isolate's delivery log, written after each request with that request's client. */
+  deliveryLog: DeliveryLog;
   /** OUTBOX_QUEUE, when wrangler.toml binds it. */
   outboxQueue?: QueueProducer;
 }
@@ -82,8 +85,9 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
-  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger });
-  return { config, logger, app, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
+  const deliveryLog = createDeliveryLog({ logger, metrics });
+  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger, deliveryLog });
+  return { config, logger, app, deliveryLog, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -130,8 +134,9 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   try {
     return await runtime.app.fetch(request, { db: database.db }, ctx);
   } finally {
-    // After the answer: ending the client waits for its last statement, then closes the sockets.
-    ctx.waitUntil(database.close());
+    // After the answer: the delivery log is written, then ending the client waits for its last
+    // statement and closes the sockets.
+    ctx.waitUntil(runtime.deliveryLog.flush(database.db).then(() => database.close()));
   }
 }
 
