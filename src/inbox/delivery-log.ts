@@ -29,14 +29,7 @@ export const DELIVERY_LOG_CAP = 50;
 export const DELIVERY_LOG_CAPACITY = 10_000;
 
 /** The answer a delivery got, in words: the event's outcome, or why it was not accepted. */
-export type DeliveryLogOutcome =
-  | 'completed'
-  | 'ignored'
-  | 'queued'
-  | 'parked'
-  | 'duplicate'
-  | 'failed'
-  | 'unavailable';
+export type DeliveryLogOutcome = 'completed' | 'ignored' | 'queued' | 'parked' | 'duplicate' | 'failed' | 'unavailable';
 
 /** One delivery of one event, as the intake saw it. */
 export interface DeliveryRecord {
