@@ -42,8 +42,6 @@ const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 /** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
 const FOLD_INTERVAL_MS = 60_000;
-/** How often the delivery log is written: a delivery shows on its event's page this soon after. */
-const DELIVERY_LOG_FLUSH_MS = 250;
 
 /**
  * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
@@ -176,7 +174,8 @@ async function main(): Promise<void> {
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
-  const deliveryLog = createDeliveryLog({ logger, metrics });
+  // DELIVERY_LOG_FLUSH_MS=0: no log at all (the intake appends nothing).
+  const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({
     config,
     db: database.db,
@@ -191,10 +190,10 @@ async function main(): Promise<void> {
   });
   const deliveryLogSchedule = startSchedule({
     name: 'delivery log',
-    intervalMs: DELIVERY_LOG_FLUSH_MS,
+    intervalMs: config.DELIVERY_LOG_FLUSH_MS,
     random: Math.random,
     logger,
-    run: () => deliveryLog.flush(background.db),
+    run: async () => deliveryLog?.flush(background.db),
   });
   const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
   const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
@@ -280,7 +279,7 @@ async function main(): Promise<void> {
     server.close(() => {
       jobsStopped
         // Every request has been answered: the last deliveries are logged before the pools close.
-        .then(() => deliveryLog.flush(background.db))
+        .then(() => deliveryLog?.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
         .then(stopDatabase)

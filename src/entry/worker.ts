@@ -42,8 +42,8 @@ interface Runtime {
   config: Config;
   logger: Logger;
   app: Hono<DatabaseEnv>;
-  /** The isolate's delivery log, written after each request with that request's client. */
-  deliveryLog: DeliveryLog;
+  /** The isolate's delivery log, written after each request with that request's client (none when off). */
+  deliveryLog: DeliveryLog | undefined;
   /** OUTBOX_QUEUE, when wrangler.toml binds it. */
   outboxQueue?: QueueProducer;
 }
@@ -85,7 +85,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
-  const deliveryLog = createDeliveryLog({ logger, metrics });
+  const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger, deliveryLog });
   return { config, logger, app, deliveryLog, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
@@ -136,7 +136,8 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   } finally {
     // After the answer: the delivery log is written, then ending the client waits for its last
     // statement and closes the sockets.
-    ctx.waitUntil(runtime.deliveryLog.flush(database.db).then(() => database.close()));
+    const logged = runtime.deliveryLog?.flush(database.db) ?? Promise.resolve();
+    ctx.waitUntil(logged.then(() => database.close()));
   }
 }
 
