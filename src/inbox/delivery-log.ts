@@ -15,10 +15,10 @@ import type { Metrics } from '../lib/metrics.ts';
 import { Spool } from '../lib/spool.ts';
 
 /**
- * Rows kept per event, newest first. A sender's whole retry schedule fits with room to spare (Stripe
- * retries for three days, about 16 attempts; GitHub and Shopify fewer), so the cap only bites on an
- * event redelivered in a loop, whose newest 50 say everything older ones would. At about 130 bytes
- * a row with its index entry, a capped event holds some 6.5 kB.
+ * Rows kept per event, newest first. A sender's whole retry schedule fits with room to spare
+ * (Shopify retries 8 times over 4 hours, Stripe for up to three days with exponential backoff), so
+ * the cap only bites on an event redelivered in a loop, whose newest 50 say what older ones would.
+ * It bounds what one event can cost (bytes per row: docs/scaling.md) and the rows each trim reads.
  */
 export const DELIVERY_LOG_CAP = 50;
 
