@@ -101,15 +101,21 @@ export async function writeDeliveries(db: Database, records: readonly DeliveryRe
   });
 }
 
-/** Deletes what lies beyond each event's newest DELIVERY_LOG_CAP rows (newest by time, then trace id). */
+/**
+ * Deletes what lies beyond each event's newest DELIVERY_LOG_CAP rows (newest by time, then trace id):
+ * each event's boundary is read once from the primary key (at most DELIVERY_LOG_CAP entries; an event
+ * with fewer rows has none and is left alone), then the rows below it are deleted by the same index.
+ */
 function trimStatement(keys: readonly { provider: string; event_id: string }[]) {
   return sql`delete from webhook_deliveries d
-    using (select distinct provider, event_id
-      from json_to_recordset(${JSON.stringify(keys)}::json) as k(provider text, event_id text)) k
-    where d.provider = k.provider and d.event_id = k.event_id
-      and (d.delivered_at, d.trace_id) < (select x.delivered_at, x.trace_id from webhook_deliveries x
+    using (select k.provider, k.event_id, b.delivered_at, b.trace_id
+      from (select distinct provider, event_id
+        from json_to_recordset(${JSON.stringify(keys)}::json) as k(provider text, event_id text)) k
+      cross join lateral (select x.delivered_at, x.trace_id from webhook_deliveries x
         where x.provider = k.provider and x.event_id = k.event_id
-        order by x.delivered_at desc, x.trace_id desc offset ${DELIVERY_LOG_CAP - 1} limit 1)`;
+        order by x.delivered_at desc, x.trace_id desc offset ${DELIVERY_LOG_CAP - 1} limit 1) b) oldest_kept
+    where d.provider = oldest_kept.provider and d.event_id = oldest_kept.event_id
+      and (d.delivered_at, d.trace_id) < (oldest_kept.delivered_at, oldest_kept.trace_id)`;
 }
 
 /** One logged delivery, as the operator reads it. */
