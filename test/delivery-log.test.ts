@@ -171,7 +171,11 @@ describe('delivery log', () => {
       durationMs: 1.5,
     });
     for (let second = 0; second < DELIVERY_LOG_CAP + 5; second++) log.add(record(second));
+    // Another event in the same flush, below the cap: left whole.
+    const fewer = uniqueId('evt');
+    for (const second of [0, 1, 2]) log.add({ ...record(second), eventId: fewer });
     await log.flush(db);
+    expect(await logRows(fewer)).toHaveLength(3);
     let rows = await logRows(eventId);
     expect(rows).toHaveLength(DELIVERY_LOG_CAP);
     expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 5000));
