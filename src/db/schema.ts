@@ -218,6 +218,9 @@ export const webhookDeliveries = pgTable(
       name: 'webhook_deliveries_pkey',
       columns: [table.provider, table.eventId, table.deliveredAt, table.traceId],
     }),
+    // Retention's walk over rows whose event is not kept (never stored, or kept only for its digest):
+    // oldest first, so a purge reads the old end of the log instead of all of it.
+    index('webhook_deliveries_delivered_at_idx').on(table.deliveredAt),
   ],
 );
 

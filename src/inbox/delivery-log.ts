@@ -150,7 +150,9 @@ export async function deliveriesOf(
 /**
  * Retention's last phase: deletes up to `limit` rows delivered before `cutoff` whose event is not
  * kept: never stored (a first delivery answered 503), or a row past retention that stays only for its
- * content digest. An event's own rows otherwise go with it (purgeStatements.deleteRows). Answers `n`.
+ * content digest. An event's own rows otherwise go with it (purgeStatements.deleteRows). Oldest
+ * first along webhook_deliveries_delivered_at_idx, so a run reads the old end of the log (the rows of
+ * events still kept there, `failed` or `parked`, at most DELIVERY_LOG_CAP each) and stops. Answers `n`.
  */
 export function purgeUnkeptDeliveries(cutoff: Date, limit: number) {
   return sql`with stale as (
@@ -159,7 +161,7 @@ export function purgeUnkeptDeliveries(cutoff: Date, limit: number) {
         select 1 from webhook_events e where e.provider = l.provider and e.event_id = l.event_id
           and not (e.status in ('completed', 'ignored', 'dead_letter')
             and coalesce(e.completed_at, e.received_at) < ${cutoff.toISOString()}))
-      limit ${limit} for update of l skip locked
+      order by l.delivered_at limit ${limit} for update of l skip locked
     ), gone as (
       delete from webhook_deliveries l using stale s
       where l.provider = s.provider and l.event_id = s.event_id and l.delivered_at = s.delivered_at
