@@ -236,6 +236,7 @@ async function main(): Promise<void> {
       logger.info('retention purge', {
         payloads_nulled: summary.payloadsNulled,
         rows_deleted: summary.rowsDeleted,
+        deliveries_deleted: summary.deliveriesDeleted,
         stopped_by: summary.stoppedBy,
       });
     },

@@ -51,8 +51,13 @@ export const inboxWork: MaintenanceStep = {
 export const retentionPurge: MaintenanceStep = {
   name: 'retention_purge',
   async run({ config, db, clock }, budgetMs) {
-    const { payloadsNulled, rowsDeleted, stoppedBy } = await purgeByRetention(db, config, { nowMs: clock, budgetMs });
-    return { payloads_nulled: payloadsNulled, rows_deleted: rowsDeleted, stopped_by: stoppedBy };
+    const summary = await purgeByRetention(db, config, { nowMs: clock, budgetMs });
+    return {
+      payloads_nulled: summary.payloadsNulled,
+      rows_deleted: summary.rowsDeleted,
+      deliveries_deleted: summary.deliveriesDeleted,
+      stopped_by: summary.stoppedBy,
+    };
   },
 };
 
