@@ -7,9 +7,12 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import type { Database } from '../src/db/client.ts';
+import { defaultHandlers } from '../src/domain/handlers.ts';
 import { createDeliveryLog, DELIVERY_LOG_CAP, type DeliveryLog } from '../src/inbox/delivery-log.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { createLogger } from '../src/lib/logger.ts';
+import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
@@ -186,6 +189,37 @@ describe('delivery log', () => {
     expect(rows).toHaveLength(DELIVERY_LOG_CAP);
     expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 8000));
     expect(rows.at(-1)?.delivered_at).toEqual(new Date(TEST_NOW_MS + 102_000));
+  });
+
+  it('counts records it loses, dropped for room or in a failed write, in /metrics and a warning', async () => {
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
+    const lines: string[] = [];
+    const log = createDeliveryLog({
+      logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => lines.push(line) }),
+      metrics,
+      capacity: 2,
+    });
+    const record = () => ({
+      provider: 'acme',
+      eventId: uniqueId('evt'),
+      deliveredAt: new Date(TEST_NOW_MS),
+      traceId: newTrace().traceId,
+      statusCode: 200,
+      outcome: 'completed' as const,
+      durationMs: 1,
+    });
+    for (let n = 0; n < 3; n++) log.add(record());
+    // A database that refuses the write: the two records held are lost, never retried.
+    const down = { transaction: () => Promise.reject(new Error('connection refused')) } as unknown as Database;
+    await log.flush(down);
+    expect(log.size).toBe(0);
+    const text = metrics.render([]);
+    expect(text).toContain('webhook_spool_records_lost_total{spool="delivery_log",reason="overflow"} 1');
+    expect(text).toContain('webhook_spool_records_lost_total{spool="delivery_log",reason="write_failed"} 2');
+    expect(lines.map((line) => JSON.parse(line) as { msg: string; reason: string; count: number })).toMatchObject([
+      { msg: 'delivery log records lost', reason: 'overflow', count: 1 },
+      { msg: 'delivery log records lost', reason: 'write_failed', count: 2 },
+    ]);
   });
 
   it('retention deletes the rows with their event, and old rows of events not kept, but not those of kept events', async () => {
