@@ -13,7 +13,7 @@ export const eventsShowCommand: CommandModule = {
   define: (command, run) =>
     command
       .summary('show one event')
-      .description("show one event's state, attempts, last error and timestamps")
+      .description("show one event's state, attempts, last error, timestamps and delivery log")
       .addArgument(providerArgument())
       .argument('<event-id>', 'the event id')
       .option('--payload', 'include the stored payload (null once retention purged it)')
