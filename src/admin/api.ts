@@ -9,13 +9,14 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Database, DatabaseEnv } from '../db/client.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
+import { DELIVERY_LOG_CAP, deliveriesOf } from '../inbox/delivery-log.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
 import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { CountsByStatus } from '../ops/counts.ts';
-import { countEventsByStatus, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { countEventsByStatus, deliveryJson, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
@@ -190,10 +191,19 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   const showEvent = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }, payload: boolean) => {
     const db = c.var.db;
-    const [event, messages] = await Promise.all([getEvent(db, key, { payload }), messagesOfEvent(db, key)]);
+    const [event, messages, deliveries] = await Promise.all([
+      getEvent(db, key, { payload }),
+      messagesOfEvent(db, key),
+      deliveriesOf(db, key),
+    ]);
     if (event === undefined) throw new AppError('not_found');
     if (payload) logPayloadRead(c, deps.logger, { kind: 'event', ...key });
-    return { event: eventJson(event), messages: messages.map(outboxJson) };
+    return {
+      event: eventJson(event),
+      messages: messages.map(outboxJson),
+      deliveries: deliveries.map(deliveryJson),
+      deliveries_cap: DELIVERY_LOG_CAP,
+    };
   };
   api.openapi(routes.showEvent, async (c) =>
     exactJson(c, await showEvent(c, c.req.valid('param'), c.req.valid('query').payload === 'true')),

@@ -196,9 +196,27 @@ export const eventsPage = z
   .object({ events: eventSchema.array(), next_cursor: nextCursor, counts: listCounts, counts_complete: countsComplete })
   .openapi('EventsPage');
 
+export const deliverySchema = z
+  .object({
+    delivered_at: timestamp.openapi({ description: 'when the delivery arrived' }),
+    status_code: z.number().int().openapi({ description: 'the HTTP status it was answered with' }),
+    outcome: z.string().openapi({
+      description:
+        'the answer in words: completed, ignored, queued, parked, duplicate, failed (500), unavailable (503)',
+    }),
+    duration_ms: z.number().openapi({ description: 'from the body arriving to the answer' }),
+    trace_id: z.string().openapi({ description: "the sender's traceparent trace id, else one of ours" }),
+  })
+  .openapi('Delivery');
+
 export const eventAnswer = z.object({
   event: eventSchema,
   messages: outboxMessageSchema.array().openapi({ description: 'the outbox messages this event produced' }),
+  deliveries: deliverySchema.array().openapi({
+    description:
+      'each delivery of this event that passed its checks (first, duplicates, retries), newest first; at most `deliveries_cap`, older ones dropped',
+  }),
+  deliveries_cap: z.number().int().openapi({ description: 'deliveries kept per event' }),
 });
 
 export const replayAnswer = z.object({

@@ -195,8 +195,9 @@ export const operatorActions = pgTable(
 
 /**
  * Every delivery of a stored event as the sender saw it: the first, each duplicate, each retry after
- * a failure, with the answer it got. Bounded per event (the newest DELIVERY_LOG_CAP are kept) and
- * removed with the event by retention. A delivery and its trace id are unique in practice; the key
+ * a failure, with the answer it got (and a delivery answered 503 before its event could be stored,
+ * under the id it came with). Bounded per event (the newest DELIVERY_LOG_CAP are kept) and removed
+ * with the event by retention (src/inbox/delivery-log.ts). A delivery and its trace id are unique in practice; the key
  * includes both so that two log rows of one event never collide.
  */
 export const webhookDeliveries = pgTable(
@@ -218,6 +219,9 @@ export const webhookDeliveries = pgTable(
       name: 'webhook_deliveries_pkey',
       columns: [table.provider, table.eventId, table.deliveredAt, table.traceId],
     }),
+    // Retention's walk over rows whose event is not kept (never stored, or kept only for its digest):
+    // oldest first, so a purge reads the old end of the log instead of all of it.
+    index('webhook_deliveries_delivered_at_idx').on(table.deliveredAt),
   ],
 );
 

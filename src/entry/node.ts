@@ -14,6 +14,7 @@ import { databaseStartupProblem, describeError } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { createDeliveryLog } from '../inbox/delivery-log.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
 import { RejectionLog } from '../inbox/rejection-log.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
@@ -185,6 +186,8 @@ async function main(): Promise<void> {
     onLost: ({ rejections: lost, samples, error }) =>
       logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
   });
+  // DELIVERY_LOG_FLUSH_MS=0: no log at all (the intake appends nothing).
+  const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({
     config,
     db: database.db,
@@ -196,6 +199,14 @@ async function main(): Promise<void> {
     rejections,
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
+    deliveryLog,
+  });
+  const deliveryLogSchedule = startSchedule({
+    name: 'delivery log',
+    intervalMs: config.DELIVERY_LOG_FLUSH_MS,
+    random: Math.random,
+    logger,
+    run: async () => deliveryLog?.flush(background.db),
   });
   const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
   const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
@@ -239,6 +250,7 @@ async function main(): Promise<void> {
         payloads_nulled: summary.payloadsNulled,
         rows_deleted: summary.rowsDeleted,
         rejection_counts_deleted: summary.rejectionCountsDeleted,
+        deliveries_deleted: summary.deliveriesDeleted,
         stopped_by: summary.stoppedBy,
       });
     },
@@ -313,12 +325,15 @@ async function main(): Promise<void> {
         pauseExpirySchedule,
         bulkSchedule,
         rejectionsSchedule,
+        deliveryLogSchedule,
       ].map((schedule) => schedule.stop()),
     );
     server.close(() => {
       jobsStopped
-        // No request is left to refuse: what they refused is written before the pools close.
+        // Every request has been answered: what they refused and the last deliveries are written
+        // before the pools close.
         .then(() => rejections.flush(background.db))
+        .then(() => deliveryLog?.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
         .then(stopDatabase)

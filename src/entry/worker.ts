@@ -9,6 +9,7 @@ import { connectDatabase, type DatabaseEnv, type DatabaseHandle } from '../db/cl
 import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
+import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
 import { RejectionLog } from '../inbox/rejection-log.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
@@ -44,6 +45,8 @@ interface Runtime {
   app: Hono<DatabaseEnv>;
   /** Refused deliveries of this isolate, written after the answer of the request that refused them. */
   rejections: RejectionLog;
+  /** The isolate's delivery log, written after each request with that request's client (none when off). */
+  deliveryLog: DeliveryLog | undefined;
   /** OUTBOX_QUEUE, when wrangler.toml binds it. */
   outboxQueue?: QueueProducer;
 }
@@ -89,8 +92,17 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     onLost: ({ rejections: lost, samples, error }) =>
       logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
   });
-  const app = createProductionApp({ config, enabledProviders, metrics, clock: () => Date.now(), logger, rejections });
-  return { config, logger, app, rejections, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
+  const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
+  const app = createProductionApp({
+    config,
+    enabledProviders,
+    metrics,
+    clock: () => Date.now(),
+    logger,
+    rejections,
+    deliveryLog,
+  });
+  return { config, logger, app, rejections, deliveryLog, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -137,9 +149,10 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   try {
     return await runtime.app.fetch(request, { db: database.db }, ctx);
   } finally {
-    // After the answer: what it refused is written (nothing to do when it refused nothing), then
-    // ending the client waits for its last statement and closes the sockets.
-    ctx.waitUntil(runtime.rejections.flush(database.db).finally(() => database.close()));
+    // After the answer: what it refused and the delivery log are written (nothing to do when there is
+    // nothing), then ending the client waits for its last statement and closes the sockets.
+    const written = runtime.rejections.flush(database.db).then(() => runtime.deliveryLog?.flush(database.db));
+    ctx.waitUntil(written.finally(() => database.close()));
   }
 }
 

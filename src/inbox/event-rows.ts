@@ -508,12 +508,15 @@ const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 
 export const purgeStatements = {
   // A row with a content digest stays (its payload nulled): the scheme signs no time, so a captured
   // body stays valid forever, and only the stored digest keeps it from being applied a second time.
+  // The event's delivery log (delivery-log.ts) goes with it, in the same statement.
   deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (
       select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)} and content_digest is null
       limit ${limit} for update skip locked
     ), gone as (
       delete from webhook_events e using doomed d
-      where e.provider = d.provider and e.event_id = d.event_id returning 1
+      where e.provider = d.provider and e.event_id = d.event_id returning e.provider, e.event_id
+    ), logged as (
+      delete from webhook_deliveries l using gone g where l.provider = g.provider and l.event_id = g.event_id
     ) select count(*)::int as n from gone`,
   nullPayloads: (payloadCutoff: Date, limit: number) => sql`with stale as (
       select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null

@@ -1,11 +1,12 @@
 // What a delivery leaves behind besides its row: the answer the provider gets (the contract's table),
 // its one log line and its counts. Labels and log fields are facts about the delivery, never its payload.
 import type { Context } from 'hono';
-import { elapsedMs } from '../lib/clock.ts';
+import { type Clock, elapsedMs } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { LogSampler } from '../lib/log-sampler.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { DeliveryLog, DeliveryLogOutcome } from './delivery-log.ts';
 import type { InboxEvent } from './event-rows.ts';
 import { SENDER_PAUSED } from './pause-gate.ts';
 import { type Committed, ProcessingFailure } from './process.ts';
@@ -44,6 +45,10 @@ export interface ReportDeps {
   metrics: Metrics;
   /** Bounds the lines a sender's mistakes (413, 415, 401, 400, dropped uploads) may write. */
   rejections: LogSampler;
+  /** Where each delivery of an authenticated, valid event is recorded; absent: not recorded. */
+  deliveryLog?: DeliveryLog | undefined;
+  /** The delivery log's time of arrival. */
+  clock: Clock;
 }
 
 /** The refusals a sender causes: each logged with its reason, sampled; metrics count every one. */
@@ -80,10 +85,15 @@ function logSampled(deps: ReportDeps, level: 'warn' | 'info', message: string, f
  */
 export class DeliveryReport {
   #started = performance.now();
+  readonly #arrivedAt: number;
   #provider: string | undefined;
   #fields: LogFields = {};
+  /** The delivery's events and trace id, once authenticated: what the delivery log records. */
+  #carried: { events: readonly InboxEvent[]; traceId: string } | undefined;
 
-  constructor(private readonly deps: ReportDeps) {}
+  constructor(private readonly deps: ReportDeps) {
+    this.#arrivedAt = deps.clock();
+  }
 
   /** The enabled provider the route named, once admitted. */
   get provider(): string | undefined {
@@ -119,6 +129,31 @@ export class DeliveryReport {
         ? { event_id: only.eventId, event_type: only.eventType }
         : { event_count: events.length };
     this.#fields = { ...this.#fields, ...named, trace_id: traceId };
+    this.#carried = { events, traceId };
+  }
+
+  /** One delivery-log record per event, all with the delivery's answer, time and trace. */
+  #logDelivery(
+    events: readonly { event: InboxEvent; outcome: DeliveryLogOutcome }[],
+    statusCode: number,
+    durationMs: number,
+  ): void {
+    const log = this.deps.deliveryLog;
+    const traceId = this.#carried?.traceId;
+    if (log === undefined || traceId === undefined) return;
+    const deliveredAt = new Date(this.#arrivedAt);
+    for (const { event, outcome } of events) {
+      log.add({
+        provider: event.provider,
+        eventId: event.eventId,
+        contentDigest: event.contentDigest,
+        deliveredAt,
+        traceId,
+        statusCode,
+        outcome,
+        durationMs,
+      });
+    }
   }
 
   /** A protocol message the scheme answered itself (Slack's url_verification): nothing stored. */
@@ -149,6 +184,7 @@ export class DeliveryReport {
       }
     }
     if (only !== undefined) metrics.observeProcessing(only.event.provider, durationMs / 1000);
+    this.#logDelivery(events, answers[answered].status, durationMs);
     if (events.some((event) => event.outcome === 'parked')) {
       logger.warn('event parked: unknown api_version', { ...fields, alert: true });
     } else logger.info(answered === 'queued' ? 'event queued' : 'event processed', fields);
@@ -176,7 +212,16 @@ export class DeliveryReport {
       this.deps.metrics.countEvent(provider, error.eventType ?? String(this.#fields.event_type), 'failed');
     }
     const why = error instanceof AppError ? error.why : {};
-    const fields = { ...this.#fields, ...why, outcome, attempt, duration_ms: elapsedMs(this.#started) };
+    const durationMs = elapsedMs(this.#started);
+    const fields = { ...this.#fields, ...why, outcome, attempt, duration_ms: durationMs };
+    // Our failures after the events passed their checks (500, 503) are deliveries the sender will
+    // retry: logged under each event. A sender's mistake never reaches the log (its events may be forged).
+    const failed = error instanceof ProcessingFailure;
+    if (failed || outcome === 'unavailable') {
+      const logged = failed ? 'failed' : 'unavailable';
+      const events = (this.#carried?.events ?? []).map((event) => ({ event, outcome: logged }) as const);
+      this.#logDelivery(events, failed ? 500 : 503, durationMs);
+    }
     if (senderMistakes.has(outcome)) logSampled(this.deps, 'warn', 'event not accepted', fields);
     // An operator's pause refuses by design, possibly a flood: sampled like a sender's mistake.
     else if (why.reason === SENDER_PAUSED) logSampled(this.deps, 'info', 'event not accepted', fields);

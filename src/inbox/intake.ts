@@ -19,6 +19,7 @@ import type { AuthenticatedEvent } from '../providers/types.ts';
 import { backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
+import type { DeliveryLog } from './delivery-log.ts';
 import { type Arrival, type InboxEvent, storedKeyString } from './event-rows.ts';
 import type { IntakeLoad } from './intake-load.ts';
 import {
@@ -61,6 +62,8 @@ export interface IntakeDeps {
    * batch-size histogram (what a test observes).
    */
   groupCommit?: { maxBatch: number; lanes: number; onBatch?: (size: number) => void };
+  /** Each delivery of a checked event is appended here; the runtime flushes it (absent: no log). */
+  deliveryLog?: DeliveryLog;
 }
 
 type IntakeEnv = {
@@ -146,6 +149,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     logger: deps.logger,
     metrics: deps.metrics,
     rejections: new LogSampler(REJECTION_LINES_PER_MINUTE, 60_000, deps.clock),
+    deliveryLog: deps.deliveryLog,
+    clock: deps.clock,
   };
   // One committer per database: on Node every request brings the process's pool.
   const committers = new WeakMap<Database, IntakeCommitter>();

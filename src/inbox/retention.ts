@@ -1,12 +1,14 @@
 // Retention (`purge`): payloads of terminal rows (completed, ignored, dead_letter) are nulled after
 // PAYLOAD_RETENTION_DAYS, and the rows themselves, which are the deduplication keys, deleted after
-// EVENT_RETENTION_DAYS, each counted from completed_at (else received_at). Rows that still have work
+// EVENT_RETENTION_DAYS, each counted from completed_at (else received_at), their delivery log with them
+// (and log rows of events never stored, once as old). Rows that still have work
 // ahead of them (received, processing, failed, parked) are never touched. Batched, with a statement
 // timeout per batch and SKIP LOCKED, so a large purge never holds locks that intake or the worker wait on.
 import { type SQL, sql } from 'drizzle-orm';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { drainBatches, type StopReason } from '../lib/loops.ts';
+import { purgeUnkeptDeliveries } from './delivery-log.ts';
 import { purgeStatements } from './event-rows.ts';
 import { rejectionCountsPurge } from './rejection-log.ts';
 
@@ -20,6 +22,8 @@ export interface PurgeSummary {
   rowsDeleted: number;
   /** Minute counts of refused deliveries older than EVENT_RETENTION_DAYS (src/inbox/rejection-log.ts). */
   rejectionCountsDeleted: number;
+  /** Delivery-log rows of events not kept (an event's own go with it, counted in rowsDeleted's statement). */
+  deliveriesDeleted: number;
   batches: number;
   stoppedBy: StopReason;
 }
@@ -52,8 +56,10 @@ export async function purgeByRetention(
   const rowCutoff = new Date(startedMs - config.EVENT_RETENTION_DAYS * DAY_MS);
   let payloadsNulled = 0;
   let rowsDeleted = 0;
-  // Rows first: nulling the payload of a row about to be deleted would be wasted writes.
-  let phase: 'rows' | 'payloads' = 'rows';
+  let deliveriesDeleted = 0;
+  // Rows first: nulling the payload of a row about to be deleted would be wasted writes. Unkept
+  // delivery-log rows last: those of the events just deleted went with them.
+  let phase: 'rows' | 'payloads' | 'deliveries' = 'rows';
   const progress = await drainBatches({
     nowMs: options.nowMs,
     budgetMs: options.budgetMs,
@@ -65,12 +71,18 @@ export async function purgeByRetention(
         if (deleted === limit) return { claimed: deleted, limit };
         phase = 'payloads';
       }
-      const nulled = await purgeBatch(db, purgeStatements.nullPayloads(payloadCutoff, limit));
-      payloadsNulled += nulled;
-      return { claimed: nulled, limit };
+      if (phase === 'payloads') {
+        const nulled = await purgeBatch(db, purgeStatements.nullPayloads(payloadCutoff, limit));
+        payloadsNulled += nulled;
+        if (nulled === limit) return { claimed: nulled, limit };
+        phase = 'deliveries';
+      }
+      const deleted = await purgeBatch(db, purgeUnkeptDeliveries(rowCutoff, limit));
+      deliveriesDeleted += deleted;
+      return { claimed: deleted, limit };
     },
   });
   // A few rows a minute at most (senders and reasons are closed sets): one statement under the same bound.
   const rejectionCountsDeleted = await purgeBatch(db, rejectionCountsPurge(rowCutoff));
-  return { payloadsNulled, rowsDeleted, rejectionCountsDeleted, ...progress };
+  return { payloadsNulled, rowsDeleted, deliveriesDeleted, rejectionCountsDeleted, ...progress };
 }

@@ -130,6 +130,7 @@ export class Metrics {
   readonly #retries = new Map<string, number>();
   readonly #sources: Array<() => Promise<string>> = [];
   readonly #batchSizes = emptyHistogram(BATCH_SIZE_BUCKETS);
+  readonly #recordsLost = new Map<string, number>();
 
   constructor(
     /** Known provider names and, per provider, the event types that may appear as label values. */
@@ -230,6 +231,12 @@ export class Metrics {
     this.#retries.set(key, (this.#retries.get(key) ?? 0) + 1);
   }
 
+  /** Records a spool (lib/spool.ts) dropped for room or lost in a failed write; `spool` is a fixed name. */
+  countRecordsLost(spool: string, reason: 'overflow' | 'write_failed', count: number): void {
+    const key = labelText({ spool, reason });
+    this.#recordsLost.set(key, (this.#recordsLost.get(key) ?? 0) + count);
+  }
+
   /** render(), then whatever the attached sources add (process metrics on Node). */
   async renderAll(gauges: readonly GaugeSample[]): Promise<string> {
     const extra = await Promise.all(this.#sources.map((source) => source()));
@@ -273,6 +280,11 @@ export class Metrics {
 
     family('webhook_operator_retries_total', 'Operator retries of outbox messages by outcome.', 'counter');
     for (const [labels, value] of this.#retries) lines.push(`webhook_operator_retries_total${labels} ${value}`);
+
+    if (this.#recordsLost.size > 0) {
+      family('webhook_spool_records_lost_total', 'Log records dropped for room or lost in a failed write.', 'counter');
+      for (const [labels, value] of this.#recordsLost) lines.push(`webhook_spool_records_lost_total${labels} ${value}`);
+    }
 
     const described = new Set<string>();
     for (const gauge of gauges) {

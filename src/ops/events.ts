@@ -5,6 +5,7 @@
 import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { eventSubject, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import type { LoggedDelivery } from '../inbox/delivery-log.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
@@ -165,6 +166,17 @@ export function eventJson(event: EventDetail | EventListing) {
       ? { occurred_at: isoOrNull(event.occurredAt), locked_until: isoOrNull(event.lockedUntil) }
       : {}),
     ...('payload' in event ? { payload: event.payload ?? null } : {}),
+  };
+}
+
+/** One delivery-log row in the wire form of `--json` and the admin API. */
+export function deliveryJson(delivery: LoggedDelivery) {
+  return {
+    delivered_at: delivery.deliveredAt.toISOString(),
+    status_code: delivery.statusCode,
+    outcome: delivery.outcome,
+    duration_ms: delivery.durationMs,
+    trace_id: delivery.traceId,
   };
 }
 

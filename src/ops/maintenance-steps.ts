@@ -72,6 +72,7 @@ export const retentionPurge: MaintenanceStep = {
       payloads_nulled: summary.payloadsNulled,
       rows_deleted: summary.rowsDeleted,
       rejection_counts_deleted: summary.rejectionCountsDeleted,
+      deliveries_deleted: summary.deliveriesDeleted,
       stopped_by: summary.stoppedBy,
     };
   },

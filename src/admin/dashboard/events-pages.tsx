@@ -1,8 +1,9 @@
 // The events pages: the list (/admin/events: counts per status, filters, id search, cursor paging)
-// and one event (its fields, stored payload, the outbox messages it produced, Replay). Pure
+// and one event (its fields, stored payload, the outbox messages it produced, its deliveries, Replay). Pure
 // rendering: the routes read the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
+import { DELIVERY_LOG_CAP, type LoggedDelivery } from '../../inbox/delivery-log.ts';
 import { REPLAYABLE_STATUSES } from '../../ops/bulk-jobs.ts';
 import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
@@ -12,7 +13,7 @@ import { eventUrl } from '../event-urls.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
 import { BulkControl } from './jobs-page.tsx';
 import { type DashboardList, ListPage, type ListPageFilter, Select } from './list-page.tsx';
-import { EventTable, iso, OutboxTable } from './rows.tsx';
+import { DeliveryTable, EventTable, iso, OutboxTable } from './rows.tsx';
 
 /** The events list, which an event's page leads back to. */
 const EVENTS_LIST: DashboardList = {
@@ -67,7 +68,11 @@ export const EventsPage: FC<{
 
 const REPLAYABLE_NOTE = 'Replay applies failed, parked and dead-lettered events again; others are only recorded.';
 
-export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[] }> = ({ event, messages }) => {
+export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[]; deliveries: LoggedDelivery[] }> = ({
+  event,
+  messages,
+  deliveries,
+}) => {
   const target = `${event.provider}/${event.eventId}`;
   const action = (
     <>
@@ -101,6 +106,11 @@ export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[] }> = 
       </ItemPage>
       <h2>Outbox messages it produced</h2>
       <OutboxTable messages={messages} empty="None." />
+      <h2 id="deliveries">Deliveries</h2>
+      <p class="note">
+        Each delivery that passed its checks, newest first; the newest {String(DELIVERY_LOG_CAP)} are kept.
+      </p>
+      <DeliveryTable deliveries={deliveries} empty="None recorded." />
     </>
   );
 };

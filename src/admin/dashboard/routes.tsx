@@ -10,6 +10,7 @@ import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { z } from 'zod';
 import type { DatabaseEnv } from '../../db/client.ts';
+import { deliveriesOf } from '../../inbox/delivery-log.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { listBulkJobs } from '../../ops/bulk-jobs.ts';
@@ -128,13 +129,15 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   });
 
   const eventPage = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }) => {
-    const [event, messages] = await Promise.all([
+    const [event, messages, deliveries] = await Promise.all([
       getEvent(c.var.db, key, { payload: true }),
       messagesOfEvent(c.var.db, key),
+      deliveriesOf(c.var.db, key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
     logPayloadRead(c, deps.logger, { kind: 'event', ...key });
-    return page(c, `${key.provider}/${key.eventId}`, '/admin/events', <EventPage event={event} messages={messages} />);
+    const content = <EventPage event={event} messages={messages} deliveries={deliveries} />;
+    return page(c, `${key.provider}/${key.eventId}`, '/admin/events', content);
   };
   routes.get('/events/:provider/:eventId', (c) =>
     eventPage(c, { provider: c.req.param('provider'), eventId: c.req.param('eventId') }),

@@ -1,6 +1,7 @@
-// The tables of events and of outbox messages (cards on a narrow screen), and what they share with
+// The tables of events, of outbox messages and of an event's deliveries (cards on a narrow screen), and what they share with
 // the item pages: the status badge, times in UTC, an event's dashboard address. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
+import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
 import type { EventListing } from '../../ops/events.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
@@ -101,6 +102,31 @@ export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ 
           {message.topic}
         </Cell>
         <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
+      </tr>
+    ))}
+  </Rows>
+);
+
+const DELIVERY_HEADERS = ['delivered (UTC)', 'answer', 'took', 'trace id'] as const;
+
+/** An event's delivery log, newest first: when, what we answered, how long it took, its trace. */
+export const DeliveryTable: FC<{ deliveries: LoggedDelivery[]; empty: string }> = ({ deliveries, empty }) => (
+  <Rows headers={DELIVERY_HEADERS} count={deliveries.length} empty={empty}>
+    {deliveries.map((delivery) => (
+      <tr data-delivery={delivery.traceId}>
+        <Cell label="delivered" class="time">
+          {iso(delivery.deliveredAt)}
+        </Cell>
+        <Cell label="answer" class="status-cell">
+          {`${delivery.statusCode} `}
+          <Status status={delivery.outcome} />
+        </Cell>
+        <Cell label="took" class="attempts">
+          {`${delivery.durationMs} ms`}
+        </Cell>
+        <Cell label="trace id" class="id">
+          {delivery.traceId}
+        </Cell>
       </tr>
     ))}
   </Rows>

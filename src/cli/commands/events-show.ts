@@ -1,36 +1,54 @@
 // `webhook-inbox events show <provider> <event-id>`: one event's state, attempts, last error and
-// timestamps; its payload only with --payload (it may hold personal data), as indented JSON with every
+// timestamps, then its delivery log (each delivery's time, answer, time taken, trace id); its payload only with --payload (it may hold personal data), as indented JSON with every
 // number as stored (also with --json, compact). Unknown: exit 3.
+
+import { DELIVERY_LOG_CAP, deliveriesOf } from '../../inbox/delivery-log.ts';
 import { exactJsonText } from '../../lib/json-out.ts';
-import { eventJson, getEvent } from '../../ops/events.ts';
+import { deliveryJson, eventJson, getEvent } from '../../ops/events.ts';
 import { type CommandModule, EXIT, providerArgument } from '../context.ts';
-import { terminalJson, terminalText } from '../table.ts';
+import { formatTable, terminalJson, terminalText } from '../table.ts';
 
 export const eventsShowCommand: CommandModule = {
   path: ['events', 'show'],
   define: (command, run) =>
     command
       .summary('show one event')
-      .description("show one event's state, attempts, last error and timestamps")
+      .description("show one event's state, attempts, last error, timestamps and delivery log")
       .addArgument(providerArgument())
       .argument('<event-id>', 'the event id')
       .option('--payload', 'include the stored payload (null once retention purged it)')
       .option('--json', 'print one JSON document')
       .action(
         run(async (context, provider: string, eventId: string, options: { payload?: boolean; json?: boolean }) => {
-          const event = await getEvent(context.db, { provider, eventId }, { payload: options.payload === true });
+          const key = { provider, eventId };
+          const [event, deliveries] = await Promise.all([
+            getEvent(context.db, key, { payload: options.payload === true }),
+            deliveriesOf(context.db, key),
+          ]);
           if (event === undefined) {
             context.err(`not found: ${provider}/${terminalText(eventId)}`);
             return EXIT.notFound;
           }
           const json = eventJson(event);
+          const logged = deliveries.map(deliveryJson);
           if (options.json) {
-            context.out(exactJsonText(json));
+            context.out(exactJsonText({ ...json, deliveries: logged }));
           } else {
             const { payload, ...fields } = json as typeof json & { payload?: unknown };
             const width = Math.max(...Object.keys(fields).map((name) => name.length));
             for (const [name, value] of Object.entries(fields)) {
               context.out(`${name.padEnd(width)}  ${terminalText(String(value ?? ''))}`);
+            }
+            // Before the payload, which a reader takes as the rest of the output.
+            context.out(`\ndeliveries (${logged.length} kept, newest first, at most ${DELIVERY_LOG_CAP})`);
+            if (logged.length > 0) {
+              const rows = logged.map((d) => [
+                d.delivered_at,
+                `${d.status_code} ${d.outcome}`,
+                `${d.duration_ms} ms`,
+                d.trace_id,
+              ]);
+              context.out(formatTable(['delivered (UTC)', 'answer', 'took', 'trace id'], rows));
             }
             if (options.payload) context.out(`payload\n${terminalJson(payload ?? null)}`);
           }

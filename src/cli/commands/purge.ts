@@ -1,5 +1,5 @@
 // `webhook-inbox purge`: retention by PAYLOAD_RETENTION_DAYS and EVENT_RETENTION_DAYS, batched, once;
-// prints how many payloads were nulled and rows deleted.
+// prints how many payloads were nulled and rows deleted (events, and delivery-log rows of events not kept).
 import { purgeByRetention } from '../../inbox/retention.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 
@@ -26,6 +26,7 @@ export const purgeCommand: CommandModule = {
               : `nulled ${summary.payloadsNulled} payload${summary.payloadsNulled === 1 ? '' : 's'} ` +
                   `(older than ${config.PAYLOAD_RETENTION_DAYS} days), deleted ${summary.rowsDeleted} ` +
                   `event${summary.rowsDeleted === 1 ? '' : 's'} (older than ${config.EVENT_RETENTION_DAYS} days) ` +
+                  `and ${summary.deliveriesDeleted} delivery-log row${summary.deliveriesDeleted === 1 ? '' : 's'} of events not kept ` +
                   `(${summary.batches} batch${summary.batches === 1 ? '' : 'es'}, ${summary.stoppedBy})`,
           );
           return undefined;

@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS "webhook_deliveries_delivered_at_idx" ON "webhook_deliveries" USING btree ("delivered_at");

@@ -1,0 +1,42 @@
+// The Worker entry writes the delivery log after each request (waitUntil), with that request's own
+// client: once the invocation's background work has settled, each delivery has its row.
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import postgres from 'postgres';
+import { afterAll, describe, expect, it } from 'vitest';
+import worker from '../../src/entry/worker.ts';
+import { acmeEvent, signedHeaders } from '../helpers/acme.ts';
+
+const sql = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+afterAll(() => sql.end());
+
+async function deliver(event: object, traceId: string): Promise<Response> {
+  const body = JSON.stringify(event);
+  const headers = {
+    ...(await signedHeaders(body, { timestamp: Math.floor(Date.now() / 1000) })),
+    traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+  };
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(
+    new Request('https://inbox.test/webhooks/acme', { method: 'POST', body, headers }),
+    env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+describe('the delivery log on Workers', () => {
+  it('records each delivery, the first and the duplicate, after its request', async () => {
+    const event = acmeEvent({ created: Math.floor(Date.now() / 1000) - 10 });
+    const traces = [crypto.randomUUID().replaceAll('-', ''), crypto.randomUUID().replaceAll('-', '')];
+    expect((await deliver(event, traces[0] ?? '')).status).toBe(200);
+    expect((await deliver(event, traces[1] ?? '')).status).toBe(200);
+    const rows = await sql<{ trace_id: string; status_code: number; outcome: string }[]>`
+      select trace_id, status_code, outcome from webhook_deliveries
+      where provider = 'acme' and event_id = ${event.id} order by delivered_at, trace_id`;
+    expect(new Set(rows.map((row) => `${row.trace_id} ${row.status_code} ${row.outcome}`))).toEqual(
+      new Set([`${traces[0]} 200 completed`, `${traces[1]} 200 duplicate`]),
+    );
+  });
+});
