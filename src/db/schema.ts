@@ -167,8 +167,13 @@ export const subscriptions = pgTable(
   (table) => [check('subscriptions_provider_version_nonnegative', sql`${table.providerVersion} >= 0`)],
 );
 
-/** What an operator acts on: an event, an outbox message, or a sender (pause and resume). */
-export const operatorActionTargetKind = pgEnum('operator_action_target_kind', ['event', 'outbox', 'sender']);
+/** What an operator acts on: an event, an outbox message, a sender or a destination (pause and resume). */
+export const operatorActionTargetKind = pgEnum('operator_action_target_kind', [
+  'event',
+  'outbox',
+  'sender',
+  'destination',
+]);
 
 /** Audit of everything an operator did by hand (replay, retry, a bulk action, a pause, ...). */
 export const operatorActions = pgTable(
@@ -363,9 +368,20 @@ export const outboxMessages = pgTable(
     /** The relay lease: a message is held by one relay until this passes. */
     lockedUntil: timestamp({ withTimezone: true }),
     lockedBy: text(),
+    /**
+     * Where this row goes: a message fans out to one row per matching destination, each with its own
+     * state, attempts and key. `default` is the one destination OUTBOX_TARGET_URL names.
+     */
+    destination: text().notNull().default('default'),
+    /** W3C traceparent of the span that enqueued it, carried to every destination so consumers join the trace. */
+    traceparent: text(),
   },
   (table) => [
     index('outbox_messages_pending_idx').on(table.availableAt).where(sql`${table.status} = 'pending'`),
+    // The relay claims per destination, so one destination's due backlog is never walked by another's claim.
+    index('outbox_messages_destination_pending_idx')
+      .on(table.destination, table.availableAt)
+      .where(sql`${table.status} = 'pending'`),
     index('outbox_messages_status_idx').on(table.status, table.createdAt),
     // The operator's listings, newest first (as the inbox's).
     index('outbox_messages_created_idx').on(table.createdAt),
@@ -374,3 +390,24 @@ export const outboxMessages = pgTable(
     index('outbox_messages_key_prefix_idx').on(table.deduplicationKey.op('text_pattern_ops')),
   ],
 );
+
+export const destinationCircuits = ['closed', 'open', 'half_open'] as const;
+export type DestinationCircuit = (typeof destinationCircuits)[number];
+export const destinationCircuit = pgEnum('destination_circuit', destinationCircuits);
+
+/**
+ * What the service knows of each configured destination beyond its configuration: whether an
+ * operator paused it, and its circuit breaker (consecutive failures, when it opened, when to probe).
+ * Shared by every relay process; a row appears the first time a destination is seen.
+ */
+export const outboxDestinations = pgTable('outbox_destinations', {
+  name: text().primaryKey(),
+  circuit: destinationCircuit().notNull().default('closed'),
+  consecutiveFailures: integer().notNull().default(0),
+  openedAt: timestamp({ withTimezone: true }),
+  /** While open: when one probe may go out (half-open). */
+  probeAt: timestamp({ withTimezone: true }),
+  pausedAt: timestamp({ withTimezone: true }),
+  pausedBy: text(),
+  updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+});
