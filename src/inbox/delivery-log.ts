@@ -13,6 +13,7 @@ import { webhookDeliveries } from '../db/schema.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { Spool } from '../lib/spool.ts';
+import { isStorableText } from '../lib/text.ts';
 
 /**
  * Rows kept per event, newest first. A sender's whole retry schedule fits with room to spare
@@ -132,6 +133,8 @@ export async function deliveriesOf(
   db: Executor,
   key: { provider: string; eventId: string },
 ): Promise<LoggedDelivery[]> {
+  // As getEvent: an id the database cannot hold (a NUL from a URL's %00) has no deliveries.
+  if (!isStorableText(key.eventId)) return [];
   const d = webhookDeliveries;
   return db
     .select({
