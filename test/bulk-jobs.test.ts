@@ -2,6 +2,7 @@
 // confirmation), worked through by the runner in batches that survive a crash and a restart (each
 // item exactly once, with its audit row), cancelled, and refused with the field named.
 import { randomUUID } from 'node:crypto';
+import { sql as drizzleSql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../src/config.ts';
@@ -9,7 +10,7 @@ import { expectedMigration } from '../src/db/migrations.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { IntakeLoad } from '../src/inbox/intake-load.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { type BulkRunnerSettings, createBulkRunner } from '../src/ops/bulk-runner.ts';
+import { type BulkRunnerSettings, createBulkRunner, MAX_BATCH_TIMEOUTS } from '../src/ops/bulk-runner.ts';
 import { bulkJobsSlice } from '../src/ops/maintenance-steps.ts';
 import { TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -216,6 +217,48 @@ describe('a batch that fails for another reason than the database', () => {
     const rows = await outboxRows(sql, ids);
     expect(rows.filter((message) => message.status === 'pending')).toHaveLength(5);
     expect((await auditRows(job.id)).filter((audit) => audit.action === 'retry')).toHaveLength(5);
+  });
+});
+
+describe('a batch that always meets the statement timeout', () => {
+  it('is retried after its lease lapses, and fails the job after MAX_BATCH_TIMEOUTS times in a row', async () => {
+    const prefix = uniqueId('evt_slow');
+    await insertEvent(sql, { status: 'failed', lastError: 'slow ledger', attempts: 1, eventId: `${prefix}_0` });
+    // A handler that always outlasts the transaction's statement timeout (a poison event).
+    const slow: HandlerMap = {
+      ...defaultHandlers,
+      acme: {
+        ...defaultHandlers.acme,
+        'subscription.updated': defineHandler({
+          schema: z.unknown(),
+          async apply({ tx }) {
+            await tx.execute(drizzleSql`set local statement_timeout = 50`);
+            await tx.execute(drizzleSql`select pg_sleep(1)`);
+          },
+        }),
+      },
+    };
+    const job = await createJob({ kind: 'replay_events', filter: { provider: 'acme', id: prefix } });
+    let nowMs = TEST_NOW_MS;
+    const slowRunner = createBulkRunner({
+      db,
+      handlers: slow,
+      clock: () => nowMs,
+      logger: createLogger({ level: 'silent', now: () => new Date(TEST_NOW_MS), write: () => {} }),
+      owner: `test-${randomUUID()}`,
+      settings: { pauseMs: 0 },
+    });
+    for (let run = 1; run < MAX_BATCH_TIMEOUTS; run++) {
+      expect(await slowRunner.run({ budgetMs: 60_000, jobId: job.id })).toMatchObject({ stoppedBy: 'error' });
+      expect(await jobRow(job.id)).toMatchObject({ status: 'running', processed: 0 });
+      // The lease the failed batch left lapses; the next run takes the job again.
+      nowMs += 60_000;
+    }
+    await slowRunner.run({ budgetMs: 60_000, jobId: job.id });
+    const [row] = await sql`select status::text as status, processed, last_error from bulk_jobs where id = ${job.id}`;
+    expect(row).toMatchObject({ status: 'failed', processed: 0 });
+    expect(String(row?.last_error)).toMatch(/^a batch timed out 3 times in a row: .*57014/);
+    expect(await eventRow(sql, `${prefix}_0`)).toMatchObject({ status: 'failed', attempt_count: 1 });
   });
 });
 

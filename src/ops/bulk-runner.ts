@@ -9,9 +9,9 @@
 // Run by the Node entry on a schedule, by the Worker's cron as a bounded slice, and by `jobs run`.
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '../db/client.ts';
-import { describeError, isTransientDatabaseError } from '../db/errors.ts';
+import { describeError, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
 import { leaseCleared, takeLease } from '../db/lease.ts';
-import { bulkJobs } from '../db/schema.ts';
+import { bulkJobs, LAST_ERROR_MAX } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { deferToIntake, type IntakeLoad } from '../inbox/intake-load.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -51,6 +51,13 @@ export const DEFAULT_BULK_SETTINGS: BulkRunnerSettings = {
 };
 
 const DEFER_POLL_MS = 20;
+
+/**
+ * Times in a row a job's batch may meet a statement timeout before the job is failed. A timeout is
+ * transient for an outage's sake, but an item whose handler always outlasts the timeout would hold the
+ * job at the same batch forever, retried at every lapse of its lease.
+ */
+export const MAX_BATCH_TIMEOUTS = 3;
 
 export interface BulkRunnerDeps {
   db: Database;
@@ -121,6 +128,8 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   const { db, clock, logger, owner } = deps;
   const job = bulkJobs;
   const heldByUs = (id: string) => and(eq(job.id, id), eq(job.lockedBy, owner));
+  /** Statement timeouts each job's batches met in a row here (MAX_BATCH_TIMEOUTS). */
+  const timeoutsInARow = new Map<string, number>();
 
   /** The oldest runnable job nobody holds (or whose holder's lease lapsed), now leased to us. */
   async function claim(only: string | undefined): Promise<BulkJob | undefined> {
@@ -234,14 +243,19 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   /** A batch that failed: a database outage leaves the job to its lease (resumed later); anything else fails it. */
   async function batchFailed(jobId: string, error: unknown): Promise<'transient' | 'failed'> {
     const reason = describeError(error);
-    if (isTransientDatabaseError(error)) {
+    const timeouts = isTimeout(error) ? (timeoutsInARow.get(jobId) ?? 0) + 1 : 0;
+    timeoutsInARow.delete(jobId);
+    if (timeouts > 0 && timeouts < MAX_BATCH_TIMEOUTS) timeoutsInARow.set(jobId, timeouts);
+    if (isTransientDatabaseError(error) && timeouts < MAX_BATCH_TIMEOUTS) {
       logger.warn('bulk job batch failed; the job resumes when its lease lapses', { job_id: jobId, error: reason });
       return 'transient';
     }
-    logger.error('bulk job failed', { job_id: jobId, error: reason });
+    const lastError =
+      timeouts >= MAX_BATCH_TIMEOUTS ? `a batch timed out ${timeouts} times in a row: ${reason}` : reason;
+    logger.error('bulk job failed', { job_id: jobId, error: lastError });
     await db
       .update(job)
-      .set({ status: 'failed', lastError: reason, finishedAt: sql`now()`, ...leaseCleared })
+      .set({ status: 'failed', lastError: lastError.slice(0, LAST_ERROR_MAX), finishedAt: sql`now()`, ...leaseCleared })
       .where(and(heldByUs(jobId), sql`${job.status} in ('queued', 'running')`));
     return 'failed';
   }
@@ -305,6 +319,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           current = undefined;
           continue;
         }
+        timeoutsInARow.delete(jobId);
         summary.batches += 1;
         summary.items += done.items;
         summary.failed += done.failed;
