@@ -11,10 +11,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { type LostRejections, REJECTION_RING_SIZE, RejectionLog } from '../src/inbox/rejection-log.ts';
+import {
+  createRejectionLog,
+  type LostRejections,
+  REJECTION_RING_SIZE,
+  RejectionLog,
+} from '../src/inbox/rejection-log.ts';
 import { HEADERS_KEPT_MAX, HEADERS_LEFT_OUT, REDACTED } from '../src/inbox/rejections.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { AppError } from '../src/lib/errors.ts';
+import { createLogger } from '../src/lib/logger.ts';
+import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
@@ -277,6 +284,35 @@ describe('a flush that cannot write', () => {
     await log.flush(db);
     expect(await ringRowsOf(traceId)).toHaveLength(1);
     expect(lost).toHaveLength(1);
+  });
+});
+
+describe("the runtimes' rejection log", () => {
+  it('counts the refusals a failed flush lost in /metrics and says so in a warning', async () => {
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
+    const lines: string[] = [];
+    const log = createRejectionLog({
+      logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => lines.push(line) }),
+      metrics,
+    });
+    const test = await buildTestApp(db, { rejections: log });
+    for (let n = 0; n < 3; n++) await test.request('/webhooks/nosuchsender', { method: 'POST', body: '{}' });
+    const unreachable = connectDatabase({
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      await log.flush(unreachable.db);
+    } finally {
+      await unreachable.close();
+    }
+    expect(metrics.render([])).toContain(
+      'webhook_spool_records_lost_total{spool="rejections",reason="write_failed"} 3',
+    );
+    expect(lines.map((line) => JSON.parse(line) as { msg: string; rejections: number })).toMatchObject([
+      { msg: 'refused deliveries not recorded', rejections: 3 },
+    ]);
   });
 });
 

@@ -10,13 +10,13 @@ import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
 import { type Config, ConfigError, type ConfigWarning, checkEmbeddedDatabase, parseConfig } from '../config.ts';
 import { connectDatabase } from '../db/client.ts';
-import { databaseStartupProblem, describeError } from '../db/errors.ts';
+import { databaseStartupProblem } from '../db/errors.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog } from '../inbox/delivery-log.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
-import { RejectionLog } from '../inbox/rejection-log.ts';
+import { createRejectionLog } from '../inbox/rejection-log.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { workUntilCaughtUp } from '../inbox/worker.ts';
@@ -182,10 +182,7 @@ async function main(): Promise<void> {
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
-  const rejections = new RejectionLog({
-    onLost: ({ rejections: lost, samples, error }) =>
-      logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
-  });
+  const rejections = createRejectionLog({ logger, metrics });
   // DELIVERY_LOG_FLUSH_MS=0: no log at all (the intake appends nothing).
   const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({

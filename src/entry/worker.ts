@@ -10,7 +10,7 @@ import { describeError } from '../db/errors.ts';
 import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
-import { RejectionLog } from '../inbox/rejection-log.ts';
+import { createRejectionLog, type RejectionLog } from '../inbox/rejection-log.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
@@ -88,10 +88,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
-  const rejections = new RejectionLog({
-    onLost: ({ rejections: lost, samples, error }) =>
-      logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
-  });
+  const rejections = createRejectionLog({ logger, metrics });
   const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({
     config,

@@ -9,6 +9,9 @@
 //   a fixed amount of memory and of table.
 import { type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
+import { describeError } from '../db/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { Spool } from '../lib/spool.ts';
 import type { RejectionRecord } from './rejections.ts';
 
@@ -171,4 +174,14 @@ export function rejectionCountsPurge(cutoff: Date): SQL {
     with gone as (delete from webhook_rejection_counts where bucket_start < ${cutoff.toISOString()}::timestamptz
       returning 1)
     select count(*)::int as n from gone`;
+}
+
+/** The runtimes' log: a failed flush is a warning and counted in /metrics, as the delivery log's losses are. */
+export function createRejectionLog(deps: { logger: Logger; metrics?: Metrics }): RejectionLog {
+  return new RejectionLog({
+    onLost: ({ rejections, samples, error }) => {
+      deps.metrics?.countRecordsLost('rejections', 'write_failed', rejections);
+      deps.logger.warn('refused deliveries not recorded', { rejections, samples, error: describeError(error) });
+    },
+  });
 }
