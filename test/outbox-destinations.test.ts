@@ -14,6 +14,7 @@ import { type DestinationRouting, parseDestinations } from '../src/outbox/destin
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import { closePublishers, type DestinationPublisher } from '../src/outbox/relays.ts';
+import { countOutboxMessagesByDestination } from '../src/outbox/stats.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import {
@@ -107,11 +108,29 @@ const sinkRequestsFor = (eventId: string) =>
 const redisEntriesFor = async (eventId: string) =>
   (await readRedisStream(redis, redisStream)).filter((entry) => entry.brokerKey?.startsWith(`acme:${eventId}:`));
 
+const countsByDestination = async () =>
+  new Map((await countOutboxMessagesByDestination(db)).map((row) => [`${row.destination}/${row.status}`, row.n]));
+/** What changed between two readings of the counters, the unchanged left out. */
+function countChange(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const changes: Record<string, number> = {};
+  for (const key of new Set([...before.keys(), ...after.keys()])) {
+    const change = (after.get(key) ?? 0) - (before.get(key) ?? 0);
+    if (change !== 0) changes[key] = change;
+  }
+  return changes;
+}
+
 describe('fan-out to the destinations that match', () => {
   it('a message matching two of three destinations reaches exactly those two, each once, with its own key', async () => {
     const service = await serviceWith({ OUTBOX_DESTINATIONS: THREE });
     const event = acmeEvent();
+    const countsBefore = await countsByDestination();
     expect((await service.deliver(event)).status).toBe(200);
+    // The counters (drizzle/0010) follow each destination's rows.
+    expect(countChange(countsBefore, await countsByDestination())).toEqual({
+      'sink/pending': 1,
+      'stream/pending': 1,
+    });
 
     const rows = await byDestination(event.id);
     expect([...rows.keys()].sort()).toEqual(['sink', 'stream']);
@@ -134,6 +153,10 @@ describe('fan-out to the destinations that match', () => {
     const entries = await redisEntriesFor(event.id);
     expect(entries.map((entry) => entry.brokerKey)).toEqual([`${key}@stream`]);
     expect(await readNatsStream(nats.nc, natsStream)).toEqual([]);
+    expect(countChange(countsBefore, await countsByDestination())).toEqual({
+      'sink/published': 1,
+      'stream/published': 1,
+    });
   });
 
   it('one destination refusing while another accepts: the refused row retries and dies alone, and an operator retry re-sends to it only', async () => {

@@ -340,10 +340,14 @@ export const outboxMessageCounts = pgTable(
   'outbox_message_counts',
   {
     status: outboxStatus().notNull(),
+    /** The messages' destination (outbox_messages.destination): each destination's pending and dead. */
+    destination: text().notNull().default('default'),
     slot: integer().notNull(),
     n: bigint({ mode: 'number' }).notNull(),
   },
-  (table) => [primaryKey({ name: 'outbox_message_counts_pkey', columns: [table.status, table.slot] })],
+  (table) => [
+    primaryKey({ name: 'outbox_message_counts_pkey', columns: [table.status, table.destination, table.slot] }),
+  ],
 );
 
 /**
