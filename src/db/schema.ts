@@ -381,8 +381,9 @@ export const outboxMessages = pgTable(
     traceparent: text(),
   },
   (table) => [
-    index('outbox_messages_pending_idx').on(table.availableAt).where(sql`${table.status} = 'pending'`),
-    // The relay claims per destination, so one destination's due backlog is never walked by another's claim.
+    // The relay claims per destination, so one destination's due backlog is never walked by another's
+    // claim. It replaced outbox_messages_pending_idx (available_at alone, drizzle/0011): no query
+    // reads pending rows across destinations in due order any more.
     index('outbox_messages_destination_pending_idx')
       .on(table.destination, table.availableAt)
       .where(sql`${table.status} = 'pending'`),
