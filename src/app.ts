@@ -29,7 +29,7 @@ export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock'
 export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {
   return createApp({
     ...runtime,
-    handlers: configuredHandlers(runtime.config),
+    handlers: configuredHandlers(runtime.config, runtime.logger),
     gaugeSources: defaultGaugeSources,
     newId: newHexId,
     expectedMigration,

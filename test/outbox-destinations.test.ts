@@ -10,7 +10,7 @@ import { ConfigError, parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { relayFor } from '../src/ops/drainers.ts';
-import { type DestinationRouting, parseDestinations } from '../src/outbox/destinations.ts';
+import { type DestinationRouting, loggingUnrouted, parseDestinations } from '../src/outbox/destinations.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import { closePublishers, type DestinationPublisher } from '../src/outbox/relays.ts';
@@ -71,11 +71,12 @@ afterEach(() => {
 async function serviceWith(variables: Record<string, string>) {
   const config = parseConfig(variables);
   const routing = parseDestinations(config);
-  const test = await buildTestApp(db, { handlers: routedHandlers(defaultHandlers, routing) });
   // The real clock (rows are enqueued at the database's now()), moved ahead by the test for backoffs.
   let aheadMs = 0;
   const clock = () => Date.now() + aheadMs;
-  const logger = createLogger({ level: 'silent', now: () => new Date(clock()) });
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', now: () => new Date(clock()), write: (line) => logs.push(line) });
+  const test = await buildTestApp(db, { handlers: routedHandlers(defaultHandlers, loggingUnrouted(routing, logger)) });
   const publishers: DestinationPublisher[] = nodeDestinationPublishers(routing, {
     clock,
     logger,
@@ -86,6 +87,7 @@ async function serviceWith(variables: Record<string, string>) {
   return {
     routing,
     relay,
+    logs,
     advance: (ms: number) => {
       aheadMs += ms;
     },
@@ -204,6 +206,18 @@ describe('fan-out to the destinations that match', () => {
     const event = acmeEvent();
     expect((await service.deliver(event)).status).toBe(200);
     expect(await rowsOf(event.id)).toEqual([]);
+    const unrouted = service.logs
+      .map((line) => JSON.parse(line) as { msg: string })
+      .filter((line) => line.msg === 'outbox message matches no destination, not written');
+    expect(unrouted).toEqual([
+      expect.objectContaining({
+        level: 'debug',
+        msg: 'outbox message matches no destination, not written',
+        topic: 'subscription.changed',
+        sender: 'acme',
+        type: 'subscription.updated',
+      }),
+    ]);
     expect((await subscriptionRow(sql, String(event.data.id)))?.status).toBe('active');
   });
 

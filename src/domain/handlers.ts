@@ -5,7 +5,13 @@ import { z } from 'zod';
 import type { Config } from '../config.ts';
 import type { Transaction } from '../db/client.ts';
 import { subscriptionStatuses } from '../db/schema.ts';
-import { configuredRouting, DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
+import type { Logger } from '../lib/logger.ts';
+import {
+  configuredRouting,
+  DEFAULT_ROUTING,
+  type DestinationRouting,
+  loggingUnrouted,
+} from '../outbox/destinations.ts';
 import { type Enqueue, enqueuerFor } from '../outbox/enqueue.ts';
 import { type StripeLifecycle, stripeSubscriptionChange, stripeSubscriptionEvent } from './stripe.ts';
 import { applySubscriptionChange, type SubscriptionChange, subscriptionChanged } from './subscriptions.ts';
@@ -127,7 +133,13 @@ export function findHandler(
   return byType !== undefined && Object.hasOwn(byType, eventType) ? byType[eventType] : undefined;
 }
 
-/** The service's handlers routed to the configured destinations: what every runner applies events with. */
-export function configuredHandlers(config: Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>): HandlerMap {
-  return routedHandlers(defaultHandlers, configuredRouting(config));
+/**
+ * The service's handlers routed to the configured destinations: what every runner applies events
+ * with. A message no destination takes is logged at debug on `logger`.
+ */
+export function configuredHandlers(
+  config: Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>,
+  logger: Logger,
+): HandlerMap {
+  return routedHandlers(defaultHandlers, loggingUnrouted(configuredRouting(config), logger));
 }

@@ -64,7 +64,7 @@ export function workerFor(
 ): InboxWorker {
   return createWorker({
     db: parts.db,
-    handlers: configuredHandlers(parts.config),
+    handlers: configuredHandlers(parts.config, parts.logger),
     clock: parts.clock,
     newId: () => `worker-${parts.newId()}`,
     random: parts.random,
@@ -87,7 +87,7 @@ export function bulkRunnerFor(
 ): BulkRunner {
   return createBulkRunner({
     db: parts.db,
-    handlers: configuredHandlers(parts.config),
+    handlers: configuredHandlers(parts.config, parts.logger),
     clock: parts.clock,
     logger: parts.logger,
     owner: `${options.idPrefix ?? 'jobs'}-${parts.newId()}`,

@@ -7,6 +7,7 @@
 // (drainers.ts). Web standards only: the Worker parses the same variable.
 import { z } from 'zod';
 import { type Config, ConfigError } from '../config.ts';
+import type { Logger } from '../lib/logger.ts';
 import { parseOutboxTarget } from './target.ts';
 
 /** The destination OUTBOX_TARGET_URL names, or the log when nothing is configured: today's one destination. */
@@ -79,6 +80,8 @@ export interface DestinationRouting {
   readonly destinations: readonly Destination[];
   /** The names of the destinations whose filters match, in configuration order. */
   route(facts: MessageFacts): string[];
+  /** Told of a message no destination matches (it is not written): a debug line, where there is a logger. */
+  unrouted?(facts: MessageFacts): void;
 }
 
 const everything = () => true;
@@ -166,6 +169,19 @@ export function parseDestinations(
 /** Where a destination's target came from, for its errors: the shorthand, or the named destination. */
 export function targetLabel(name: string): string {
   return name === DEFAULT_DESTINATION ? 'OUTBOX_TARGET_URL' : `${DESTINATIONS_VARIABLE} (${name}).url`;
+}
+
+/** The routing, logging at debug each message that no destination takes (none is written). */
+export function loggingUnrouted(routing: DestinationRouting, logger: Logger): DestinationRouting {
+  return {
+    ...routing,
+    unrouted: (facts) =>
+      logger.debug('outbox message matches no destination, not written', {
+        topic: facts.topic,
+        sender: facts.sender,
+        type: facts.type,
+      }),
+  };
 }
 
 const routingByConfig = new WeakMap<object, DestinationRouting>();

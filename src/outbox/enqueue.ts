@@ -40,9 +40,14 @@ export function messageRows(
   routing: DestinationRouting = DEFAULT_ROUTING,
 ): NewMessage[] {
   const key = deduplicationKey(source, message.topic);
-  return routing
-    .route({ topic: message.topic, sender: source.provider, type: source.eventType })
-    .map((destination) => ({ ...message, destination, deduplicationKey: destinationKey(key, destination) }));
+  const facts = { topic: message.topic, sender: source.provider, type: source.eventType };
+  const destinations = routing.route(facts);
+  if (destinations.length === 0) routing.unrouted?.(facts);
+  return destinations.map((destination) => ({
+    ...message,
+    destination,
+    deduplicationKey: destinationKey(key, destination),
+  }));
 }
 
 /** Inserts the message's rows unless their keys exist already; the number of rows written. */

@@ -58,7 +58,7 @@ export const replayCommand: CommandModule = {
             const result = await replayEvents(
               {
                 db: context.db,
-                handlers: configuredHandlers(context.config),
+                handlers: configuredHandlers(context.config, context.logger),
                 clock: context.clock,
                 logger: context.logger,
               },
