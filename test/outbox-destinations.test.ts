@@ -3,6 +3,10 @@
 // `key@name`), reaches exactly those, each once with its own key; one refusing leaves the other
 // alone, and an operator retry of its dead row re-sends to it only. Plus the filters' globs, the
 // OUTBOX_TARGET_URL shorthand's contract key, and every configuration error named.
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -26,6 +30,7 @@ import {
   SHARED_NATS,
   SHARED_REDIS,
 } from './helpers/brokers.ts';
+import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { subscriptionRow } from './helpers/facts.ts';
 import { type OutboxRow, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
@@ -256,6 +261,28 @@ describe('fan-out to the destinations that match', () => {
   });
 });
 
+describe('webhook-inbox drain', () => {
+  it('drains every destination of OUTBOX_DESTINATIONS_FILE, each through its own publisher, and refuses a bad one', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'destinations-')), 'destinations.json');
+    writeFileSync(file, JSON.stringify(JSON.parse(THREE), null, 2));
+    const service = await serviceWith({ OUTBOX_DESTINATIONS: THREE });
+    const event = acmeEvent();
+    await service.deliver(event);
+
+    const drained = await runCli(['drain', '--json'], { DATABASE_URL: database.url, OUTBOX_DESTINATIONS_FILE: file });
+    expect(drained.code).toBe(0);
+    expect(JSON.parse(drained.output)).toMatchObject({ published: 2, dead: 0, stoppedBy: 'drained' });
+    expect([...(await byDestination(event.id)).values()].map((row) => row.status)).toEqual(['published', 'published']);
+    expect(sinkRequestsFor(event.id)).toHaveLength(1);
+    expect(await redisEntriesFor(event.id)).toHaveLength(1);
+
+    writeFileSync(file, JSON.stringify([{ name: 'Sink', url: sink.url }]));
+    const refused = await runCli(['drain'], { DATABASE_URL: database.url, OUTBOX_DESTINATIONS_FILE: file });
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain('OUTBOX_DESTINATIONS[0].name: lowercase letters');
+  });
+});
+
 describe('filters', () => {
   const routing: DestinationRouting = parseDestinations(
     parseConfig({
@@ -311,11 +338,11 @@ describe('configuration', () => {
       ]),
     );
     expect(problems).toHaveLength(5);
-    expect(problems[0]).toMatch(/^OUTBOX_DESTINATIONS\[0\]\.\[name\]: lowercase letters/);
-    expect(problems[1]).toMatch(/^OUTBOX_DESTINATIONS\[1\]\.\[name\]: "default" is OUTBOX_TARGET_URL's/);
-    expect(problems[2]).toMatch(/^OUTBOX_DESTINATIONS\[2\]\.\[topics\]: an empty list matches nothing/);
+    expect(problems[0]).toMatch(/^OUTBOX_DESTINATIONS\[0\]\.name: lowercase letters/);
+    expect(problems[1]).toMatch(/^OUTBOX_DESTINATIONS\[1\]\.name: "default" is OUTBOX_TARGET_URL's/);
+    expect(problems[2]).toMatch(/^OUTBOX_DESTINATIONS\[2\]\.topics: an empty list matches nothing/);
     expect(problems[3]).toMatch(/^OUTBOX_DESTINATIONS\[3\]: .*colour/);
-    expect(problems[4]).toMatch(/^OUTBOX_DESTINATIONS\[4\]\.\[settings\]: .*rate/);
+    expect(problems[4]).toMatch(/^OUTBOX_DESTINATIONS\[4\]\.settings: .*rate/);
   });
 
   it('refuses a duplicate name and a bad target, naming the destination and not the URL', () => {

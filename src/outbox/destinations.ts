@@ -118,7 +118,8 @@ export const DEFAULT_ROUTING: DestinationRouting = routingOf([
 
 function problemsOf(error: z.ZodError): string[] {
   return error.issues.map((issue) => {
-    const path = issue.path.length === 0 ? '' : `[${issue.path.map(String).join('].[')}]`;
+    // `[2].topics[0]`: where the problem is in the list, as a reader would index it.
+    const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('');
     return `${DESTINATIONS_VARIABLE}${path}: ${issue.message}`;
   });
 }
