@@ -40,7 +40,10 @@ export function relayFor(
 ): Relay {
   const { idPrefix } = options;
   const newId = idPrefix === undefined ? parts.newId : () => `${idPrefix}-${parts.newId()}`;
-  const settings = relaySettings(parts.config, options.settings);
+  const shared = relaySettings(parts.config, options.settings);
+  // The runner's bound on publishes in flight holds for all its destinations together (a Worker's
+  // connections are few), split evenly until destinations have settings of their own.
+  const settings = { ...shared, concurrency: Math.max(1, Math.floor(shared.concurrency / publishers.length)) };
   const relays = publishers.map(({ destination, publisher }) =>
     createRelay({
       db: parts.db,
