@@ -34,7 +34,7 @@ import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { subscriptionRow } from './helpers/facts.ts';
 import { type OutboxRow, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
-import { startSink } from './helpers/sink.ts';
+import { refusingUrl, startSink } from './helpers/sink.ts';
 
 const database = await useTestDatabase();
 const { db, sql } = database;
@@ -203,6 +203,34 @@ describe('fan-out to the destinations that match', () => {
     rows = await byDestination(event.id);
     expect(rows.get('sink')?.status).toBe('published');
     expect(rows.get('stream')?.published_at).toEqual(publishedAt);
+  });
+
+  it('one destination out of reach backs off alone: its rows wait uncounted, the others keep publishing', async () => {
+    const down = await refusingUrl();
+    const service = await serviceWith({
+      OUTBOX_DESTINATIONS: JSON.stringify([
+        { name: 'sink', url: sink.url },
+        { name: 'down', url: down },
+      ]),
+      // Its next probe ten seconds away (half the base, random 0.5): the second drain comes well before.
+      OUTBOX_BACKOFF_BASE_MS: '20000',
+    });
+    const first = acmeEvent();
+    await service.deliver(first);
+    expect(await service.relay.drain()).toMatchObject({ published: 1, unavailable: 1, stoppedBy: 'drained' });
+    let rows = await byDestination(first.id);
+    expect(rows.get('sink')?.status).toBe('published');
+    expect(rows.get('down')).toMatchObject({ status: 'pending', attempts: 0 });
+
+    // While `down` waits for its next probe, a new message to `sink` still goes out at once.
+    const second = acmeEvent();
+    await service.deliver(second);
+    expect(await service.relay.drain()).toMatchObject({ claimed: 1, published: 1, unavailable: 0 });
+    rows = await byDestination(second.id);
+    expect(rows.get('sink')?.status).toBe('published');
+    expect(rows.get('down')).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(sinkRequestsFor(first.id)).toHaveLength(1);
+    expect(sinkRequestsFor(second.id)).toHaveLength(1);
   });
 
   it('no matching destination writes no row, and the domain change is still applied', async () => {
