@@ -201,6 +201,7 @@ async function measure(
     // The relay as production builds it: contract defaults, warnings to stderr.
     const relay = createRelay({
       db: handle.db,
+      destination: 'default',
       publisher: target.publisher,
       clock: () => Date.now(),
       newId: () => `bench-${randomUUID()}`,

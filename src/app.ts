@@ -4,10 +4,11 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { adminRoutes } from './admin/routes.ts';
+import type { Config } from './config.ts';
 import type { DatabaseEnv } from './db/client.ts';
 import { expectedMigration } from './db/migrations.ts';
 import type { AppDeps } from './deps.ts';
-import { defaultHandlers } from './domain/handlers.ts';
+import { configuredHandlers } from './domain/handlers.ts';
 import { intakeRoutes } from './inbox/intake.ts';
 import { newHexId } from './lib/clock.ts';
 import { AppError } from './lib/errors.ts';
@@ -15,14 +16,20 @@ import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
-export type RuntimeDeps = Pick<AppDeps, 'config' | 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
-  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog'>;
+export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
+  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog'> & {
+    /** The app's settings, and the outbox destinations its handlers route messages to. */
+    config: AppDeps['config'] & Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>;
+  };
 
-/** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */
+/**
+ * The app as `npm start` and the Worker serve it: the shipped handlers (routed to the configured
+ * outbox destinations), gauges and migration mark.
+ */
 export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {
   return createApp({
     ...runtime,
-    handlers: defaultHandlers,
+    handlers: configuredHandlers(runtime.config, runtime.logger),
     gaugeSources: defaultGaugeSources,
     newId: newHexId,
     expectedMigration,

@@ -139,6 +139,8 @@ const envSchema = z.object({
   DELIVERY_LOG_FLUSH_MS: integer(250, 0),
   // The scheme chooses the publisher; each one's form is checked when the publisher is built (src/outbox/target.ts).
   OUTBOX_TARGET_URL: z.url({ protocol: /^(https?|nats|amqps?|rediss?)$/ }).optional(),
+  /** JSON: the named destinations (src/outbox/destinations.ts parses it at the entry, docs/outbox.md). */
+  OUTBOX_DESTINATIONS: z.string().optional(),
   OUTBOX_MAX_ATTEMPTS: integer(10, 1),
   OUTBOX_BACKOFF_BASE_MS: integer(1000, 1),
   OUTBOX_BACKOFF_MAX_MS: integer(3600000, 1),
@@ -195,6 +197,8 @@ export interface ConfigSources {
 
 /** Variables that hold one token, besides the sender lists: those a `_FILE` may replace too. */
 const TOKEN_VARIABLES: ReadonlySet<string> = new Set(['ADMIN_TOKEN', 'METRICS_TOKEN']);
+/** Documents whose `_FILE` is taken whole (JSON over several lines), not a line at a time. */
+const DOCUMENT_VARIABLES: ReadonlySet<string> = new Set(['OUTBOX_DESTINATIONS']);
 /** Lists of `name:token` pairs: a `_FILE` holds one a line. */
 const NAMED_TOKEN_VARIABLE = 'ADMIN_TOKENS';
 
@@ -214,7 +218,8 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
     const variable = fileVariable.slice(0, -'_FILE'.length);
     const list =
       isSecretListVariable(variable) || isPublicKeyListVariable(variable) || variable === NAMED_TOKEN_VARIABLE;
-    if (!fileVariable.endsWith('_FILE') || (!list && !TOKEN_VARIABLES.has(variable))) continue;
+    const document = DOCUMENT_VARIABLES.has(variable);
+    if (!fileVariable.endsWith('_FILE') || (!list && !document && !TOKEN_VARIABLES.has(variable))) continue;
     delete resolved[fileVariable];
     if (present[variable] !== undefined) {
       problems.push(`${fileVariable}: ${variable} is set too; keep one of them`);
@@ -231,6 +236,10 @@ function resolveFiles(present: Readonly<Record<string, string>>, sources: Config
       // The path is the operator's own and no secret; the error's code says why (ENOENT, EACCES).
       const code = (error as { code?: unknown }).code;
       problems.push(`${fileVariable}: cannot read ${path}${typeof code === 'string' ? ` (${code})` : ''}`);
+      continue;
+    }
+    if (document) {
+      resolved[variable] = content.replace(/^\uFEFF/, '');
       continue;
     }
     const lines = content

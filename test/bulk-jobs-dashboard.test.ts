@@ -3,6 +3,7 @@
 // job and leads to the jobs page; the jobs page shows progress and cancels. Screenshots at 1280 and
 // 390 px go to test/artifacts/, and nothing scrolls sideways at 390 px.
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { bulkRunnerFor } from '../src/ops/drainers.ts';
 import { uniqueId } from './helpers/acme.ts';
@@ -98,7 +99,9 @@ describe.skipIf(!hasChromium)('bulk jobs in headless chromium', () => {
     await page.locator('form[data-bulk="replay_events"] button', { hasText: 'Replay all 3 matching' }).click();
     await page.locator('#notice.ok', { hasText: 'Replay job queued: 3 event(s).' }).waitFor();
     const logger = createLogger({ level: 'silent', now: () => new Date(), write: () => {} });
-    await bulkRunnerFor({ db, clock: Date.now, logger, newId: () => uniqueId('r') }).run({ budgetMs: 60_000 });
+    await bulkRunnerFor({ config: parseConfig({}), db, clock: Date.now, logger, newId: () => uniqueId('r') }).run({
+      budgetMs: 60_000,
+    });
     for (const event of stored) expect(await eventRow(sql, event.eventId)).toMatchObject({ status: 'completed' });
     await page.click('#refresh');
     const [job] = await jobsOf(prefix);

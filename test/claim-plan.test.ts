@@ -79,11 +79,10 @@ describe('claim plans with stale statistics', () => {
     expect(types(plain).some((type) => type === 'Bitmap Heap Scan' || type === 'Sort')).toBe(true);
   });
 
-  it('the outbox relay walks outbox_messages_pending_idx in order', async () => {
-    // Its single-status partial index happens to win here even without the settings; they make sure.
-    const { ordered } = await plans(db, (tx) => outboxClaim(tx, lease, new Date(), 500));
+  it("the outbox relay walks its destination's part of outbox_messages_destination_pending_idx in order", async () => {
+    const { ordered } = await plans(db, (tx) => outboxClaim(tx, 'default', lease, new Date(), 500));
     expect(ordered.filter((node) => node['Node Type'] === 'Index Scan').map((node) => node['Index Name'])).toContain(
-      'outbox_messages_pending_idx',
+      'outbox_messages_destination_pending_idx',
     );
     expect(types(ordered)).not.toContain('Bitmap Heap Scan');
     expect(types(ordered)).not.toContain('Sort');
@@ -93,7 +92,7 @@ describe('claim plans with stale statistics', () => {
     // With statistics that know the table's size, `id in (…)` was planned as a hash join over a
     // sequential scan of every row, published ones included, on every claim.
     await client`analyze outbox_messages`;
-    const { ordered } = await plans(db, (tx) => outboxClaim(tx, lease, new Date(), 500));
+    const { ordered } = await plans(db, (tx) => outboxClaim(tx, 'default', lease, new Date(), 500));
     expect(types(ordered)).not.toContain('Seq Scan');
     expect(ordered.filter((node) => node['Node Type'] === 'Index Scan').map((node) => node['Index Name'])).toContain(
       'outbox_messages_pkey',

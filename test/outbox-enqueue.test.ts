@@ -104,10 +104,10 @@ describe('enqueue in the domain transaction', () => {
   });
 
   it('the same key twice writes one row (ON CONFLICT DO NOTHING)', async () => {
-    const source = { provider: 'acme', eventId: uniqueId('evt') };
+    const source = { provider: 'acme', eventId: uniqueId('evt'), eventType: 'subscription.updated' };
     const message = { topic: 'subscription.changed', payload: { n: 1 } };
-    expect(await enqueueMessage(db, source, message)).toBe(true);
-    expect(await enqueueMessage(db, source, { ...message, payload: { n: 2 } })).toBe(false);
+    expect(await enqueueMessage(db, source, message)).toBe(1);
+    expect(await enqueueMessage(db, source, { ...message, payload: { n: 2 } })).toBe(0);
     const rows = await messagesOf(source.eventId);
     expect(rows).toHaveLength(1);
     expect(rows[0]?.payload).toEqual({ n: 1 });

@@ -116,4 +116,17 @@ describe('npm start', () => {
       'invalid configuration: OUTBOX_TARGET_URL: amqp:// targets need ?exchange= (amqp://user:pass@host:port[/vhost]?exchange=NAME)',
     );
   });
+
+  it('refuses an OUTBOX_DESTINATIONS entry it cannot publish to before starting anything, never quoting its URL', async () => {
+    const refused = startService({
+      DATABASE_URL: productionDatabase.url,
+      PORT: '0',
+      ACME_WEBHOOK_SECRET: 'a-secret-long-enough-to-pass',
+      OUTBOX_DESTINATIONS: JSON.stringify([{ name: 'rabbit', url: 'amqp://relay:hunter2@127.0.0.1:5672' }]),
+    });
+    expect((await refused.exited).code).toBe(1);
+    expect(refused.output().trim()).toBe(
+      'invalid configuration: OUTBOX_DESTINATIONS[0].url: amqp:// targets need ?exchange= (amqp://user:pass@host:port[/vhost]?exchange=NAME)',
+    );
+  });
 });

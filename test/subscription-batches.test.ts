@@ -25,7 +25,7 @@ async function applyTogether(tx: Transaction, prefix: string, changes: readonly 
   const changed = await Promise.all(
     changes.map((each, index) =>
       applySubscriptionChange(tx, each, {
-        source: { provider: 'acme', eventId: `${prefix}_${index}` },
+        source: { provider: 'acme', eventId: `${prefix}_${index}`, eventType: 'subscription.updated' },
         message: subscriptionChanged(each),
       }),
     ),
@@ -118,7 +118,7 @@ describe('a change asked for without an announcement', () => {
       Promise.all([
         applySubscriptionChange(tx, change(quiet, 1)),
         applySubscriptionChange(tx, change(announced, 1), {
-          source: { provider: 'acme', eventId: `${prefix}_0` },
+          source: { provider: 'acme', eventId: `${prefix}_0`, eventType: 'subscription.updated' },
           message: subscriptionChanged(change(announced, 1)),
         }),
       ]),

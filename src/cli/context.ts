@@ -16,6 +16,7 @@ import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../ops/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
+import { configuredRouting } from '../outbox/destinations.ts';
 import { allProviders } from '../providers/registry.ts';
 
 /** replayFailed: a replay took an event through the domain path and it failed or parked again. */
@@ -68,6 +69,8 @@ function parseCliConfig(env: CliIo['env']): Config {
     const config = parseConfig(env, { readFile: (path) => readFileSync(path, 'utf8') });
     // The server's own refusals (a `purge` with a retention production would refuse deletes for good).
     checkSenderLimits(config);
+    // The outbox destinations too: a command that applies events (work, replay, jobs) routes messages with them.
+    configuredRouting(config);
     return config;
   } catch (error) {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);

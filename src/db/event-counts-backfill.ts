@@ -78,11 +78,11 @@ export function backfillOutboxCounts(sql: postgres.Sql, hooks: BackfillHooks = {
     sql,
     async (tx) => (await tx`delete from outbox_message_counts where slot = -2 returning 1`).length,
     (tx) => tx`
-      with stored as (select status, count(*) as n from outbox_messages group by 1),
-      counted as (select status, sum(n) as n from outbox_message_counts group by 1)
-      insert into outbox_message_counts (status, slot, n)
-      select status, -1, coalesce(s.n, 0) - coalesce(c.n, 0)
-      from stored s full join counted c using (status)
+      with stored as (select status, destination, count(*) as n from outbox_messages group by 1, 2),
+      counted as (select status, destination, sum(n) as n from outbox_message_counts group by 1, 2)
+      insert into outbox_message_counts (status, destination, slot, n)
+      select status, destination, -1, coalesce(s.n, 0) - coalesce(c.n, 0)
+      from stored s full join counted c using (status, destination)
       where coalesce(s.n, 0) <> coalesce(c.n, 0)`,
     hooks,
   );

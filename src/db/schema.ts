@@ -340,10 +340,14 @@ export const outboxMessageCounts = pgTable(
   'outbox_message_counts',
   {
     status: outboxStatus().notNull(),
+    /** The messages' destination (outbox_messages.destination): each destination's pending and dead. */
+    destination: text().notNull().default('default'),
     slot: integer().notNull(),
     n: bigint({ mode: 'number' }).notNull(),
   },
-  (table) => [primaryKey({ name: 'outbox_message_counts_pkey', columns: [table.status, table.slot] })],
+  (table) => [
+    primaryKey({ name: 'outbox_message_counts_pkey', columns: [table.status, table.destination, table.slot] }),
+  ],
 );
 
 /**
@@ -377,8 +381,9 @@ export const outboxMessages = pgTable(
     traceparent: text(),
   },
   (table) => [
-    index('outbox_messages_pending_idx').on(table.availableAt).where(sql`${table.status} = 'pending'`),
-    // The relay claims per destination, so one destination's due backlog is never walked by another's claim.
+    // The relay claims per destination, so one destination's due backlog is never walked by another's
+    // claim. It replaced outbox_messages_pending_idx (available_at alone, drizzle/0011): no query
+    // reads pending rows across destinations in due order any more.
     index('outbox_messages_destination_pending_idx')
       .on(table.destination, table.availableAt)
       .where(sql`${table.status} = 'pending'`),

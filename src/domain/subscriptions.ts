@@ -11,7 +11,8 @@ import type { Executor } from '../db/client.ts';
 import { executePrepared } from '../db/prepared.ts';
 import type { SubscriptionStatus } from '../db/schema.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { deduplicationKey, type MessageSource, type OutgoingMessage } from '../outbox/enqueue.ts';
+import type { DestinationRouting } from '../outbox/destinations.ts';
+import { type MessageSource, messageRows, type OutgoingMessage } from '../outbox/enqueue.ts';
 import { insertMessagesFrom } from '../outbox/message-rows.ts';
 
 export interface SubscriptionChange {
@@ -26,6 +27,8 @@ export interface SubscriptionChange {
 export interface Announcement {
   source: MessageSource;
   message: OutgoingMessage;
+  /** The destinations it may go to; the one `default` destination when absent. */
+  routing?: DestinationRouting;
 }
 
 interface PendingChange {
@@ -40,7 +43,8 @@ interface ChangeRow {
   provider_version: number;
   updated_at: string;
   topic: string | null;
-  deduplication_key: string | null;
+  /** A row per matching destination: empty when none matches (or nothing is announced). */
+  routes: Array<{ destination: string; deduplication_key: string }>;
   payload: JsonValue;
 }
 
@@ -109,7 +113,7 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
     with input as (
       select * from json_to_recordset(${JSON.stringify(rows)}::json) as input(
         external_id text, status subscription_status, provider_version bigint, updated_at timestamptz,
-        topic text, deduplication_key text, payload jsonb)
+        topic text, routes json, payload jsonb)
     ),
     changed as (
       insert into subscriptions (external_id, status, provider_version, updated_at)
@@ -119,21 +123,25 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
         where subscriptions.provider_version < excluded.provider_version and subscriptions.status <> 'canceled'
       returning external_id
     ),
-    announced as (${insertMessagesFrom(sql`input join changed using (external_id) where input.topic is not null`)})
+    announced as (${insertMessagesFrom(
+      sql`input join changed using (external_id)
+        cross join lateral json_to_recordset(input.routes) as route(destination text, deduplication_key text)`,
+    )})
     select external_id from changed`,
   );
   return new Set(result.map((row) => row.external_id));
 }
 
 function changeRow({ change, announcement }: PendingChange): ChangeRow {
+  const rows =
+    announcement === undefined ? [] : messageRows(announcement.source, announcement.message, announcement.routing);
   return {
     external_id: change.externalId,
     status: change.status,
     provider_version: change.providerVersion,
     updated_at: change.occurredAt.toISOString(),
     topic: announcement?.message.topic ?? null,
-    deduplication_key:
-      announcement === undefined ? null : deduplicationKey(announcement.source, announcement.message.topic),
+    routes: rows.map((row) => ({ destination: row.destination, deduplication_key: row.deduplicationKey })),
     // Nested, not a string: a jsonb column of json_to_recordset takes the JSON value as it is.
     payload: announcement === undefined ? null : announcement.message.payload,
   };

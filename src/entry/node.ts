@@ -28,8 +28,9 @@ import { foldCounters } from '../ops/event-counts.ts';
 import { startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { endExpiredPauses } from '../ops/sender-pauses.ts';
-import { nodePublisherFor } from '../outbox/publishers/node.ts';
-import type { Publisher } from '../outbox/publishers/publisher.ts';
+import { configuredRouting } from '../outbox/destinations.ts';
+import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
+import { closePublishers, type DestinationPublisher } from '../outbox/relays.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
@@ -104,10 +105,15 @@ async function main(): Promise<void> {
   });
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
 
-  // Before anything starts: a malformed OUTBOX_TARGET_URL is a configuration error (it connects on first publish).
-  let publisher: Publisher;
+  // Before anything starts: a malformed OUTBOX_TARGET_URL or OUTBOX_DESTINATIONS is a configuration
+  // error (a publisher connects on first publish).
+  let publishers: DestinationPublisher[];
   try {
-    publisher = nodePublisherFor(config.OUTBOX_TARGET_URL, { clock, logger, timeoutMs: config.OUTBOX_TIMEOUT_MS });
+    publishers = nodeDestinationPublishers(configuredRouting(config), {
+      clock,
+      logger,
+      timeoutMs: config.OUTBOX_TIMEOUT_MS,
+    });
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -206,7 +212,7 @@ async function main(): Promise<void> {
     run: async () => deliveryLog?.flush(background.db),
   });
   const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
-  const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
+  const relay = relayFor(drainerParts, publishers, { idPrefix: 'relay' });
   const relaySchedule = startSchedule({
     name: 'outbox relay',
     intervalMs: config.RELAY_INTERVAL_MS,
@@ -332,7 +338,7 @@ async function main(): Promise<void> {
         .then(() => rejections.flush(background.db))
         .then(() => deliveryLog?.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
-        .then(() => publisher.close?.())
+        .then(() => closePublishers(publishers))
         .then(stopDatabase)
         .then(
           () => process.exit(0),

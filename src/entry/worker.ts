@@ -17,7 +17,8 @@ import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
 import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
-import { publisherFor } from '../outbox/publishers/publisher.ts';
+import { configuredRouting } from '../outbox/destinations.ts';
+import { portableDestinationPublishers, queueBindings } from '../outbox/publishers/portable.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
@@ -47,8 +48,8 @@ interface Runtime {
   rejections: RejectionLog;
   /** The isolate's delivery log, written after each request with that request's client (none when off). */
   deliveryLog: DeliveryLog | undefined;
-  /** OUTBOX_QUEUE, when wrangler.toml binds it. */
-  outboxQueue?: QueueProducer;
+  /** The Queues producer bindings wrangler.toml declares (OUTBOX_QUEUE, and any a destination names). */
+  outboxQueues: ReadonlyMap<string, QueueProducer>;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -75,11 +76,14 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (typeof hyperdrive !== 'object' || hyperdrive === null || !('connectionString' in hyperdrive)) {
     throw new ConfigError(['HYPERDRIVE: no Hyperdrive binding of that name (wrangler.toml [[hyperdrive]])']);
   }
-  // A broker URL cannot be published to from a Worker: refused now, with the fix, not at each cron run.
-  publisherFor(config.OUTBOX_TARGET_URL, { clock: () => Date.now(), logger: newLogger('silent') });
-  const queue: unknown = bindings.OUTBOX_QUEUE;
-  const outboxQueue =
-    typeof queue === 'object' && queue !== null && 'sendBatch' in queue ? (queue as QueueProducer) : undefined;
+  // A broker URL, or a queue binding wrangler.toml lacks, cannot be published to from a Worker:
+  // refused now, with the fix, not at each cron run.
+  const outboxQueues = queueBindings(bindings);
+  portableDestinationPublishers(configuredRouting(config), {
+    clock: () => Date.now(),
+    logger: newLogger('silent'),
+    queues: outboxQueues,
+  });
   // `npm start` makes a development secret when none is set; a Worker has nowhere to keep one.
   if (configuredSenders(config.senderSettings).enablingVariables.length === 0) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
@@ -99,7 +103,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     rejections,
     deliveryLog,
   });
-  return { config, logger, app, rejections, deliveryLog, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
+  return { config, logger, app, rejections, deliveryLog, outboxQueues };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -161,12 +165,12 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
     reportUnusable(error);
     return;
   }
-  const { config, logger, outboxQueue } = runtime;
+  const { config, logger, outboxQueues } = runtime;
   const database = openDatabase(env, config);
   try {
     await runMaintenance(
       maintenanceSteps,
-      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueue },
+      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueues },
       { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
     );
   } finally {

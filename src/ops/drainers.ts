@@ -4,14 +4,15 @@
 // what holds a row. A runner says only what differs: its parts, its publisher, its overrides.
 import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { defaultHandlers } from '../domain/handlers.ts';
+import { configuredHandlers } from '../domain/handlers.ts';
 import type { IntakeLoad } from '../inbox/intake-load.ts';
 import { createWorker, type InboxWorker, type WorkerSettings, workerSettings } from '../inbox/worker.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { createRelay, type Relay, type RelayDeps, type RelaySettings, relaySettings } from '../outbox/relay.ts';
+import { createRelay, type Relay, type RelaySettings, relaySettings } from '../outbox/relay.ts';
+import { type DestinationPublisher, relayOfEvery } from '../outbox/relays.ts';
 import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
 
 /** What a runner gives the relay and the worker it runs. */
@@ -28,25 +29,35 @@ export interface DrainerParts {
 }
 
 /**
- * A relay publishing through `publisher`; its lease owner is `<idPrefix>-<id>` (which runner holds a
- * message), or the bare id without a prefix.
+ * A relay over every destination, each published through its own publisher by a relay of its own;
+ * their lease owners are `<idPrefix>-<id>` (which runner holds a message), or bare ids without a
+ * prefix. With one destination (the usual case) it is that destination's relay.
  */
 export function relayFor(
   parts: DrainerParts,
-  publisher: RelayDeps['publisher'],
+  publishers: readonly DestinationPublisher[],
   options: { idPrefix?: string; settings?: Partial<RelaySettings> } = {},
 ): Relay {
   const { idPrefix } = options;
-  return createRelay({
-    db: parts.db,
-    publisher,
-    clock: parts.clock,
-    newId: idPrefix === undefined ? parts.newId : () => `${idPrefix}-${parts.newId()}`,
-    random: parts.random,
-    logger: parts.logger,
-    metrics: parts.metrics,
-    settings: relaySettings(parts.config, options.settings),
-  });
+  const newId = idPrefix === undefined ? parts.newId : () => `${idPrefix}-${parts.newId()}`;
+  const shared = relaySettings(parts.config, options.settings);
+  // The runner's bound on publishes in flight holds for all its destinations together (a Worker's
+  // connections are few), split evenly until destinations have settings of their own.
+  const settings = { ...shared, concurrency: Math.max(1, Math.floor(shared.concurrency / publishers.length)) };
+  const relays = publishers.map(({ destination, publisher }) =>
+    createRelay({
+      db: parts.db,
+      destination: destination.name,
+      publisher,
+      clock: parts.clock,
+      newId,
+      random: parts.random,
+      logger: parts.logger,
+      metrics: parts.metrics,
+      settings,
+    }),
+  );
+  return relayOfEvery(newId(), relays);
 }
 
 /** An inbox worker applying with the service's handlers; its lease owner is `worker-<id>`. */
@@ -56,7 +67,7 @@ export function workerFor(
 ): InboxWorker {
   return createWorker({
     db: parts.db,
-    handlers: defaultHandlers,
+    handlers: configuredHandlers(parts.config, parts.logger),
     clock: parts.clock,
     newId: () => `worker-${parts.newId()}`,
     random: parts.random,
@@ -69,7 +80,7 @@ export function workerFor(
 
 /** A bulk job runner applying with the service's handlers; its lease owner is `<idPrefix>-<id>` (`jobs-<id>` by default). */
 export function bulkRunnerFor(
-  parts: Omit<DrainerParts, 'metrics' | 'config' | 'random'>,
+  parts: Omit<DrainerParts, 'metrics' | 'random'>,
   options: {
     idPrefix?: string;
     intakeLoad?: IntakeLoad | undefined;
@@ -79,7 +90,7 @@ export function bulkRunnerFor(
 ): BulkRunner {
   return createBulkRunner({
     db: parts.db,
-    handlers: defaultHandlers,
+    handlers: configuredHandlers(parts.config, parts.logger),
     clock: parts.clock,
     logger: parts.logger,
     owner: `${options.idPrefix ?? 'jobs'}-${parts.newId()}`,

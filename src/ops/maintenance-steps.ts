@@ -5,8 +5,8 @@
 import { hasPendingMigrations } from '../db/migrations.ts';
 import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { publisherFor } from '../outbox/publishers/publisher.ts';
-import { queuePublisher } from '../outbox/publishers/queues.ts';
+import { configuredRouting } from '../outbox/destinations.ts';
+import { portableDestinationPublishers } from '../outbox/publishers/portable.ts';
 import { bulkRunnerFor, type DrainerParts, relayFor, workerFor } from './drainers.ts';
 import { foldCounters } from './event-counts.ts';
 import { type MaintenanceDeps, type MaintenanceStep, StepFailure } from './maintenance.ts';
@@ -105,13 +105,14 @@ const SCHEDULED_PUBLISH_CONCURRENCY = 4;
 export const outboxDrain: MaintenanceStep = {
   name: 'outbox_drain',
   async run(deps, budgetMs) {
-    const { config, clock, logger, outboxQueue } = deps;
-    // OUTBOX_TARGET_URL when set; else the Worker's queue binding when it has one; else the log.
-    const publisher =
-      config.OUTBOX_TARGET_URL === undefined && outboxQueue !== undefined
-        ? queuePublisher(outboxQueue)
-        : publisherFor(config.OUTBOX_TARGET_URL, { clock, logger });
-    const relay = relayFor(drainerParts(deps), publisher, {
+    const { config, clock, logger } = deps;
+    // Every destination drains in each run, each through its own publisher (outbox/publishers/portable.ts).
+    const publishers = portableDestinationPublishers(configuredRouting(config), {
+      clock,
+      logger,
+      queues: deps.outboxQueues ?? new Map(),
+    });
+    const relay = relayFor(drainerParts(deps), publishers, {
       idPrefix: 'cron',
       settings: { budgetMs, concurrency: SCHEDULED_PUBLISH_CONCURRENCY },
     });

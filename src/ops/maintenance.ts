@@ -16,8 +16,11 @@ export interface MaintenanceDeps {
   clock: Clock;
   logger: Logger;
   expectedMigration: MigrationMark;
-  /** The Worker's queue binding (OUTBOX_QUEUE): the outbox's target when OUTBOX_TARGET_URL is unset. */
-  outboxQueue?: QueueProducer;
+  /**
+   * The Worker's Queues producer bindings by name: OUTBOX_QUEUE is the `default` destination's target
+   * when OUTBOX_TARGET_URL is unset, and a destination's `queue:BINDING` names one.
+   */
+  outboxQueues?: ReadonlyMap<string, QueueProducer>;
 }
 
 export interface MaintenanceStep {

@@ -1,19 +1,22 @@
 // Writing side effects into the outbox, inside the transaction that makes the domain change: the
 // message commits with the change or not at all, and nothing is published from inside a transaction
-// (the relay does that after COMMIT).
+// (the relay does that after COMMIT). A message fans out here, at enqueue: one row per destination
+// whose filters match (destinations.ts), each with its own key, state, attempts and dead letter.
 import type { Executor } from '../db/client.ts';
 import type { JsonValue } from '../lib/json.ts';
-import { insertMessage } from './message-rows.ts';
+import { DEFAULT_ROUTING, type DestinationRouting, destinationKey } from './destinations.ts';
+import { insertMessages, type NewMessage } from './message-rows.ts';
 
 export interface OutgoingMessage {
   topic: string;
   payload: JsonValue;
 }
 
-/** The event a message comes from: its key makes the message's deduplication key. */
+/** The event a message comes from: its key makes the message's key; sender and type choose its destinations. */
 export interface MessageSource {
   provider: string;
   eventId: string;
+  eventType: string;
 }
 
 /** What a handler calls to enqueue a side effect; bound to its transaction and its event. */
@@ -23,17 +26,46 @@ export type Enqueue = (message: OutgoingMessage) => Promise<void>;
  * `provider:event_id:topic`: the same event can only ever produce one message per topic, whether it
  * is replayed, redelivered after a failure or applied twice by a race the inbox lost.
  */
-export function deduplicationKey(source: MessageSource, topic: string): string {
+export function deduplicationKey(source: Pick<MessageSource, 'provider' | 'eventId'>, topic: string): string {
   return `${source.provider}:${source.eventId}:${topic}`;
 }
 
-/** Inserts the message unless its key exists already; true when a row was written. */
-export function enqueueMessage(db: Executor, source: MessageSource, message: OutgoingMessage): Promise<boolean> {
-  return insertMessage(db, { ...message, deduplicationKey: deduplicationKey(source, message.topic) });
+/**
+ * The rows a message becomes: one per matching destination, keyed `key@destination` (the `default`
+ * destination keeps the bare key). None when no destination wants it.
+ */
+export function messageRows(
+  source: MessageSource,
+  message: OutgoingMessage,
+  routing: DestinationRouting = DEFAULT_ROUTING,
+): NewMessage[] {
+  const key = deduplicationKey(source, message.topic);
+  const facts = { topic: message.topic, sender: source.provider, type: source.eventType };
+  const destinations = routing.route(facts);
+  if (destinations.length === 0) routing.unrouted?.(facts);
+  return destinations.map((destination) => ({
+    ...message,
+    destination,
+    deduplicationKey: destinationKey(key, destination),
+  }));
 }
 
-export function enqueuerFor(db: Executor, source: MessageSource): Enqueue {
+/** Inserts the message's rows unless their keys exist already; the number of rows written. */
+export function enqueueMessage(
+  db: Executor,
+  source: MessageSource,
+  message: OutgoingMessage,
+  routing: DestinationRouting = DEFAULT_ROUTING,
+): Promise<number> {
+  return insertMessages(db, messageRows(source, message, routing));
+}
+
+export function enqueuerFor(
+  db: Executor,
+  source: MessageSource,
+  routing: DestinationRouting = DEFAULT_ROUTING,
+): Enqueue {
   return async (message) => {
-    await enqueueMessage(db, source, message);
+    await enqueueMessage(db, source, message, routing);
   };
 }

@@ -2,7 +2,7 @@
 //
 // | from               | to                          | by                          | statement                        |
 // | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
-// | (none)             | pending                     | a handler, in its event's transaction | insertMessage, insertMessagesFrom |
+// | (none)             | pending                     | a handler, in its event's transaction | insertMessages, insertMessagesFrom |
 // | pending            | pending, leased             | relay                       | claimMessagesStatement / claimMessages   |
 // | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
 // | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
@@ -20,40 +20,47 @@ import type { JsonValue } from '../lib/json.ts';
 import type { OutboxMessage } from './publishers/publisher.ts';
 import { carriedAsIs, transportKey } from './transport-key.ts';
 
-/** A message as it is written: its topic, its key and its payload. */
+/** A message as it is written for one destination: its topic, its key there and its payload. */
 export interface NewMessage {
   topic: string;
+  destination: string;
   deduplicationKey: string;
   payload: JsonValue;
 }
 
 const newRow = (message: NewMessage) =>
-  sql`${message.topic}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb`;
+  sql`${message.topic}, ${message.destination}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb`;
 
 /**
- * Inserts the message unless its key exists already; true when a row was written. A SQL template
- * rather than the insert builder: it runs inside every applied event's transaction.
+ * Inserts each row unless its key exists already; the number written. A SQL template rather than
+ * the insert builder: it runs inside every applied event's transaction, nearly always for one row,
+ * so one prepared statement serves every row (a fan-out to several destinations runs it again).
  */
-export async function insertMessage(db: Executor, message: NewMessage): Promise<boolean> {
-  const inserted = await executePrepared<{ id: string }>(
-    db,
-    sql`
-    insert into outbox_messages (topic, deduplication_key, payload)
-    values (${newRow(message)})
-    on conflict (deduplication_key) do nothing
-    returning id`,
-  );
-  return inserted.length > 0;
+export async function insertMessages(db: Executor, messages: readonly NewMessage[]): Promise<number> {
+  let written = 0;
+  for (const message of messages) {
+    const inserted = await executePrepared<{ id: string }>(
+      db,
+      sql`
+      insert into outbox_messages (topic, destination, deduplication_key, payload)
+      values (${newRow(message)})
+      on conflict (deduplication_key) do nothing
+      returning id`,
+    );
+    written += inserted.length;
+  }
+  return written;
 }
 
 /**
- * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key` and
- * `payload` columns), to embed in a larger statement: a domain write and its announcements then cost
- * one round trip, and `rows` can name only what the write changed, so nothing else is announced.
+ * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `destination`,
+ * `deduplication_key` and `payload` columns, a row per destination), to embed in a larger statement:
+ * a domain write and its announcements then cost one round trip, and `rows` can name only what the
+ * write changed, so nothing else is announced.
  */
 export function insertMessagesFrom(rows: SQL): SQL {
-  return sql`insert into outbox_messages (topic, deduplication_key, payload)
-    select topic, deduplication_key, payload from ${rows}
+  return sql`insert into outbox_messages (topic, destination, deduplication_key, payload)
+    select topic, destination, deduplication_key, payload from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 
@@ -87,13 +94,17 @@ export interface BatchOutcomes {
   others: readonly OutcomeRow[];
 }
 
-/** The relay's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be checked. */
-export function claimMessagesStatement(db: Executor, lease: Lease, dueBy: Date, limit: number) {
+/**
+ * A destination's claiming UPDATE, built on `db` (a claim transaction's): exported so its plan can be
+ * checked. Each destination has a claim of its own (outbox_messages_destination_pending_idx walks
+ * one destination's due rows in order), so one destination's backlog never delays another's.
+ */
+export function claimMessagesStatement(db: Executor, destination: string, lease: Lease, dueBy: Date, limit: number) {
   const table = outboxMessages;
   const candidates = claimCandidates(db, {
     table,
     key: { id: table.id },
-    where: eq(table.status, 'pending'),
+    where: sql`${eq(table.status, 'pending')} and ${eq(table.destination, destination)}`,
     lease,
     dueBy,
     limit,
@@ -120,9 +131,15 @@ const CLAIM_STATEMENT = 'outbox_claim';
 const PUBLISHED_STATEMENT = 'outbox_published';
 const OTHERS_STATEMENT = 'outbox_outcomes';
 
-export async function claimMessages(db: Database, lease: Lease, dueBy: Date, limit: number): Promise<ClaimedMessage[]> {
+export async function claimMessages(
+  db: Database,
+  destination: string,
+  lease: Lease,
+  dueBy: Date,
+  limit: number,
+): Promise<ClaimedMessage[]> {
   const rows = await claimInQueueOrder(db, (tx) =>
-    claimMessagesStatement(tx, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
+    claimMessagesStatement(tx, destination, lease, dueBy, limit).prepare(CLAIM_STATEMENT).execute(),
   );
   // The payload column holds JSON values only (its inserts stringify one), so the rows are taken as
   // they are. Each gets its key's transport form once here, so a publisher never hashes (and the

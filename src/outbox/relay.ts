@@ -1,11 +1,13 @@
-// The outbox relay: claims due messages under a lease, publishes them outside any transaction with
+// The outbox relay of one destination: claims that destination's due messages under a lease, publishes them outside any transaction with
 // bounded concurrency and a per-call timeout, and records the outcomes of a batch in one statement
 // (two when some failed), with the next batch claimed while this one publishes.
 // Delivery is at least once: a relay that dies mid-publish leaves its lease to expire, and the
 // message goes out again under the same Idempotency-Key. A target that cannot be reached at all (an
 // outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
-// off and probes with one message until the target answers again. Runtime-neutral (no Node APIs):
-// the Node entry, the CLI and the Workers cron all drive the same `drain`.
+// off and probes with one message until the target answers again. Every destination has a relay of
+// its own (drainers.ts drains them side by side), so an unreachable destination holds back only its
+// own rows. Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the
+// same `drain`.
 
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
@@ -80,6 +82,9 @@ export function relaySettings(
 
 export interface RelayDeps {
   db: Database;
+  /** The destination whose rows this relay claims (outbox_messages.destination). */
+  destination: string;
+  /** That destination's publisher. */
   publisher: Publisher;
   clock: Clock;
   /** Makes this relay's id, written to `locked_by`. */
@@ -113,11 +118,13 @@ export interface DrainSummary {
 /** One drain at a time per relay (its lease owner is its id); run several relays for parallelism. */
 export interface Relay {
   readonly id: string;
+  /** The destination it drains; `*` for drainers.ts's relay of every destination. */
+  readonly destination: string;
   drain(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<DrainSummary>;
 }
 
 export function createRelay(deps: RelayDeps): Relay {
-  const { db, publisher, clock, logger, settings } = deps;
+  const { db, destination, publisher, clock, logger, settings } = deps;
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
   const outageBackoff = settings.outageBackoff ?? {
@@ -142,6 +149,7 @@ export function createRelay(deps: RelayDeps): Relay {
     outage = { failures, probeAtMs: nowMs + Math.max(1, delayMs), sinceMs: outage?.sinceMs ?? nowMs };
     logger.warn('outbox target unavailable, backing off', {
       relay: id,
+      destination,
       publisher: publisher.kind,
       error: printableLine(error, LAST_ERROR_MAX),
       failed_probes: failures - 1,
@@ -154,6 +162,7 @@ export function createRelay(deps: RelayDeps): Relay {
     if (outage === undefined) return;
     logger.info('outbox target reachable again', {
       relay: id,
+      destination,
       publisher: publisher.kind,
       outage_ms: clock() - outage.sinceMs,
     });
@@ -182,6 +191,7 @@ export function createRelay(deps: RelayDeps): Relay {
       topic: message.topic,
       attempts: attempt,
       error: lastError,
+      destination,
       publisher: publisher.kind,
     };
     if (result.outcome === 'permanent' || attempt >= settings.maxAttempts) {
@@ -275,7 +285,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const budgetMs = options.budgetMs ?? settings.budgetMs;
     const claimBatch = async (limit: number, deadlineMs: number) => {
       const lease = takeLease(id, clock(), settings.leaseMs);
-      const messages = await claimMessages(db, lease, dueBy, limit);
+      const messages = await claimMessages(db, destination, lease, dueBy, limit);
       summary.claimed += messages.length;
       return { claimed: messages.length, limit, done: publishBatch(messages, lease, deadlineMs) };
     };
@@ -308,9 +318,9 @@ export function createRelay(deps: RelayDeps): Relay {
       stoppedBy: outage === undefined ? progress.stoppedBy : 'unavailable',
       elapsedMs: clock() - startedMs,
     };
-    if (result.claimed > 0) logger.info('outbox drained', { relay: id, ...result });
+    if (result.claimed > 0) logger.info('outbox drained', { relay: id, destination, ...result });
     return result;
   }
 
-  return { id, drain };
+  return { id, destination, drain };
 }

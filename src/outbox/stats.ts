@@ -26,9 +26,19 @@ export async function countOutboxMessages(db: Executor): Promise<Record<string, 
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
 }
 
+/** Messages by destination and status (drizzle/0010), every connection's counters summed; zeros left out. */
+export async function countOutboxMessagesByDestination(
+  db: Executor,
+): Promise<Array<{ destination: string; status: string; n: number }>> {
+  const rows = await db.execute<{ destination: string; status: string; n: number }>(sql`
+    select destination, status::text as status, sum(n)::int as n
+    from outbox_message_counts group by 1, 2 having sum(n) <> 0 order by 1, 2`);
+  return rows.map((row) => ({ destination: row.destination, status: row.status, n: Number(row.n) }));
+}
+
 /**
  * Merges up to `limit` counters of connections that are gone into slot 0 (a live connection's
- * three rows are the ones its next statement adds to); run by the counters' fold
+ * rows are the ones its next statement adds to); run by the counters' fold
  * (src/ops/event-counts.ts).
  */
 export const foldOutboxCountsStatement = (limit: number) => sql`
@@ -37,12 +47,13 @@ export const foldOutboxCountsStatement = (limit: number) => sql`
     where slot not in (0, -2) and slot not in (select pid from pg_stat_activity)
     limit ${limit} for update skip locked
   ), moved as (
-    delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken)) returning w.status, w.n
+    delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken))
+    returning w.status, w.destination, w.n
   ), sums as (
-    select status, sum(n)::bigint as n from moved group by 1
+    select status, destination, sum(n)::bigint as n from moved group by 1, 2
   ), merged as (
-    insert into outbox_message_counts as w (status, slot, n) select status, 0, n from sums
-    on conflict (status, slot) do update set n = w.n + excluded.n
+    insert into outbox_message_counts as w (status, destination, slot, n) select status, destination, 0, n from sums
+    on conflict (status, destination, slot) do update set n = w.n + excluded.n
   )
   select (select count(*) from moved)::int as merged`;
 

@@ -40,10 +40,8 @@ export type OutboxTarget =
 
 export const BROKER_SCHEMES = ['nats', 'amqp', 'amqps', 'redis', 'rediss'] as const;
 
-const problem = (text: string) => new ConfigError([`OUTBOX_TARGET_URL: ${text}`]);
-
 /** One query parameter, required and non-empty; the URL is never quoted back (it may hold a password). */
-function required(url: URL, name: string, form: string): string {
+function required(url: URL, name: string, form: string, problem: (text: string) => ConfigError): string {
   const value = url.searchParams.get(name);
   if (value === null || value === '') throw problem(`${url.protocol}// targets need ?${name}= (${form})`);
   return value;
@@ -58,8 +56,12 @@ function without(url: URL, ...names: string[]): string {
 /** NATS subjects are dot-separated tokens without spaces or wildcards. */
 const NATS_SUBJECT_PREFIX = /^([A-Za-z0-9_-]+\.)*$/;
 
-/** Throws a ConfigError naming OUTBOX_TARGET_URL and the fix, never the URL itself. */
-export function parseOutboxTarget(text: string): OutboxTarget {
+/**
+ * Throws a ConfigError naming where the URL came from (`label`: OUTBOX_TARGET_URL, or a destination
+ * in OUTBOX_DESTINATIONS) and the fix, never the URL itself.
+ */
+export function parseOutboxTarget(text: string, label = 'OUTBOX_TARGET_URL'): OutboxTarget {
+  const problem = (words: string) => new ConfigError([`${label}: ${words}`]);
   let url: URL;
   try {
     url = new URL(text);
@@ -73,7 +75,7 @@ export function parseOutboxTarget(text: string): OutboxTarget {
       return { kind: 'http', url: text };
     case 'nats': {
       const form = 'nats://[user:pass@]host:port?stream=NAME[&subject_prefix=P]';
-      const stream = required(url, 'stream', form);
+      const stream = required(url, 'stream', form, problem);
       const subjectPrefix = url.searchParams.get('subject_prefix') ?? DEFAULT_NATS_SUBJECT_PREFIX;
       if (!NATS_SUBJECT_PREFIX.test(subjectPrefix)) {
         throw problem('subject_prefix must be dot-separated tokens ending in a dot, e.g. "webhook-inbox."');
@@ -89,12 +91,12 @@ export function parseOutboxTarget(text: string): OutboxTarget {
     }
     case 'amqp':
     case 'amqps': {
-      const exchange = required(url, 'exchange', 'amqp://user:pass@host:port[/vhost]?exchange=NAME');
+      const exchange = required(url, 'exchange', 'amqp://user:pass@host:port[/vhost]?exchange=NAME', problem);
       return { kind: 'amqp', url: without(url, 'exchange'), exchange };
     }
     case 'redis':
     case 'rediss': {
-      const stream = required(url, 'stream', 'redis://[user:pass@]host:port[/db]?stream=KEY');
+      const stream = required(url, 'stream', 'redis://[user:pass@]host:port[/db]?stream=KEY', problem);
       const window = url.searchParams.get('dedup_window_s');
       const dedupWindowS = window === null ? DEFAULT_REDIS_DEDUP_WINDOW_S : Number(window);
       if (!Number.isInteger(dedupWindowS) || dedupWindowS < 1) {

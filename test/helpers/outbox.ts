@@ -157,6 +157,8 @@ export function buildTestRelay(
     settings?: Partial<RelaySettings>;
     id?: string;
     metrics?: RelayDeps['metrics'];
+    /** The destination it drains: `default` unless a test names another. */
+    destination?: string;
   } = {},
 ): TestRelay {
   let now = Date.now();
@@ -171,6 +173,7 @@ export function buildTestRelay(
       : httpPublisher({ url: options.target, clock, post: options.post }));
   const relay = createRelay({
     db,
+    destination: options.destination ?? 'default',
     publisher,
     clock,
     newId: () => options.id ?? uniqueId('relay'),

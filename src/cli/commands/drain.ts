@@ -2,9 +2,10 @@
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
 import { ConfigError } from '../../config.ts';
 import { relayFor } from '../../ops/drainers.ts';
-import { nodePublisherFor } from '../../outbox/publishers/node.ts';
-import type { Publisher } from '../../outbox/publishers/publisher.ts';
+import { configuredRouting } from '../../outbox/destinations.ts';
+import { nodeDestinationPublishers } from '../../outbox/publishers/node.ts';
 import { DEFAULT_BUDGET_MS } from '../../outbox/relay.ts';
+import { closePublishers, type DestinationPublisher } from '../../outbox/relays.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 export const drainCommand: CommandModule = {
@@ -23,9 +24,9 @@ export const drainCommand: CommandModule = {
       .action(
         run(async (context, options: { budgetMs: number; json?: boolean }) => {
           const { config, clock, logger } = context;
-          let publisher: Publisher;
+          let publishers: DestinationPublisher[];
           try {
-            publisher = nodePublisherFor(config.OUTBOX_TARGET_URL, {
+            publishers = nodeDestinationPublishers(configuredRouting(config), {
               clock,
               logger,
               timeoutMs: config.OUTBOX_TIMEOUT_MS,
@@ -34,8 +35,8 @@ export const drainCommand: CommandModule = {
             if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
             throw error;
           }
-          const relay = relayFor(context, publisher, { settings: { budgetMs: options.budgetMs } });
-          const summary = await relay.drain().finally(() => publisher.close?.());
+          const relay = relayFor(context, publishers, { settings: { budgetMs: options.budgetMs } });
+          const summary = await relay.drain().finally(() => closePublishers(publishers));
           context.out(
             options.json
               ? JSON.stringify(summary)

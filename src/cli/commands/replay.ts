@@ -3,7 +3,7 @@
 // through src/ops/replay.ts. Unknown ids change nothing and exit 3; an event that fails or parks again
 // exits 4 (replayFailed) once every event was tried, its new state and why printed; an event that was
 // not replayable (completed, ignored) is recorded and still exit 0.
-import { defaultHandlers } from '../../domain/handlers.ts';
+import { configuredHandlers } from '../../domain/handlers.ts';
 import { type EventDetail, getEvent } from '../../ops/events.ts';
 import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/replay.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
@@ -56,7 +56,12 @@ export const replayCommand: CommandModule = {
               }
             }
             const result = await replayEvents(
-              { db: context.db, handlers: defaultHandlers, clock: context.clock, logger: context.logger },
+              {
+                db: context.db,
+                handlers: configuredHandlers(context.config, context.logger),
+                clock: context.clock,
+                logger: context.logger,
+              },
               { provider, eventIds: ids, operator },
             );
             if (result.kind === 'not_found') {

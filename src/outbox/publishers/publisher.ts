@@ -219,12 +219,13 @@ export function logPublisher(logger: Logger): Publisher {
 export function publisherFor(
   targetUrl: string | undefined,
   dependencies: { clock: () => number; logger: Logger; post?: HttpPost },
+  label = 'OUTBOX_TARGET_URL',
 ): Publisher {
   if (targetUrl === undefined) return logPublisher(dependencies.logger);
-  const target = parseOutboxTarget(targetUrl);
+  const target = parseOutboxTarget(targetUrl, label);
   if (target.kind !== 'http') {
     throw new ConfigError([
-      `OUTBOX_TARGET_URL: ${target.kind} targets are published by the Node relay (npm start, webhook-inbox drain); ` +
+      `${label}: ${target.kind} targets are published by the Node relay (npm start, webhook-inbox drain); ` +
         'a Worker publishes to an http(s) target or to its OUTBOX_QUEUE binding',
     ]);
   }
