@@ -16,7 +16,7 @@ import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
 export type RuntimeDeps = Pick<AppDeps, 'config' | 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
-  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog'>;
+  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer'>;
 
 /** The app as `npm start` and the Worker serve it: the shipped handlers, gauges and migration mark. */
 export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {

@@ -42,6 +42,7 @@ interface ChangeRow {
   topic: string | null;
   deduplication_key: string | null;
   payload: JsonValue;
+  traceparent: string | null;
 }
 
 /**
@@ -109,7 +110,7 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
     with input as (
       select * from json_to_recordset(${JSON.stringify(rows)}::json) as input(
         external_id text, status subscription_status, provider_version bigint, updated_at timestamptz,
-        topic text, deduplication_key text, payload jsonb)
+        topic text, deduplication_key text, payload jsonb, traceparent text)
     ),
     changed as (
       insert into subscriptions (external_id, status, provider_version, updated_at)
@@ -136,6 +137,7 @@ function changeRow({ change, announcement }: PendingChange): ChangeRow {
       announcement === undefined ? null : deduplicationKey(announcement.source, announcement.message.topic),
     // Nested, not a string: a jsonb column of json_to_recordset takes the JSON value as it is.
     payload: announcement === undefined ? null : announcement.message.payload,
+    traceparent: announcement?.source.traceparent ?? null,
   };
 }
 

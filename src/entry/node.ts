@@ -36,6 +36,7 @@ import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
+import { type Tracing, tracingFromEnv } from './tracing-sdk.ts';
 
 class StartupError extends Error {}
 
@@ -108,6 +109,15 @@ async function main(): Promise<void> {
   let publisher: Publisher;
   try {
     publisher = nodePublisherFor(config.OUTBOX_TARGET_URL, { clock, logger, timeoutMs: config.OUTBOX_TIMEOUT_MS });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new StartupError(error.message);
+    throw error;
+  }
+
+  // OTEL_* (tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
+  let tracing: Tracing;
+  try {
+    tracing = tracingFromEnv(process.env);
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -200,6 +210,7 @@ async function main(): Promise<void> {
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
     deliveryLog,
+    tracer: tracing.tracer,
   });
   const deliveryLogSchedule = startSchedule({
     name: 'delivery log',
@@ -208,7 +219,16 @@ async function main(): Promise<void> {
     logger,
     run: async () => deliveryLog?.flush(background.db),
   });
-  const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
+  const drainerParts = {
+    config,
+    db: background.db,
+    clock,
+    logger,
+    newId,
+    random: Math.random,
+    metrics,
+    tracer: tracing.tracer,
+  };
   const relay = relayFor(drainerParts, publisher, { idPrefix: 'relay' });
   const relaySchedule = startSchedule({
     name: 'outbox relay',
@@ -336,6 +356,8 @@ async function main(): Promise<void> {
         .then(() => deliveryLog?.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => publisher.close?.())
+        // The last spans (the final publishes) are sent before the process goes.
+        .then(() => tracing.shutdown())
         .then(stopDatabase)
         .then(
           () => process.exit(0),

@@ -11,6 +11,7 @@ import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { Tracer } from '../lib/tracing.ts';
 import { createRelay, type Relay, type RelayDeps, type RelaySettings, relaySettings } from '../outbox/relay.ts';
 import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
 
@@ -25,6 +26,8 @@ export interface DrainerParts {
   random: RandomSource;
   /** Counts publishes and applications, where the runner exports counters. */
   metrics?: Pick<Metrics, 'countOutbox' | 'countEvent'>;
+  /** Spans for publishes and applications, where the runner exports them. */
+  tracer?: Tracer | undefined;
 }
 
 /**
@@ -45,6 +48,7 @@ export function relayFor(
     random: parts.random,
     logger: parts.logger,
     metrics: parts.metrics,
+    ...(parts.tracer === undefined ? {} : { tracer: parts.tracer }),
     settings: relaySettings(parts.config, options.settings),
   });
 }
@@ -63,6 +67,7 @@ export function workerFor(
     logger: parts.logger,
     metrics: parts.metrics,
     intakeLoad: options.intakeLoad,
+    tracer: parts.tracer,
     settings: workerSettings(parts.config, options.settings),
   });
 }

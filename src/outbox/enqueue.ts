@@ -14,6 +14,8 @@ export interface OutgoingMessage {
 export interface MessageSource {
   provider: string;
   eventId: string;
+  /** The enqueuing span's W3C traceparent, stored with the message for its consumers. */
+  traceparent?: string | null | undefined;
 }
 
 /** What a handler calls to enqueue a side effect; bound to its transaction and its event. */
@@ -29,7 +31,11 @@ export function deduplicationKey(source: MessageSource, topic: string): string {
 
 /** Inserts the message unless its key exists already; true when a row was written. */
 export function enqueueMessage(db: Executor, source: MessageSource, message: OutgoingMessage): Promise<boolean> {
-  return insertMessage(db, { ...message, deduplicationKey: deduplicationKey(source, message.topic) });
+  return insertMessage(db, {
+    ...message,
+    deduplicationKey: deduplicationKey(source, message.topic),
+    traceparent: source.traceparent ?? null,
+  });
 }
 
 export function enqueuerFor(db: Executor, source: MessageSource): Enqueue {

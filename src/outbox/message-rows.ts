@@ -25,10 +25,12 @@ export interface NewMessage {
   topic: string;
   deduplicationKey: string;
   payload: JsonValue;
+  /** The enqueuing span's W3C traceparent; null when there was none. */
+  traceparent?: string | null;
 }
 
 const newRow = (message: NewMessage) =>
-  sql`${message.topic}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb`;
+  sql`${message.topic}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb, ${message.traceparent ?? null}`;
 
 /**
  * Inserts the message unless its key exists already; true when a row was written. A SQL template
@@ -38,7 +40,7 @@ export async function insertMessage(db: Executor, message: NewMessage): Promise<
   const inserted = await executePrepared<{ id: string }>(
     db,
     sql`
-    insert into outbox_messages (topic, deduplication_key, payload)
+    insert into outbox_messages (topic, deduplication_key, payload, traceparent)
     values (${newRow(message)})
     on conflict (deduplication_key) do nothing
     returning id`,
@@ -47,13 +49,13 @@ export async function insertMessage(db: Executor, message: NewMessage): Promise<
 }
 
 /**
- * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key` and
- * `payload` columns), to embed in a larger statement: a domain write and its announcements then cost
+ * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `deduplication_key`,
+ * `payload` and `traceparent` columns), to embed in a larger statement: a domain write and its announcements then cost
  * one round trip, and `rows` can name only what the write changed, so nothing else is announced.
  */
 export function insertMessagesFrom(rows: SQL): SQL {
-  return sql`insert into outbox_messages (topic, deduplication_key, payload)
-    select topic, deduplication_key, payload from ${rows}
+  return sql`insert into outbox_messages (topic, deduplication_key, payload, traceparent)
+    select topic, deduplication_key, payload, traceparent from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 
@@ -107,6 +109,7 @@ export function claimMessagesStatement(db: Executor, lease: Lease, dueBy: Date, 
     deduplicationKey: table.deduplicationKey,
     payload: table.payload,
     createdAt: table.createdAt,
+    traceparent: table.traceparent,
     failures: table.attempts,
   });
 }
