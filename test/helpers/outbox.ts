@@ -157,6 +157,7 @@ export function buildTestRelay(
     settings?: Partial<RelaySettings>;
     id?: string;
     metrics?: RelayDeps['metrics'];
+    tracer?: RelayDeps['tracer'];
   } = {},
 ): TestRelay {
   let now = Date.now();
@@ -177,6 +178,7 @@ export function buildTestRelay(
     random: () => random,
     logger,
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     settings: { ...TEST_RELAY_SETTINGS, ...options.settings },
   });
   return {
