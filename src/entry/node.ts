@@ -36,7 +36,8 @@ import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
-import { type Tracing, tracingFromEnv } from './tracing-sdk.ts';
+import { tracingFromEnv } from './tracing-node.ts';
+import type { Tracing } from './tracing-sdk.ts';
 
 class StartupError extends Error {}
 

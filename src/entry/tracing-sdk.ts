@@ -1,8 +1,9 @@
-// The OpenTelemetry SDK behind the tracing seam (src/lib/tracing.ts), imported only by the Node entry
+// The OpenTelemetry SDK behind the tracing seam (src/lib/tracing.ts), imported only by the entries
 // and the tests: a BasicTracerProvider with a BatchSpanProcessor and an OTLP/HTTP exporter, built
 // from the standard OTEL_* variables. Without OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ twin)
 // nothing is built and `noTracing` is answered: no provider, no exporter, nothing sent. No global
-// provider is registered either: spans are made through the seam, parented explicitly.
+// provider is registered either: spans are made through the seam, parented explicitly. Portable:
+// the exporter is the runtime's (tracing-node.ts on Node; `fetchTraceExporter` in workerd).
 import {
   type Link,
   type Span as OtelSpan,
@@ -13,10 +14,8 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
-import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http';
-import { JsonTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
+import { type ExportResult, ExportResultCode, parseKeyPairsIntoRecord } from '@opentelemetry/core';
+import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   TracerProvider as BasicTracerProvider,
@@ -39,7 +38,10 @@ export type TracingEnv = Readonly<Record<string, string | undefined>>;
 
 export const DEFAULT_SERVICE_NAME = 'webhook-inbox';
 const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
-type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** Makes the runtime's exporter for the traces URL, protocol and variables. */
+export type ExporterFactory = (url: string, protocol: OtlpProtocol, env: TracingEnv) => SpanExporter;
 
 const set = (env: TracingEnv, name: string) => {
   const value = env[name]?.trim();
@@ -85,20 +87,44 @@ function batchOptions(env: TracingEnv) {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }
 
-/** http/json: the protobuf exporter's construction with the SDK's JSON serializer (no package of its own at this release). */
-class JsonTraceExporter extends OTLPExporterBase<ReadableSpan[]> implements SpanExporter {
-  constructor(url: string) {
-    super(
-      createOtlpHttpExportDelegate(
-        convertLegacyHttpOptions({ url }, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
-        JsonTraceSerializer,
-        'otlp_http_span_exporter',
-        TraceExporterMetricsHelper,
-        undefined,
-      ),
-    );
-  }
-}
+/**
+ * OTLP/HTTP over `fetch`, for workerd (where the SDK's Node exporter has no `node:http` and its
+ * browser one asks for `keepalive`): one POST per batch, with OTEL_EXPORTER_OTLP_HEADERS, and no
+ * retry (a lost batch of spans is not worth a request's time). The Worker flushes after each
+ * request inside `waitUntil`, so the export runs in a request's context.
+ */
+export const fetchTraceExporter: ExporterFactory = (url, protocol, env) => {
+  const serializer = protocol === 'http/json' ? JsonTraceSerializer : ProtobufTraceSerializer;
+  const headers = {
+    ...parseKeyPairsIntoRecord(set(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') ?? set(env, 'OTEL_EXPORTER_OTLP_HEADERS')),
+    'content-type': protocol === 'http/json' ? 'application/json' : 'application/x-protobuf',
+  };
+  const pending = new Set<Promise<void>>();
+  const send = async (spans: ReadableSpan[]): Promise<ExportResult> => {
+    const body = serializer.serializeRequest(spans);
+    if (body === undefined) return { code: ExportResultCode.FAILED };
+    try {
+      const response = await fetch(url, { method: 'POST', headers, body });
+      await response.body?.cancel();
+      return { code: response.ok ? ExportResultCode.SUCCESS : ExportResultCode.FAILED };
+    } catch (error) {
+      return { code: ExportResultCode.FAILED, error: error instanceof Error ? error : new Error(String(error)) };
+    }
+  };
+  return {
+    export(spans, done) {
+      const sent = send(spans).then(done);
+      pending.add(sent);
+      void sent.finally(() => pending.delete(sent));
+    },
+    forceFlush: async () => {
+      await Promise.all(pending);
+    },
+    shutdown: async () => {
+      await Promise.all(pending);
+    },
+  };
+};
 
 const KINDS = {
   server: SpanKind.SERVER,
@@ -181,13 +207,13 @@ export interface Tracing {
 
 /**
  * The tracer the standard variables ask for: `noTracing` when no OTLP endpoint is set, else the SDK
- * exporting over OTLP/HTTP (`http/protobuf` unless OTEL_EXPORTER_OTLP_PROTOCOL says `http/json`).
- * Headers, timeout and compression are read from the process environment by the exporter itself.
+ * exporting over OTLP/HTTP (`http/protobuf` unless OTEL_EXPORTER_OTLP_PROTOCOL says `http/json`)
+ * through the runtime's exporter.
  */
-export function tracingFromEnv(env: TracingEnv): Tracing {
+export function tracingWith(env: TracingEnv, exporterFor: ExporterFactory): Tracing {
   const url = tracesUrl(env);
   if (url === undefined) return { tracer: noTracing, shutdown: async () => {} };
-  const exporter = protocolOf(env) === 'http/json' ? new JsonTraceExporter(url) : new ProtobufTraceExporter({ url });
+  const exporter = exporterFor(url, protocolOf(env), env);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': set(env, 'OTEL_SERVICE_NAME') ?? DEFAULT_SERVICE_NAME }),
     spanProcessors: [new BatchSpanProcessor({ exporter, ...batchOptions(env) })],

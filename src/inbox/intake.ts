@@ -307,7 +307,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     try {
       await next();
     } finally {
-      endDeliverySpan(span, report.provider, c.res.status, c.error);
+      if (tracer.enabled) endDeliverySpan(span, report.provider, c.res.status, c.error);
     }
     if (c.error === undefined) return;
     if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
