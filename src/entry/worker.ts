@@ -14,7 +14,6 @@ import { RejectionLog } from '../inbox/rejection-log.ts';
 import { AppError } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
-import type { Tracer } from '../lib/tracing.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
 import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
@@ -22,7 +21,6 @@ import { publisherFor } from '../outbox/publishers/publisher.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
-import { fetchTraceExporter, tracingWith } from './tracing-sdk.ts';
 
 /**
  * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide
@@ -51,11 +49,6 @@ interface Runtime {
   deliveryLog: DeliveryLog | undefined;
   /** OUTBOX_QUEUE, when wrangler.toml binds it. */
   outboxQueue?: QueueProducer;
-  /**
-   * The isolate's spans (OTEL_* variables, docs/tracing.md), exported over `fetch` by the flush each
-   * request and cron run leaves in `waitUntil`; `noTracing` without an endpoint.
-   */
-  tracer: Tracer;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -100,7 +93,6 @@ async function buildRuntime(env: Env): Promise<Runtime> {
       logger.warn('refused deliveries not recorded', { rejections: lost, samples, error: describeError(error) }),
   });
   const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
-  const { tracer } = tracingWith(variables, fetchTraceExporter);
   const app = createProductionApp({
     config,
     enabledProviders,
@@ -109,17 +101,8 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     logger,
     rejections,
     deliveryLog,
-    tracer,
   });
-  return {
-    config,
-    logger,
-    app,
-    rejections,
-    deliveryLog,
-    tracer,
-    ...(outboxQueue === undefined ? {} : { outboxQueue }),
-  };
+  return { config, logger, app, rejections, deliveryLog, ...(outboxQueue === undefined ? {} : { outboxQueue }) };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -170,8 +153,6 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
     // nothing), then ending the client waits for its last statement and closes the sockets.
     const written = runtime.rejections.flush(database.db).then(() => runtime.deliveryLog?.flush(database.db));
     ctx.waitUntil(written.finally(() => database.close()));
-    // The request's spans have ended with its answer: exported now, inside this request's context.
-    ctx.waitUntil(runtime.tracer.flush());
   }
 }
 
@@ -183,16 +164,16 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
     reportUnusable(error);
     return;
   }
-  const { config, logger, outboxQueue, tracer } = runtime;
+  const { config, logger, outboxQueue } = runtime;
   const database = openDatabase(env, config);
   try {
     await runMaintenance(
       maintenanceSteps,
-      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueue, tracer },
+      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueue },
       { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
     );
   } finally {
-    await Promise.all([database.close(), tracer.flush()]);
+    await database.close();
   }
 }
 

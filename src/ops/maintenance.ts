@@ -7,7 +7,6 @@ import { describeError } from '../db/errors.ts';
 import type { MigrationMark } from '../db/migrations.ts';
 import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
-import type { Tracer } from '../lib/tracing.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -19,8 +18,6 @@ export interface MaintenanceDeps {
   expectedMigration: MigrationMark;
   /** The Worker's queue binding (OUTBOX_QUEUE): the outbox's target when OUTBOX_TARGET_URL is unset. */
   outboxQueue?: QueueProducer;
-  /** Spans for the relay's and the worker's passes, where the runner exports them. */
-  tracer?: Tracer | undefined;
 }
 
 export interface MaintenanceStep {
