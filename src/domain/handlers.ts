@@ -24,6 +24,8 @@ export interface HandledEvent {
   eventType: string;
   /** When the provider says it happened; null when the scheme does not say. */
   occurredAt: Date | null;
+  /** W3C traceparent of the handler's span: what the messages it enqueues carry to consumers. */
+  traceparent?: string | null;
 }
 
 export interface HandlerContext {

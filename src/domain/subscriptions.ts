@@ -46,6 +46,7 @@ interface ChangeRow {
   /** A row per matching destination: empty when none matches (or nothing is announced). */
   routes: Array<{ destination: string; deduplication_key: string }>;
   payload: JsonValue;
+  traceparent: string | null;
 }
 
 /**
@@ -113,7 +114,7 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
     with input as (
       select * from json_to_recordset(${JSON.stringify(rows)}::json) as input(
         external_id text, status subscription_status, provider_version bigint, updated_at timestamptz,
-        topic text, routes json, payload jsonb)
+        topic text, routes json, payload jsonb, traceparent text)
     ),
     changed as (
       insert into subscriptions (external_id, status, provider_version, updated_at)
@@ -144,6 +145,7 @@ function changeRow({ change, announcement }: PendingChange): ChangeRow {
     routes: rows.map((row) => ({ destination: row.destination, deduplication_key: row.deduplicationKey })),
     // Nested, not a string: a jsonb column of json_to_recordset takes the JSON value as it is.
     payload: announcement === undefined ? null : announcement.message.payload,
+    traceparent: announcement?.source.traceparent ?? null,
   };
 }
 

@@ -37,6 +37,8 @@ import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
 import { processMetrics } from './process-metrics.ts';
+import { tracingFromEnv } from './tracing-node.ts';
+import type { Tracing } from './tracing-sdk.ts';
 
 class StartupError extends Error {}
 
@@ -114,6 +116,15 @@ async function main(): Promise<void> {
       logger,
       timeoutMs: config.OUTBOX_TIMEOUT_MS,
     });
+  } catch (error) {
+    if (error instanceof ConfigError) throw new StartupError(error.message);
+    throw error;
+  }
+
+  // OTEL_* (tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
+  let tracing: Tracing;
+  try {
+    tracing = tracingFromEnv(process.env);
   } catch (error) {
     if (error instanceof ConfigError) throw new StartupError(error.message);
     throw error;
@@ -203,6 +214,7 @@ async function main(): Promise<void> {
     // One batch in flight per request connection: each holds its connection for one transaction.
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
     deliveryLog,
+    tracer: tracing.tracer,
   });
   const deliveryLogSchedule = startSchedule({
     name: 'delivery log',
@@ -211,7 +223,16 @@ async function main(): Promise<void> {
     logger,
     run: async () => deliveryLog?.flush(background.db),
   });
-  const drainerParts = { config, db: background.db, clock, logger, newId, random: Math.random, metrics };
+  const drainerParts = {
+    config,
+    db: background.db,
+    clock,
+    logger,
+    newId,
+    random: Math.random,
+    metrics,
+    tracer: tracing.tracer,
+  };
   const relay = relayFor(drainerParts, publishers, { idPrefix: 'relay' });
   const relaySchedule = startSchedule({
     name: 'outbox relay',
@@ -339,6 +360,8 @@ async function main(): Promise<void> {
         .then(() => deliveryLog?.flush(background.db))
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => closePublishers(publishers))
+        // The last spans (the final publishes) are sent before the process goes.
+        .then(() => tracing.shutdown())
         .then(stopDatabase)
         .then(
           () => process.exit(0),

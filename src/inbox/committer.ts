@@ -25,16 +25,22 @@
 import type { Database, Transaction } from '../db/client.ts';
 import { isRetryableConflict, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
 import { limitStatements } from '../db/timeouts.ts';
-import { applyHandler } from '../domain/handlers.ts';
 import { AppError } from '../lib/errors.ts';
+import { noTracing, type Span } from '../lib/tracing.ts';
 import type { Deadline } from './deadline.ts';
 import { insertOrTakeBackAll, rowKeys, type StoredRow } from './event-rows.ts';
-import { appliesNow, type Committed, committedAs, type PlannedEvent, processDelivery } from './process.ts';
+import { appliesNow, applyTraced, type Committed, committedAs, type PlannedEvent, processDelivery } from './process.ts';
 
-/** One delivery waiting for its batch: its events, none sharing a key, and its deadline. */
+/**
+ * One delivery waiting for its batch: its events, none sharing a key, its deadline, and its span.
+ * Tracing a shared transaction: each member gets its own `claim` and `commit` spans (children of its
+ * delivery's span) covering the batch's one statement and one COMMIT, each with `inbox.batch.size`;
+ * its handlers' spans are its own.
+ */
 export interface Submission {
   items: readonly PlannedEvent[];
   deadline: Deadline;
+  span?: Span;
 }
 
 export interface CommitterOptions {
@@ -49,11 +55,16 @@ export interface CommitterOptions {
 interface Member extends Submission {
   /** Set just before COMMIT is sent: from then on the answer waits for the commit. */
   decided: boolean;
+  /** Its `commit` span, from the batch's last statement until COMMIT answered. */
+  commit?: Span | undefined;
   resolve(results: Committed[]): void;
   reject(error: unknown): void;
 }
 
 const MAX_CONFLICT_RETRIES = 3;
+
+/** The span of a member submitted without one: records nothing. */
+const untraced = noTracing.start('untraced');
 
 /** Thrown inside a batch to roll it back when a member's deadline passed before COMMIT. */
 class MemberExpired extends Error {}
@@ -127,9 +138,10 @@ export class IntakeCommitter {
     this.options.onBatch?.(batch.length);
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const results = needsTransaction(batch)
-          ? await this.db.transaction((tx) => this.#commit(tx, batch))
-          : await this.#storeAtOnce(batch);
+        const results = await endingCommitSpans(
+          batch,
+          needsTransaction(batch) ? this.db.transaction((tx) => this.#commit(tx, batch)) : this.#storeAtOnce(batch),
+        );
         // Stryker disable next-line ArrayDeclaration: results() answers one list per member, so the fallback is never evaluated
         for (const [index, member] of batch.entries()) member.resolve(results[index] ?? []);
         return;
@@ -157,9 +169,12 @@ export class IntakeCommitter {
     const longest = Math.max(...batch.map((member) => member.deadline.remainingMs));
     const [, rows] = await Promise.all([
       limitStatements(tx, longest / 2),
-      insertOrTakeBackAll(
-        tx,
-        batch.flatMap((member) => member.items),
+      claimed(
+        batch,
+        insertOrTakeBackAll(
+          tx,
+          batch.flatMap((member) => member.items),
+        ),
       ),
     ]);
     const byMember = perMember(batch, rows);
@@ -168,13 +183,16 @@ export class IntakeCommitter {
     const applied = await Promise.allSettled(
       batch.flatMap((member, index) =>
         // Stryker disable next-line OptionalChaining: perMember answers one list per member, so byMember[index] is always there
-        member.items.map((item, at) => applyWritten(tx, item, byMember[index]?.[at] ?? null)),
+        member.items.map((item, at) => applyWritten(tx, member, item, byMember[index]?.[at] ?? null)),
       ),
     );
     const failure = applied.find((result) => result.status === 'rejected');
     if (failure !== undefined) throw failure.reason;
     if (batch.some((member) => member.deadline.expired)) throw new MemberExpired();
-    for (const member of batch) member.decided = true;
+    for (const member of batch) {
+      member.decided = true;
+      member.commit = member.span?.child('commit', { 'inbox.batch.size': batch.length });
+    }
     return results(batch, byMember);
   }
 
@@ -185,9 +203,12 @@ export class IntakeCommitter {
    */
   async #storeAtOnce(batch: readonly Member[]): Promise<Committed[][]> {
     for (const member of batch) member.decided = true;
-    const rows = await insertOrTakeBackAll(
-      this.db,
-      batch.flatMap((member) => member.items),
+    const rows = await claimed(
+      batch,
+      insertOrTakeBackAll(
+        this.db,
+        batch.flatMap((member) => member.items),
+      ),
     );
     return results(batch, perMember(batch, rows));
   }
@@ -203,7 +224,8 @@ export class IntakeCommitter {
     // Stryker disable next-line StringLiteral: the race in submit has already answered it 503; this rejection is never read
     if (member.deadline.expired) return member.reject(new AppError('unavailable'));
     try {
-      member.resolve(await processDelivery(this.db, member.deadline, member.items, { boundByDeadline: true }));
+      const options = { boundByDeadline: true, ...(member.span === undefined ? {} : { span: member.span }) };
+      member.resolve(await processDelivery(this.db, member.deadline, member.items, options));
     } catch (error) {
       member.reject(error);
     }
@@ -236,7 +258,35 @@ function results(batch: readonly Member[], byMember: readonly (StoredRow | null)
 }
 
 /** Runs the event's handler when its row was written for applying now. */
-async function applyWritten(tx: Transaction, item: PlannedEvent, row: StoredRow | null): Promise<void> {
-  if (row === null || item.plan.kind !== 'apply' || !appliesNow(item)) return;
-  await applyHandler(item.plan.handler, tx, { ...item.event, eventId: row.eventId }, item.plan.payload);
+async function applyWritten(tx: Transaction, member: Member, item: PlannedEvent, row: StoredRow | null): Promise<void> {
+  if (row === null || !appliesNow(item)) return;
+  await applyTraced(member.span ?? untraced, tx, item, row.eventId);
+}
+
+/** Each member's `claim` span around the batch's one insert. */
+async function claimed<T>(batch: readonly Member[], insert: Promise<T>): Promise<T> {
+  const spans = batch.map((member) => member.span?.child('claim', { 'inbox.batch.size': batch.length }));
+  try {
+    return await insert;
+  } catch (error) {
+    for (const span of spans) span?.fail(error);
+    throw error;
+  } finally {
+    for (const span of spans) span?.end();
+  }
+}
+
+/** Ends the `commit` spans a batch opened once its transaction settled (marked failed if it did not commit). */
+async function endingCommitSpans<T>(batch: readonly Member[], transaction: Promise<T>): Promise<T> {
+  try {
+    return await transaction;
+  } catch (error) {
+    for (const member of batch) member.commit?.fail(error);
+    throw error;
+  } finally {
+    for (const member of batch) {
+      member.commit?.end();
+      member.commit = undefined;
+    }
+  }
 }

@@ -14,6 +14,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
 import { printableLine } from '../lib/text.ts';
+import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 import { backlogGate } from './accept.ts';
@@ -64,11 +65,13 @@ export interface IntakeDeps {
   groupCommit?: { maxBatch: number; lanes: number; onBatch?: (size: number) => void };
   /** Each delivery of a checked event is appended here; the runtime flushes it (absent: no log). */
   deliveryLog?: DeliveryLog;
+  /** Spans for each delivery (src/lib/tracing.ts); absent: `noTracing`. */
+  tracer?: Tracer;
 }
 
 type IntakeEnv = {
   Bindings: DatabaseEnv['Bindings'];
-  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider; report: DeliveryReport };
+  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider; report: DeliveryReport; span: Span };
 };
 
 /** Longest content type logged: it is the sender's text, and a real one is short. */
@@ -113,6 +116,20 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
 
 const DUPLICATE: Committed = { outcome: 'duplicate' };
 
+/** The delivery's server span, named for its route (the provider is an attribute once known: bounded by the registry). */
+const DELIVERY_SPAN = 'POST /webhooks/:provider';
+
+function endDeliverySpan(span: Span, provider: string | undefined, status: number, error: unknown): void {
+  if (error !== undefined && status >= 500) span.fail(error);
+  span.setAttributes({
+    'http.request.method': 'POST',
+    'http.route': '/webhooks/:provider',
+    'http.response.status_code': status,
+    ...(provider === undefined ? {} : { 'webhook.provider': provider }),
+  });
+  span.end();
+}
+
 /** An event with its plan, before the mode decides what its row becomes. */
 type Planned = Pick<PlannedEvent, 'event' | 'plan'>;
 
@@ -145,6 +162,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
   const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
   const pauses = senderPauseGate(deps.clock);
+  const tracer = deps.tracer ?? noTracing;
   const reporting = {
     logger: deps.logger,
     metrics: deps.metrics,
@@ -214,9 +232,13 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
     // URL this request arrived at is not the one the sender signed.
     const delivery = { body, headers: c.req.raw.headers, method: c.req.method, ...(url === undefined ? {} : { url }) };
-    const verification = await provider.verify(delivery, keys, {
-      nowSeconds: Math.floor(deps.clock() / 1000),
-      toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+    const verification = await inSpan(c.var.span, 'verify', async (span) => {
+      const verified = await provider.verify(delivery, keys, {
+        nowSeconds: Math.floor(deps.clock() / 1000),
+        toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+      });
+      span.setAttributes({ 'webhook.verification': verified.outcome });
+      return verified;
     });
     if (verification.outcome === 'respond') return verification;
     if (verification.outcome === 'unauthorized') report.refusedBecause(verification.reason);
@@ -242,7 +264,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         occurredAt: storableTime(event.occurredAt),
       }),
     );
-    report.carries(events, traceIdOf(c.req.header('traceparent'), deps.newId));
+    // The delivery span's trace (the sender's when it sent one): log lines and spans share it.
+    report.carries(events, traceIdOf(c.var.span.traceparent ?? c.req.header('traceparent'), deps.newId));
     return { outcome: 'verified' as const, events };
   }
 
@@ -252,7 +275,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
    * insert in their final state) in both modes. Every event of the delivery is stored in one
    * transaction (or one group commit), or none is.
    */
-  async function store(db: Database, deadline: Deadline, planned: readonly Planned[]): Promise<Committed[]> {
+  async function store(
+    db: Database,
+    deadline: Deadline,
+    planned: readonly Planned[],
+    span: Span,
+  ): Promise<Committed[]> {
     const items = planned.map(({ event, plan }): PlannedEvent => {
       const arrival: Arrival =
         backlog !== undefined && plan.kind === 'apply'
@@ -265,8 +293,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     }
     // The statement may still commit after the deadline answered 503: the provider's retry then meets
     // a duplicate (200), so an event is never lost, and never answered 2xx before it is stored.
-    if (deps.groupCommit !== undefined) return committerFor(db, deps.groupCommit).submit({ items, deadline });
-    return processDelivery(db, deadline, items);
+    if (deps.groupCommit !== undefined) return committerFor(db, deps.groupCommit).submit({ items, deadline, span });
+    return processDelivery(db, deadline, items, { span });
   }
 
   // Whichever step refused or failed the delivery (admit, the streamed size limit, the handler), its
@@ -274,7 +302,13 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   routes.use('/webhooks/:provider', async (c, next) => {
     const report = new DeliveryReport(reporting);
     c.set('report', report);
-    await next();
+    const span = tracer.start(DELIVERY_SPAN, { parent: c.req.header('traceparent'), kind: 'server' });
+    c.set('span', span);
+    try {
+      await next();
+    } finally {
+      if (tracer.enabled) endDeliverySpan(span, report.provider, c.res.status, c.error);
+    }
     if (c.error === undefined) return;
     if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
       deps.metrics.countRejection(c.req.param('provider'), c.error.code);
@@ -323,7 +357,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         const [first] = planned;
         if (first !== undefined)
           await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });
-        results = await store(c.var.db, deadline, planned);
+        results = await store(c.var.db, deadline, planned, c.var.span);
       } finally {
         deps.intakeLoad?.leave();
       }

@@ -2,11 +2,12 @@
 // apply the domain changes and complete the rows in a single transaction; on a handler failure, roll
 // back and record the failure in a transaction of its own. Also what both modes decide before any
 // database work (the plan).
-import type { Database } from '../db/client.ts';
+import type { Database, Transaction } from '../db/client.ts';
 import { describeCause, isTransientDatabaseError } from '../db/errors.ts';
 import { limitStatements } from '../db/timeouts.ts';
 import { applyHandler, type EventHandler, findHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, refusedField } from '../lib/errors.ts';
+import { inSpan, noTracing, type Span } from '../lib/tracing.ts';
 import { type Deadline, transactionBefore } from './deadline.ts';
 import {
   type AppliedStatus,
@@ -16,6 +17,9 @@ import {
   recordDeliveryFailure,
   type StoredRow,
 } from './event-rows.ts';
+
+/** The span of an untraced caller (the CLI's replays, tests): records nothing. */
+const noSpan = noTracing.start('untraced');
 
 /** What a delivery's answer says happened to its event. */
 export type DeliveryOutcome = 'completed' | 'ignored' | 'parked' | 'duplicate';
@@ -81,6 +85,22 @@ export function committedAs(item: PlannedEvent, row: StoredRow | null): Committe
 }
 
 /**
+ * Runs the event's handler in `tx` inside a `handler` span, a child of the delivery's: what the
+ * handler enqueues carries that span's traceparent to every destination.
+ */
+export function applyTraced(delivery: Span, tx: Transaction, item: PlannedEvent, eventId: string): Promise<void> {
+  const { plan, event } = item;
+  if (plan.kind !== 'apply') return Promise.resolve();
+  return inSpan(
+    delivery,
+    'handler',
+    (span) =>
+      applyHandler(plan.handler, tx, { ...event, eventId, traceparent: span.traceparent ?? null }, plan.payload),
+    { 'webhook.provider': event.provider, 'webhook.event_type': event.eventType },
+  );
+}
+
+/**
  * Processes one delivery's events (one, or a sender's batch) in one transaction of their own: inserts
  * every row in one statement, applies the written ones in the sender's order, and commits them all or
  * none. The events must not share a key. When a handler fails, everything rolls back and the failure
@@ -95,27 +115,34 @@ export async function processDelivery(
   db: Database,
   deadline: Deadline,
   items: readonly PlannedEvent[],
-  options: { boundByDeadline?: boolean } = {},
+  options: { boundByDeadline?: boolean; span?: Span } = {},
 ): Promise<Committed[]> {
   let failing = items[0]?.event;
+  const delivery = options.span ?? noSpan;
+  let commit: Span | undefined;
   try {
-    return await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
+    const committed = await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
       const [, rows] = await Promise.all([
         options.boundByDeadline === true ? limitStatements(tx, deadline.remainingMs) : undefined,
-        insertOrTakeBackAll(tx, items),
+        inSpan(delivery, 'claim', () => insertOrTakeBackAll(tx, items), { 'inbox.batch.size': 1 }),
       ]);
       const results: Committed[] = [];
       for (const [index, item] of items.entries()) {
         const written = rows[index] ?? null;
-        if (written !== null && item.plan.kind === 'apply' && appliesNow(item)) {
+        if (written !== null && appliesNow(item)) {
           failing = item.event;
-          await applyHandler(item.plan.handler, tx, { ...item.event, eventId: written.eventId }, item.plan.payload);
+          await applyTraced(delivery, tx, item, written.eventId);
         }
         results.push(committedAs(item, written));
       }
+      commit = delivery.child('commit', { 'inbox.batch.size': 1 });
       return results;
     });
+    commit?.end();
+    return committed;
   } catch (error) {
+    commit?.fail(error);
+    commit?.end();
     if (error instanceof AppError) throw error;
     if (isTransientDatabaseError(error)) {
       throw new AppError('unavailable', { cause: error, why: { reason: 'database_unavailable' } });

@@ -7,7 +7,9 @@ import { isTransientDatabaseError } from '../db/errors.ts';
 import { applyHandler, type HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
+import type { Span, Tracer } from '../lib/tracing.ts';
 import type { WebhookProvider } from '../providers/types.ts';
+import { latestDeliveryTraceIds } from './delivery-log.ts';
 import {
   type AppliedStatus,
   type FailurePolicy,
@@ -58,6 +60,8 @@ export interface StoredContext {
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
   providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;
+  /** Spans for each application (the async worker's); absent: none. */
+  tracer?: Tracer | undefined;
 }
 
 export interface StoredResult {
@@ -69,7 +73,12 @@ export interface StoredResult {
 }
 
 /** Plans and applies one locked row in `tx`; throws when it cannot be applied (the caller rolls back). */
-async function applyRow(context: StoredContext, tx: Transaction, row: LockedRow): Promise<AppliedStatus> {
+async function applyRow(
+  context: StoredContext,
+  tx: Transaction,
+  row: LockedRow,
+  span: Span | undefined,
+): Promise<AppliedStatus> {
   if (row.payload === null) throw new DomainRejection('payload purged: nothing to apply');
   // Read exactly as stored: an id beyond 2^53 reaches the handler as the same bigint it did on arrival.
   const payload = parseJsonText(row.payload);
@@ -91,7 +100,10 @@ async function applyRow(context: StoredContext, tx: Transaction, row: LockedRow)
     // Stored, but no longer acceptable to its handler: retrying cannot help.
     throw new DomainRejection('payload no longer matches its handler schema');
   }
-  if (plan.kind === 'apply') await applyHandler(plan.handler, tx, event, plan.payload);
+  const traceparent = span?.traceparent;
+  if (plan.kind === 'apply') {
+    await applyHandler(plan.handler, tx, traceparent === undefined ? event : { ...event, traceparent }, plan.payload);
+  }
   return finalStatus[plan.kind];
 }
 
@@ -117,6 +129,36 @@ async function applyLocked(
 }
 
 /**
+ * One `apply` span per row when tracing is on, each the root of a trace of its own: the event row
+ * keeps no traceparent, so the intake's span can be neither its parent nor a link. The intake trace
+ * it continues is named by `webhook.delivery.trace_id` (its latest logged delivery's, one statement
+ * for the batch), and what its handler enqueues carries this span's traceparent.
+ */
+async function applySpans(
+  context: StoredContext,
+  tx: Transaction,
+  rows: readonly LockedRow[],
+): Promise<(Span | undefined)[]> {
+  const { tracer } = context;
+  if (tracer === undefined || !tracer.enabled || rows.length === 0) return [];
+  const traceIds = await latestDeliveryTraceIds(
+    tx,
+    rows.map((row) => ({ provider: row.provider, eventId: row.event_id })),
+  );
+  return rows.map((row) => {
+    const deliveryTraceId = traceIds.get(storedKeyString(row.provider, row.event_id));
+    return tracer.start('apply', {
+      kind: 'consumer',
+      attributes: {
+        'webhook.provider': row.provider,
+        'webhook.event_type': row.event_type,
+        ...(deliveryTraceId === undefined ? {} : { 'webhook.delivery.trace_id': deliveryTraceId }),
+      },
+    });
+  });
+}
+
+/**
  * Applies rows this transaction has locked, in their order, and moves them to their new statuses in
  * one statement. Throws whatever made one row fail (the caller rolls back). Also the worker's batch
  * path, which locks its rows as it claims them (event-rows.ts, lockDueBatch).
@@ -127,7 +169,12 @@ export async function applyLockedRows(
   rows: readonly LockedRow[],
 ): Promise<Map<string, StoredResult>> {
   // Started together, in key order: handlers' writes of one tick share statements (subscriptions.ts).
-  const settled = await Promise.allSettled(rows.map((row) => applyRow(context, tx, row)));
+  const spans = await applySpans(context, tx, rows);
+  const settled = await Promise.allSettled(rows.map((row, index) => applyRow(context, tx, row, spans[index])));
+  for (const [index, result] of settled.entries()) {
+    if (result.status === 'rejected') spans[index]?.fail(result.reason);
+    spans[index]?.end();
+  }
   const applied: (StoredEventKey & { status: AppliedStatus })[] = [];
   for (const [index, result] of settled.entries()) {
     if (result.status === 'rejected') throw result.reason;

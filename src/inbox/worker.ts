@@ -18,6 +18,7 @@ import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { Tracer } from '../lib/tracing.ts';
 import { providersByName } from '../providers/registry.ts';
 import {
   type ClaimedEvent,
@@ -104,6 +105,8 @@ export interface WorkerDeps {
   /** The in-process intake's load, when there is one: batches wait while it is saturated. */
   intakeLoad?: IntakeLoad;
   settings: WorkerSettings;
+  /** An `apply` span per event (stored.ts); absent: none. */
+  tracer?: Tracer | undefined;
 }
 
 /** What a batch's transaction committed. */
@@ -139,6 +142,7 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     db,
     handlers: deps.handlers,
     providersByName: deps.providersByName ?? providersByName,
+    tracer: deps.tracer,
   };
 
   const report = (event: ClaimedEvent, outcome: StoredOutcome, summary: Tally, line: ReportLine) =>

@@ -11,6 +11,7 @@ import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { Tracer } from '../lib/tracing.ts';
 import { createRelay, type Relay, type RelaySettings, relaySettings } from '../outbox/relay.ts';
 import { type DestinationPublisher, relayOfEvery } from '../outbox/relays.ts';
 import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
@@ -26,6 +27,8 @@ export interface DrainerParts {
   random: RandomSource;
   /** Counts publishes and applications, where the runner exports counters. */
   metrics?: Pick<Metrics, 'countOutbox' | 'countEvent'>;
+  /** Spans for publishes and applications, where the runner exports them. */
+  tracer?: Tracer | undefined;
 }
 
 /**
@@ -54,6 +57,7 @@ export function relayFor(
       random: parts.random,
       logger: parts.logger,
       metrics: parts.metrics,
+      ...(parts.tracer === undefined ? {} : { tracer: parts.tracer }),
       settings,
     }),
   );
@@ -74,6 +78,7 @@ export function workerFor(
     logger: parts.logger,
     metrics: parts.metrics,
     intakeLoad: options.intakeLoad,
+    tracer: parts.tracer,
     settings: workerSettings(parts.config, options.settings),
   });
 }

@@ -17,6 +17,8 @@ export interface MessageSource {
   provider: string;
   eventId: string;
   eventType: string;
+  /** The enqueuing span's W3C traceparent, stored with the message for its consumers. */
+  traceparent?: string | null | undefined;
 }
 
 /** What a handler calls to enqueue a side effect; bound to its transaction and its event. */
@@ -47,6 +49,7 @@ export function messageRows(
     ...message,
     destination,
     deduplicationKey: destinationKey(key, destination),
+    traceparent: source.traceparent ?? null,
   }));
 }
 

@@ -26,10 +26,12 @@ export interface NewMessage {
   destination: string;
   deduplicationKey: string;
   payload: JsonValue;
+  /** The enqueuing span's W3C traceparent; null when there was none. */
+  traceparent?: string | null;
 }
 
 const newRow = (message: NewMessage) =>
-  sql`${message.topic}, ${message.destination}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb`;
+  sql`${message.topic}, ${message.destination}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb, ${message.traceparent ?? null}`;
 
 /**
  * Inserts each row unless its key exists already; the number written. A SQL template rather than
@@ -42,7 +44,7 @@ export async function insertMessages(db: Executor, messages: readonly NewMessage
     const inserted = await executePrepared<{ id: string }>(
       db,
       sql`
-      insert into outbox_messages (topic, destination, deduplication_key, payload)
+      insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
       values (${newRow(message)})
       on conflict (deduplication_key) do nothing
       returning id`,
@@ -54,13 +56,13 @@ export async function insertMessages(db: Executor, messages: readonly NewMessage
 
 /**
  * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `destination`,
- * `deduplication_key` and `payload` columns, a row per destination), to embed in a larger statement:
+ * `deduplication_key`, `payload` and `traceparent` columns, a row per destination), to embed in a larger statement:
  * a domain write and its announcements then cost one round trip, and `rows` can name only what the
  * write changed, so nothing else is announced.
  */
 export function insertMessagesFrom(rows: SQL): SQL {
-  return sql`insert into outbox_messages (topic, destination, deduplication_key, payload)
-    select topic, destination, deduplication_key, payload from ${rows}
+  return sql`insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
+    select topic, destination, deduplication_key, payload, traceparent from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 
@@ -118,6 +120,7 @@ export function claimMessagesStatement(db: Executor, destination: string, lease:
     deduplicationKey: table.deduplicationKey,
     payload: table.payload,
     createdAt: table.createdAt,
+    traceparent: table.traceparent,
     failures: table.attempts,
   });
 }

@@ -22,6 +22,7 @@ import type { Logger } from '../lib/logger.ts';
 import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { printableLine } from '../lib/text.ts';
+import { noTracing, type Span, type SpanAttributes, type Tracer } from '../lib/tracing.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers/publisher.ts';
 
@@ -51,6 +52,9 @@ export interface RelaySettings extends QueueSettings {
 export const OUTAGE_PROBE_MAX_MS = 30_000;
 
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
+/** The claim span of a batch that claimed nothing: records nothing. */
+const untraced = noTracing.start('untraced');
+
 export const DEFAULT_BATCH_SIZE = 500;
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_BATCHES_IN_FLIGHT = 2;
@@ -94,6 +98,11 @@ export interface RelayDeps {
   settings: RelaySettings;
   /** Counts each publish outcome by topic (webhook_outbox_deliveries_total). */
   metrics?: Pick<Metrics, 'countOutbox'>;
+  /**
+   * Spans per batch: `outbox claim` and its `outbox outcome`, and per message an `outbox publish`
+   * child of the span that enqueued it, linked to its claim. Absent: `noTracing`.
+   */
+  tracer?: Tracer;
 }
 
 export interface DrainSummary {
@@ -125,6 +134,7 @@ export interface Relay {
 
 export function createRelay(deps: RelayDeps): Relay {
   const { db, destination, publisher, clock, logger, settings } = deps;
+  const tracer = deps.tracer ?? noTracing;
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
   const outageBackoff = settings.outageBackoff ?? {
@@ -233,7 +243,12 @@ export function createRelay(deps: RelayDeps): Relay {
     const lane = pLimit(Math.max(1, settings.concurrency));
 
     /** Publishes a claimed batch and records its outcomes. */
-    async function publishBatch(messages: readonly ClaimedMessage[], lease: Lease, deadlineMs: number): Promise<void> {
+    async function publishBatch(
+      messages: readonly ClaimedMessage[],
+      lease: Lease,
+      deadlineMs: number,
+      claim: Span,
+    ): Promise<void> {
       const published: string[] = [];
       const others: OutcomeRow[] = [];
       // A pipelined batch's publishes start together, so they share one timeout.
@@ -252,12 +267,25 @@ export function createRelay(deps: RelayDeps): Relay {
           summary.released += 1;
           return;
         }
+        const span = tracer.start('outbox publish', {
+          parent: message.traceparent,
+          kind: 'producer',
+          links: [claim.traceparent],
+          attributes: {
+            'messaging.system': publisher.kind,
+            'messaging.destination.name': message.topic,
+            'outbox.destination': destination,
+          },
+        });
         let result: PublishOutcome;
         try {
           result = await publisher.publish(message, batchSignal ?? AbortSignal.timeout(settings.timeoutMs));
         } catch (error) {
           result = thrown(error);
         }
+        span.setAttributes({ 'outbox.outcome': result.outcome });
+        if (result.outcome !== 'published') span.fail(result.error);
+        span.end();
         if (result.outcome === 'unavailable') {
           noteUnavailable(result.error);
           others.push(heldForOutage(message, dueBy, result.error));
@@ -279,15 +307,44 @@ export function createRelay(deps: RelayDeps): Relay {
         messages.map((message) => (pipelined ? publishInLane(message) : lane(() => publishInLane(message)))),
       );
       // The rows stay leased to us until this write, so nobody else can take them meanwhile.
-      await recordOutcomes(db, id, { published, publishedAt: new Date(clock()), others });
+      const outcome = claim.child('outbox outcome', {
+        'outbox.published': published.length,
+        'outbox.others': others.length,
+      });
+      try {
+        await recordOutcomes(db, id, { published, publishedAt: new Date(clock()), others });
+      } catch (error) {
+        outcome.fail(error);
+        throw error;
+      } finally {
+        outcome.end();
+      }
     }
 
     const budgetMs = options.budgetMs ?? settings.budgetMs;
     const claimBatch = async (limit: number, deadlineMs: number) => {
       const lease = takeLease(id, clock(), settings.leaseMs);
-      const messages = await claimMessages(db, destination, lease, dueBy, limit);
+      // Spans' own time, not the relay's clock (a test's may stand still); the span is made after the
+      // claim, so an idle poll that claimed nothing leaves no span behind.
+      const claimStartedAt = Date.now();
+      const claimSpan = (attributes: SpanAttributes) =>
+        tracer.start('outbox claim', {
+          startedAt: claimStartedAt,
+          attributes: { 'messaging.system': publisher.kind, 'outbox.destination': destination, ...attributes },
+        });
+      let messages: ClaimedMessage[];
+      try {
+        messages = await claimMessages(db, destination, lease, dueBy, limit);
+      } catch (error) {
+        const failed = claimSpan({ 'outbox.claimed': 0 });
+        failed.fail(error);
+        failed.end();
+        throw error;
+      }
+      const claim = messages.length === 0 ? untraced : claimSpan({ 'outbox.claimed': messages.length });
+      claim.end();
       summary.claimed += messages.length;
-      return { claimed: messages.length, limit, done: publishBatch(messages, lease, deadlineMs) };
+      return { claimed: messages.length, limit, done: publishBatch(messages, lease, deadlineMs, claim) };
     };
 
     let probes = 0;

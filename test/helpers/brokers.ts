@@ -205,7 +205,8 @@ export async function readRedisStream(client: Redis, stream: string): Promise<Co
   return entries.map(([, flat]) => {
     const fields: Record<string, string> = {};
     for (let index = 0; index + 1 < flat.length; index += 2) fields[flat[index] as string] = flat[index + 1] as string;
-    const { payload, ...rest } = fields;
+    // `traceparent` is a field beside the contract's, not part of the message's body.
+    const { payload, traceparent: _traceparent, ...rest } = fields;
     return {
       body: { ...rest, payload: JSON.parse(payload ?? 'null') },
       brokerKey: fields.deduplication_key,

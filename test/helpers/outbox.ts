@@ -159,6 +159,7 @@ export function buildTestRelay(
     metrics?: RelayDeps['metrics'];
     /** The destination it drains: `default` unless a test names another. */
     destination?: string;
+    tracer?: RelayDeps['tracer'];
   } = {},
 ): TestRelay {
   let now = Date.now();
@@ -180,6 +181,7 @@ export function buildTestRelay(
     random: () => random,
     logger,
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     settings: { ...TEST_RELAY_SETTINGS, ...options.settings },
   });
   return {

@@ -7,6 +7,7 @@ import type { IntakeLoad } from '../../src/inbox/intake-load.ts';
 import { createWorker, type InboxWorker, type WorkerSettings } from '../../src/inbox/worker.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
+import type { Tracer } from '../../src/lib/tracing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS } from './acme.ts';
 import type { TestApp } from './app.ts';
 
@@ -39,6 +40,7 @@ export function buildTestWorker(
     /** A clock of the test's own instead of the settable one (e.g. the real one, for time budgets). */
     clock?: () => number;
     intakeLoad?: IntakeLoad;
+    tracer?: Tracer;
   } = {},
 ): TestWorker {
   let now = options.now ?? TEST_NOW_MS;
@@ -58,6 +60,7 @@ export function buildTestWorker(
     }),
     metrics,
     ...(options.intakeLoad === undefined ? {} : { intakeLoad: options.intakeLoad }),
+    tracer: options.tracer,
     settings: { ...testWorkerSettings, ...options.settings },
   });
   return {

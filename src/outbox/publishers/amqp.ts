@@ -8,7 +8,7 @@ import { type ChannelModel, type ConfirmChannel, connect, type Message } from 'a
 import { errorName } from '../../lib/errors.ts';
 import type { OutboxTarget } from '../target.ts';
 import { ConnectionSlot, permanent, retry, systemCode, unavailable, untilAborted } from './broker.ts';
-import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from './publisher.ts';
+import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome, traceHeaders } from './publisher.ts';
 
 type AmqpTarget = Extract<OutboxTarget, { kind: 'amqp' }>;
 
@@ -139,7 +139,11 @@ export function amqpPublisher({ target, connectTimeoutMs }: AmqpPublisherOptions
             timestamp: Math.floor(message.createdAt.getTime() / 1000),
             type: message.topic,
             appId: 'webhook-inbox',
-            headers: { 'outbox-id': message.id, 'outbox-created-at': message.createdAt.toISOString() },
+            headers: {
+              'outbox-id': message.id,
+              'outbox-created-at': message.createdAt.toISOString(),
+              ...traceHeaders(message),
+            },
           },
           confirmed,
         );

@@ -27,7 +27,7 @@ import {
   untilAborted,
   whenAborted,
 } from './broker.ts';
-import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome } from './publisher.ts';
+import { messageBody, type OutboxMessage, type Publisher, type PublishOutcome, traceHeaders } from './publisher.ts';
 
 type NatsTarget = Extract<OutboxTarget, { kind: 'nats' }>;
 
@@ -209,6 +209,8 @@ export function natsPublisher({ target, connectTimeoutMs }: NatsPublisherOptions
     h.set('Outbox-Id', message.id);
     h.set('Outbox-Topic', message.topic);
     h.set('Outbox-Created-At', message.createdAt.toISOString());
+    const { traceparent } = traceHeaders(message);
+    if (traceparent !== undefined) h.set('traceparent', traceparent);
     const token = (link.nextToken++).toString(36);
     return new Promise((resolve) => {
       const forget = whenAborted(signal, () => {

@@ -21,6 +21,11 @@ export interface OutboxMessage {
   transportKey: string;
   payload: JsonValue;
   createdAt: Date;
+  /**
+   * W3C traceparent of the span that enqueued it, sent outside the body (a header, a stream field)
+   * so a consumer continues the trace; null when there was none.
+   */
+  traceparent?: string | null;
 }
 
 export type PublishOutcome =
@@ -47,6 +52,11 @@ export interface Publisher {
   publish(message: OutboxMessage, signal: AbortSignal): Promise<PublishOutcome>;
   /** Shutdown: closes the publisher's connections once no publish is in flight. */
   close?(): Promise<void>;
+}
+
+/** `traceparent` when the message has one: the header every header-carrying transport sends. */
+export function traceHeaders(message: OutboxMessage): { traceparent?: string } {
+  return message.traceparent === undefined || message.traceparent === null ? {} : { traceparent: message.traceparent };
 }
 
 /** The body the contract fixes, as an object in its order (a queue that takes JSON values gets this). */
@@ -186,6 +196,7 @@ export function httpPublisher(options: HttpPublisherOptions): Publisher {
             'idempotency-key': message.transportKey,
             'outbox-topic': message.topic,
             'user-agent': 'webhook-inbox-relay',
+            ...traceHeaders(message),
           },
           signal,
         });

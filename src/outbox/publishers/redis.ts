@@ -14,12 +14,21 @@ import type { OutboxMessage, Publisher, PublishOutcome } from './publisher.ts';
 
 type RedisTarget = Extract<OutboxTarget, { kind: 'redis' }>;
 
-/** KEYS: stream, marker. ARGV: window (s), id, topic, deduplication key, created_at, payload. Answers the entry id. */
+/**
+ * KEYS: stream, marker. ARGV: window (s), id, topic, deduplication key, created_at, payload, and the
+ * W3C traceparent ('' for none: then the entry has no `traceparent` field). Answers the entry id.
+ */
 export const ADD_ONCE_SCRIPT = `
 local seen = redis.call('GET', KEYS[2])
 if seen then return seen end
-local entry = redis.call('XADD', KEYS[1], '*', 'id', ARGV[2], 'topic', ARGV[3],
-  'deduplication_key', ARGV[4], 'created_at', ARGV[5], 'payload', ARGV[6])
+local entry
+if ARGV[7] ~= '' then
+  entry = redis.call('XADD', KEYS[1], '*', 'id', ARGV[2], 'topic', ARGV[3],
+    'deduplication_key', ARGV[4], 'created_at', ARGV[5], 'payload', ARGV[6], 'traceparent', ARGV[7])
+else
+  entry = redis.call('XADD', KEYS[1], '*', 'id', ARGV[2], 'topic', ARGV[3],
+    'deduplication_key', ARGV[4], 'created_at', ARGV[5], 'payload', ARGV[6])
+end
 redis.call('SET', KEYS[2], entry, 'EX', ARGV[1])
 return entry
 `;
@@ -117,6 +126,7 @@ export function redisPublisher({ target, connectTimeoutMs }: RedisPublisherOptio
       message.deduplicationKey,
       message.createdAt.toISOString(),
       JSON.stringify(message.payload),
+      message.traceparent ?? '',
     ];
     try {
       try {
