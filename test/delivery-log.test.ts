@@ -2,10 +2,9 @@
 // and its retry, a 503 before storing) is one row with its time, answer, time taken and trace id,
 // under the stored event's id; the newest DELIVERY_LOG_CAP are kept; retention deletes them with
 // their event; the admin API, the CLI and the dashboard show them. The spool is flushed explicitly.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.ts';
 import { defaultHandlers } from '../src/domain/handlers.ts';
@@ -16,6 +15,7 @@ import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -339,10 +339,7 @@ describe('delivery log', () => {
   });
 });
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = 'test/artifacts';
-
-describe.skipIf(!existsSync(CHROMIUM))("the dashboard's event page", () => {
+describe.skipIf(!hasChromium)("the dashboard's event page", () => {
   it('shows a Deliveries table at 1280 and 390 px, newest first, without scrolling sideways', async () => {
     const log = newLog();
     const broken = await buildTestApp(db, {
@@ -364,10 +361,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the dashboard's event page", () => {
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     await new Promise((resolve) => server.once('listening', resolve));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    const browser = await launchChromium();
     try {
       for (const width of [1280, 390]) {
         const page = await browser.newPage({ viewport: { width, height: 900 } });

@@ -3,10 +3,9 @@
 // signatures leaves the ring at its size and the counts exact; the admin API lists both; retention
 // removes old counts; the dashboard page reads well at 1280 and 390 px.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
@@ -24,6 +23,7 @@ import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -483,8 +483,6 @@ describe('the admin API', () => {
 describe('the dashboard', () => {
   // At the real time: the overview's window ends now.
   const dashboard = appWithLog({ clock: () => Date.now() });
-  const ARTIFACTS = 'test/artifacts';
-  const CHROMIUM = '/usr/bin/chromium';
 
   /** Refusals of each kind a sender makes at the real time, with the headers GitHub sends. */
   async function refuseSome(): Promise<void> {
@@ -540,7 +538,7 @@ describe('the dashboard', () => {
     expect(overview).toContain('Events accepted and deliveries refused per minute');
   });
 
-  describe.skipIf(!existsSync(CHROMIUM))('in headless chromium', () => {
+  describe.skipIf(!hasChromium)('in headless chromium', () => {
     let server: ReturnType<typeof serve> | undefined;
     afterAll(async () => {
       await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
@@ -554,10 +552,7 @@ describe('the dashboard', () => {
       await new Promise((resolve) => listening.once('listening', resolve));
       const origin = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
       mkdirSync(ARTIFACTS, { recursive: true });
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-      });
+      const browser = await launchChromium();
       try {
         for (const width of [1280, 390]) {
           const page = await browser.newPage({ viewport: { width, height: 900 } });

@@ -4,10 +4,9 @@
 // by itself (the clock moves, nothing sleeps) and the maintenance step audits that; a pause made by
 // another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
 // Real PostgreSQL throughout.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
@@ -17,6 +16,7 @@ import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -462,12 +462,10 @@ describe('the CLI', () => {
   }, 60_000);
 });
 
-const CHROMIUM = '/usr/bin/chromium';
 /** What page.evaluate reads in the browser (the test's own types have no DOM). */
 type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
-const ARTIFACTS = 'test/artifacts';
 
-describe.skipIf(!existsSync(CHROMIUM))('the dashboard in headless chromium', () => {
+describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
   let closeServer: () => Promise<void> = async () => {};
   afterAll(() => closeServer());
 
@@ -479,10 +477,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in headless chromium', () 
     await new Promise((resolve) => server.once('listening', resolve));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     mkdirSync(ARTIFACTS, { recursive: true });
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       await page.goto(`${origin}/admin/senders`);

@@ -22,6 +22,14 @@ export interface DashboardBrowser {
   signedIn(token: string, width?: number, height?: number): Promise<Page>;
 }
 
+/** Debian's chromium, headless, with the flags every dashboard test runs it with. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
+}
+
 export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   const origin = new Promise<string>((resolve) =>
@@ -30,10 +38,7 @@ export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
   let browser: Browser | undefined;
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
