@@ -7,7 +7,10 @@
 // routes belong to the relay's side: here only the buttons' targets and fields are checked.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { destinationGauges } from '../src/ops/destinations-view.ts';
+import { bulkRunnerFor } from '../src/ops/drainers.ts';
 import { defaultGaugeSources } from '../src/ops/metrics-routes.ts';
 import { parseDestinations } from '../src/outbox/destinations.ts';
 import { uniqueId } from './helpers/acme.ts';
@@ -430,4 +433,39 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
       await page.close();
     }
   }, 60_000);
+});
+
+describe('a bulk retry by destination', () => {
+  it('retries the dead rows of that destination only, and refuses a name the configuration does not have', async () => {
+    const [edgeDead] = (await insertRows([
+      { key: `acme:${uniqueId('evt_e')}:x@edge`, destination: 'edge', status: 'dead', attempts: 3 },
+    ])) as [string];
+    const post = (filter: Record<string, string>) =>
+      test.request('/admin/api/jobs', {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'retry_outbox', filter, operator: 'ann' }),
+      });
+    const refused = await post({ destination: 'removed' });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: 'invalid_request', field: 'filter.destination' });
+    expect(await sql`select id from bulk_jobs`).toHaveLength(0);
+
+    const created = await post({ destination: 'orders' });
+    expect(created.status).toBe(202);
+    expect(await created.json()).toMatchObject({
+      count: 1,
+      job: { filter: { destination: 'orders', status: 'dead' } },
+    });
+    const logger = createLogger({ level: 'silent', now: () => new Date(), write: () => {} });
+    await bulkRunnerFor({ config: parseConfig({}), db, clock: Date.now, logger, newId: () => uniqueId('r') }).run({
+      budgetMs: 60_000,
+    });
+    const statuses = await sql<{ id: string; status: string }[]>`select id::text as id, status::text as status
+      from outbox_messages where id in ${sql([ordersId, edgeDead])}`;
+    expect(Object.fromEntries(statuses.map((row) => [row.id, row.status]))).toEqual({
+      [ordersId]: 'pending',
+      [edgeDead]: 'dead',
+    });
+  });
 });

@@ -141,7 +141,7 @@ export const DestinationOutcomes: FC<{ rows: readonly OutboxListing[]; current: 
     <tbody>
       {rows.map((row) => (
         <tr data-outcome={row.destination} aria-current={row.id === current ? 'true' : undefined}>
-          <td data-label="destination" class="topic">
+          <td data-label="destination" class="dest">
             {row.id === current ? row.destination : <a href={`/admin/outbox/${row.id}`}>{row.destination}</a>}
           </td>
           <td data-label="status" class="status-cell">

@@ -57,7 +57,7 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
 .d-healthy{background:#2e7d32}.d-open{background:#b71c1c}.d-half_open{background:#e65100}.d-paused{background:#616161}
 .destination dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1rem .8rem;margin:.3rem 0;font-size:.9rem}.destination dl.facts dt{color:#555}.destination dl.facts dd{margin:0;overflow-wrap:anywhere}
 .sender.d-card-open{border:2px solid #b71c1c}.sender.d-card-half_open{border:2px solid #e65100}.sender.d-card-paused{border:2px solid #616161}
-.rows tr[aria-current] td{background:#eef3fd}
+.rows tr[aria-current]{background:#eef3fd}.rows td.dest{font-weight:600}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
   header{padding:.3rem .6rem;gap:.2rem .6rem}header .brand{display:none}header nav{gap:.55rem;font-size:.9rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap}
@@ -71,6 +71,7 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
   .rows td{display:block;border:0;padding:0;min-width:0;font-size:inherit}
   .rows td.id{grid-area:1/1/2/3;min-width:0;overflow-wrap:anywhere}.rows td.status-cell{grid-area:1/3}
   .rows td.provider{grid-area:2/1}.rows td.type{grid-area:2/2}.rows td.topic{grid-area:2/1/3/3}
+  .rows.outcomes td.dest{grid-area:1/1/2/3}.rows.outcomes td.attempts{grid-area:2/1}.rows.outcomes td.error{grid-area:2/2/3/3}.rows.outcomes td.time{grid-area:2/3}
   .rows tr:has(td.destination) td.topic{grid-area:2/1}.rows td.destination{grid-area:2/2;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#555}
   .rows td.time{grid-area:2/3;white-space:nowrap;color:#555}
   .rows td.provider,.rows td.type,.rows td.topic{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
