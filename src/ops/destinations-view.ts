@@ -36,7 +36,10 @@ export interface RedactedTarget {
 
 export interface DestinationView {
   name: string;
-  /** The publisher: log (no target), http, nats, amqp, redis or queue. */
+  /**
+   * The publisher: http, nats, amqp, redis, queue, or log when no target is configured (the Worker's
+   * `default` then publishes to its OUTBOX_QUEUE binding if it has one: bindings are not seen here).
+   */
   kind: string;
   target: RedactedTarget;
   filters: { topics: readonly string[] | null; senders: readonly string[] | null; types: readonly string[] | null };
