@@ -208,8 +208,13 @@ describe('the outbox by destination', () => {
   it('filters the list by a configured destination, shows each row’s destination, refuses another name', async () => {
     const { status, text } = await getJson('/admin/api/outbox?destination=orders&limit=100');
     expect(status).toBe(200);
-    const { messages } = JSON.parse(text) as { messages: Array<{ id: string; destination: string }> };
+    const { messages, counts } = JSON.parse(text) as {
+      messages: Array<{ id: string; destination: string }>;
+      counts: Record<string, number>;
+    };
     expect(messages).toHaveLength(4);
+    // From the counters by destination: exact.
+    expect(counts).toEqual({ pending: 3, dead: 1 });
     expect(new Set(messages.map((message) => message.destination))).toEqual(new Set(['orders']));
     expect(messages.map((message) => message.id)).toContain(ordersId);
 
@@ -349,6 +354,7 @@ describe('the dashboard through app.request', () => {
     }
     const orders = text.slice(text.indexOf('data-destination="orders"'));
     expect(orders).toContain('<span data-figure="pending">3</span>');
+    expect(orders).toContain('<a href="/admin/outbox?destination=orders&amp;status=pending">');
     expect(orders).toContain('nats://127.0.0.1:4222 stream ORDERS');
   });
 

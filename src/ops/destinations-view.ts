@@ -164,17 +164,21 @@ async function recentPublishes(db: Executor, nowMs: number): Promise<Map<string,
   return new Map(rows.map((row) => [row.destination, Number(row.n)]));
 }
 
-/** Every configured destination, in configuration order, with its state, backlog and rate. */
+/**
+ * Every configured destination, in configuration order, with its state, backlog and rate. `rate:
+ * false` leaves the rate at 0 and skips its read (the overview shows states, not rates).
+ */
 export async function listDestinations(
   db: Executor,
   routing: DestinationRouting,
   nowMs: number,
+  options: { rate?: boolean } = {},
 ): Promise<DestinationView[]> {
   const names = routing.destinations.map((destination) => destination.name);
   const [rows, counts, published] = await Promise.all([
     destinationRows(db, names),
     countOutboxMessagesByDestination(db),
-    recentPublishes(db, nowMs),
+    options.rate === false ? new Map<string, number>() : recentPublishes(db, nowMs),
   ]);
   const count = (name: string, status: string) =>
     counts.find((entry) => entry.destination === name && entry.status === status)?.n ?? 0;

@@ -11,7 +11,7 @@ import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
 import { DEFAULT_DESTINATION } from '../outbox/destinations.ts';
 import { isMessageId } from '../outbox/operator.ts';
-import { countOutboxMessages } from '../outbox/stats.ts';
+import { countOutboxMessages, countOutboxMessagesByDestination } from '../outbox/stats.ts';
 import { type CountsByStatus, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -144,13 +144,18 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
 
 /**
  * Messages by status under every filter of the listing but its status: without one, the outbox's
- * counters (exact); with one, the listing's own WHERE, one count per status, each a range of the
- * (status, created_at) index, up to COUNT_CAP (counts.ts).
+ * counters (exact; under a destination alone, that destination's counters); with one, the listing's
+ * own WHERE, one count per status, each a range of the (status, created_at) index, up to COUNT_CAP
+ * (counts.ts).
  */
 export async function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
   // Callers pass their whole filter (its status, page size and cursor included): only these narrow.
-  if ([filter.topic, filter.destination, filter.id, filter.since, filter.until].every((value) => value === undefined)) {
-    return { byStatus: await countOutboxMessages(db), atLeast: [] };
+  if ([filter.topic, filter.id, filter.since, filter.until].every((value) => value === undefined)) {
+    if (filter.destination === undefined) return { byStatus: await countOutboxMessages(db), atLeast: [] };
+    // One destination's counts are in the same counters (by destination and status).
+    const counts = await countOutboxMessagesByDestination(db);
+    const mine = counts.filter((entry) => entry.destination === filter.destination);
+    return { byStatus: Object.fromEntries(mine.map((entry) => [entry.status, entry.n])), atLeast: [] };
   }
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));
 }

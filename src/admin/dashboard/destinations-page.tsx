@@ -41,6 +41,10 @@ const PauseForm: FC<{ name: string }> = ({ name }) => (
   </form>
 );
 
+/** The outbox list of one destination's rows in one status: where its backlog figures lead. */
+const outboxOf = (name: string, status: 'pending' | 'dead') =>
+  `/admin/outbox?destination=${encodeURIComponent(name)}&status=${status}`;
+
 const patterns = (list: readonly string[] | null) => (list === null ? 'any' : list.join(', '));
 
 /** State, circuit details, backlog, rate, target and filters of one destination, and its action. */
@@ -51,8 +55,13 @@ const DestinationCard: FC<{ destination: DestinationView }> = ({ destination }) 
     <dl class="facts">
       <dt>backlog</dt>
       <dd>
-        <span data-figure="pending">{String(destination.backlog.pending)}</span> pending,{' '}
-        <span data-figure="dead">{String(destination.backlog.dead)}</span> dead
+        <a href={outboxOf(destination.name, 'pending')}>
+          <span data-figure="pending">{String(destination.backlog.pending)}</span> pending
+        </a>
+        ,{' '}
+        <a href={outboxOf(destination.name, 'dead')}>
+          <span data-figure="dead">{String(destination.backlog.dead)}</span> dead
+        </a>
       </dd>
       <dt>published</dt>
       <dd>

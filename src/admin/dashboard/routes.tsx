@@ -104,7 +104,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       readOverview(c.var.db, window, nowMs),
       statusCounts(c.var.db),
       activePauses(c.var.db, nowMs),
-      listDestinations(c.var.db, destinations, nowMs),
+      listDestinations(c.var.db, destinations, nowMs, { rate: false }),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
         listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
       ),
