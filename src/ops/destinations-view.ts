@@ -60,7 +60,7 @@ export interface DestinationView {
 export const RATE_WINDOW_MINUTES = 5;
 /**
  * How far back by creation the rate looks, and how many published rows it reads at most: no index
- * leads with published_at, so the (status, created_at) index bounds the read. A message created
+ * leads with published_at, so a created_at index bounds the read (newest first). A message created
  * earlier than this and published within the window is not counted (a long outage's backlog
  * draining shows as a falling backlog rather than as a rate).
  */
