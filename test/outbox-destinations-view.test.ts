@@ -18,6 +18,7 @@ import { buildTestApp } from './helpers/app.ts';
 import { ARTIFACTS, type BrowserGlobal, hasChromium, useBrowser } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { insertEvent } from './helpers/events.ts';
 
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'destinations-token-for-tests-0123456789';
@@ -258,6 +259,26 @@ describe('the outbox by destination', () => {
         },
       ]);
     }
+  });
+});
+
+describe("an event's messages", () => {
+  it('include its rows for every destination, each naming its destination', async () => {
+    const { eventId } = await insertEvent(sql, { status: 'completed' });
+    const key = `acme:${eventId}:subscription.changed`;
+    const ids = await insertRows([
+      { key, destination: 'default' },
+      { key: `${key}@orders`, destination: 'orders' },
+    ]);
+    const { status, text } = await getJson(`/admin/api/events/acme/${eventId}`);
+    expect(status).toBe(200);
+    const { messages } = JSON.parse(text) as { messages: Array<{ id: string; destination: string }> };
+    expect(messages.map(({ id, destination }) => ({ id, destination }))).toEqual([
+      { id: ids[0], destination: 'default' },
+      { id: ids[1], destination: 'orders' },
+    ]);
+    // Back to what the other tests count: these rows are not part of their figures.
+    await sql`delete from outbox_messages where id in ${sql(ids)}`;
   });
 });
 
