@@ -12,8 +12,10 @@ import { configuredHandlers } from './domain/handlers.ts';
 import { intakeRoutes } from './inbox/intake.ts';
 import { newHexId } from './lib/clock.ts';
 import { AppError } from './lib/errors.ts';
+import { destinationGauges } from './ops/destinations-view.ts';
 import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
+import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
 export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
@@ -27,10 +29,12 @@ export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock'
  * outbox destinations), gauges and migration mark.
  */
 export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {
+  const outboxRouting = configuredRouting(runtime.config);
   return createApp({
     ...runtime,
     handlers: configuredHandlers(runtime.config, runtime.logger),
-    gaugeSources: defaultGaugeSources,
+    outboxRouting,
+    gaugeSources: [...defaultGaugeSources, destinationGauges(outboxRouting)],
     newId: newHexId,
     expectedMigration,
   });

@@ -166,7 +166,10 @@ describe('GET /metrics', () => {
 
     const text = await (await test.request('/metrics', { method: 'GET' })).text();
     const deliveries = (suffix: string, outcome: string) =>
-      sample(text, `webhook_outbox_deliveries_total{topic="${topic}.${suffix}",outcome="${outcome}"}`);
+      sample(
+        text,
+        `webhook_outbox_deliveries_total{topic="${topic}.${suffix}",outcome="${outcome}",destination="default"}`,
+      );
     expect(deliveries('ok', 'published')).toBe(2);
     expect(deliveries('gone', 'dead')).toBe(1);
     expect(deliveries('later', 'retried')).toBe(1);

@@ -16,12 +16,26 @@ import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { CountsByStatus } from '../ops/counts.ts';
+import { isConfiguredDestination } from '../ops/destinations-view.ts';
 import { countEventsByStatus, deliveryJson, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
-import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent, outboxJson } from '../ops/outbox-view.ts';
+import {
+  countOutboxByStatus,
+  getOutboxMessage,
+  listOutbox,
+  messagesOfEvent,
+  outboxJson,
+  outcomeJson,
+  siblingsOf,
+} from '../ops/outbox-view.ts';
 import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import {
+  configuredDestinations,
+  type DestinationViewDeps,
+  registerDestinationViewRoutes,
+} from './destinations-view-api.ts';
 import { registerJobRoutes } from './jobs-api.ts';
 import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
@@ -157,7 +171,7 @@ const DOCUMENT_INFO = {
 };
 
 /** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
-export interface AdminDeps extends SenderRoutesDeps {
+export interface AdminDeps extends SenderRoutesDeps, DestinationViewDeps {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
@@ -166,6 +180,7 @@ export interface AdminDeps extends SenderRoutesDeps {
 }
 
 export function adminApiRoutes(deps: AdminDeps) {
+  const destinations = configuredDestinations(deps);
   const operatorContext = (db: Database) => ({ db, clock: deps.clock, logger: deps.logger, metrics: deps.metrics });
   const api = new OpenAPIHono<DatabaseEnv>({
     defaultHook: (result) => {
@@ -238,6 +253,10 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   api.openapi(routes.listOutbox, async (c) => {
     const query = c.req.valid('query');
+    // Names come from the configuration only: another is refused rather than answered with nothing.
+    if (query.destination !== undefined && !isConfiguredDestination(destinations, query.destination)) {
+      throw invalidRequest('destination');
+    }
     const filter = { ...query, ...timeRange(query, deps.clock()) };
     const [page, counts] = await Promise.all([
       listOutbox(c.var.db, filter),
@@ -253,7 +272,8 @@ export function adminApiRoutes(deps: AdminDeps) {
     const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload }) : undefined;
     if (message === undefined) throw new AppError('not_found');
     if (payload) logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    return exactJson(c, { message: outboxJson(message) });
+    const siblings = await siblingsOf(c.var.db, message);
+    return exactJson(c, { message: outboxJson(message), destinations: siblings.map(outcomeJson) });
   });
 
   api.openapi(routes.retry, async (c) => {
@@ -280,6 +300,7 @@ export function adminApiRoutes(deps: AdminDeps) {
   });
 
   registerSenderRoutes(api, deps);
+  registerDestinationViewRoutes(api, deps);
   registerJobRoutes(api, deps);
   registerRejectionRoutes(api, deps);
 

@@ -7,7 +7,9 @@ import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { type BulkJobSpec, cancelBulkJob, createBulkJob, getBulkJob, jobJson, listBulkJobs } from '../ops/bulk-jobs.ts';
+import { isConfiguredDestination } from '../ops/destinations-view.ts';
 import { timeRange } from '../ops/time-bound.ts';
+import { configuredDestinations, type DestinationViewDeps } from './destinations-view-api.ts';
 import {
   cancelAnswer,
   jobAnswer,
@@ -63,9 +65,18 @@ const routes = {
   }),
 };
 
-export function registerJobRoutes(api: OpenAPIHono<DatabaseEnv>, deps: { clock: Clock; logger: Logger }): void {
+export function registerJobRoutes(
+  api: OpenAPIHono<DatabaseEnv>,
+  deps: { clock: Clock; logger: Logger } & DestinationViewDeps,
+): void {
+  const destinations = configuredDestinations(deps);
   api.openapi(routes.create, async (c) => {
     const body = c.req.valid('json');
+    // As the outbox list: a destination filter names a configured destination or is refused.
+    const destination = body.kind === 'retry_outbox' ? body.filter.destination : undefined;
+    if (destination !== undefined && !isConfiguredDestination(destinations, destination)) {
+      throw new AppError('invalid_request', { field: 'filter.destination' });
+    }
     const now = deps.clock();
     const spec: BulkJobSpec =
       body.kind === 'replay_events'

@@ -101,6 +101,7 @@ export const outboxQuery = z
   .object({
     status: z.enum(outboxStatuses).optional(),
     topic: textFilter(255, 'topic, exactly'),
+    destination: textFilter(40, 'a configured destination, exactly (any other name is refused)'),
     id: textFilter(36, 'message ids starting with this'),
     since: timeBound('created at or after'),
     until: timeBound('created before'),
@@ -171,6 +172,7 @@ export const outboxMessageSchema = z
     available_at: nullableTimestamp,
     published_at: nullableTimestamp,
     locked_until: nullableTimestamp,
+    destination: z.string().openapi({ description: 'the destination this row goes to (one row per destination)' }),
     payload: z.unknown().optional().openapi({ description: 'only with ?payload=true' }),
   })
   .openapi('OutboxMessage');
@@ -241,7 +243,22 @@ export const outboxPage = z
   })
   .openapi('OutboxPage');
 
-export const messageAnswer = z.object({ message: outboxMessageSchema });
+export const messageAnswer = z.object({
+  message: outboxMessageSchema,
+  destinations: z
+    .object({
+      destination: z.string(),
+      id: z.string().openapi({ format: 'uuid' }),
+      status: z.enum(outboxStatuses),
+      attempts: z.number().int(),
+      last_error: z.string().nullable(),
+      published_at: nullableTimestamp,
+    })
+    .array()
+    .openapi({
+      description: "the same message's row for every destination it goes to (this one included): each one's outcome",
+    }),
+});
 
 export const retryAnswer = z.object({
   retried: z.boolean().openapi({ description: 'false when the message was not dead (left as it was)' }),

@@ -2,6 +2,7 @@
 // the list below that registers them. Adding a verb is one file plus one line in `commands`.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { destinationsListCommand } from './commands/destinations-list.ts';
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
 import { eventsShowCommand } from './commands/events-show.ts';
@@ -29,6 +30,7 @@ const commands: readonly CommandModule[] = [
   replayCommand,
   outboxListCommand,
   outboxRetryCommand,
+  destinationsListCommand,
   drainCommand,
   workCommand,
   sweepCommand,

@@ -215,9 +215,10 @@ export class Metrics {
     });
   }
 
-  countOutbox(topic: string, outcome: OutboxOutcome): void {
+  /** `destination` is a configured name (each relay publishes to one), so its values are bounded too. */
+  countOutbox(topic: string, outcome: OutboxOutcome, destination: string): void {
     if (!this.#topics.has(topic) && this.#topics.size < MAX_TOPICS) this.#topics.add(topic);
-    const key = labelText({ topic: this.#topics.has(topic) ? topic : 'other', outcome });
+    const key = labelText({ topic: this.#topics.has(topic) ? topic : 'other', outcome, destination });
     this.#outbox.set(key, (this.#outbox.get(key) ?? 0) + 1);
   }
 
@@ -272,7 +273,11 @@ export class Metrics {
       lines.push(...histogramLines('webhook_intake_batch_size', {}, BATCH_SIZE_BUCKETS, this.#batchSizes));
     }
 
-    family('webhook_outbox_deliveries_total', 'Outbox publish outcomes by topic: published, retried, dead.', 'counter');
+    family(
+      'webhook_outbox_deliveries_total',
+      'Outbox publish outcomes by topic and destination: published, retried, dead.',
+      'counter',
+    );
     for (const [labels, value] of this.#outbox) lines.push(`webhook_outbox_deliveries_total${labels} ${value}`);
 
     family('webhook_operator_replays_total', 'Operator replays by the event status they left.', 'counter');

@@ -60,7 +60,9 @@ export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
   const json = (typeof stored === 'object' && stored !== null ? stored : {}) as Partial<FilterJson>;
   const time = (value: string | undefined) => (value === undefined ? undefined : parseTimeBound(value, 0));
   const common = { id: json.id, since: time(json.since), until: time(json.until) };
-  if (kind === 'retry_outbox') return { kind, filter: { ...common, status: 'dead', topic: json.topic } };
+  if (kind === 'retry_outbox') {
+    return { kind, filter: { ...common, status: 'dead', topic: json.topic, destination: json.destination } };
+  }
   const status = REPLAYABLE_STATUSES.find((candidate) => candidate === json.status) ?? 'failed';
   return {
     kind,

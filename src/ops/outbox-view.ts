@@ -9,8 +9,9 @@ import { isoOrNull } from '../lib/clock.ts';
 import type { ExactJson } from '../lib/json.ts';
 import { storedJson } from '../lib/json-out.ts';
 import { isStorableText } from '../lib/text.ts';
+import { DEFAULT_DESTINATION } from '../outbox/destinations.ts';
 import { isMessageId } from '../outbox/operator.ts';
-import { countOutboxMessages } from '../outbox/stats.ts';
+import { countOutboxMessages, countOutboxMessagesByDestination } from '../outbox/stats.ts';
 import { type CountsByStatus, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -25,6 +26,8 @@ export interface OutboxListing {
   availableAt: Date;
   publishedAt: Date | null;
   lockedUntil: Date | null;
+  /** The destination this row goes to (a message has one row per destination). */
+  destination: string;
 }
 
 export interface OutboxDetail extends OutboxListing {
@@ -35,6 +38,8 @@ export interface OutboxDetail extends OutboxListing {
 export interface OutboxFilter {
   status?: OutboxStatus | undefined;
   topic?: string | undefined;
+  /** A configured destination's name (the caller checks it is one). */
+  destination?: string | undefined;
   /** Message ids starting with this (an exact id finds that message). */
   id?: string | undefined;
   /** Created at or after. */
@@ -57,6 +62,7 @@ const listingColumns = {
   availableAt: t.availableAt,
   publishedAt: t.publishedAt,
   lockedUntil: t.lockedUntil,
+  destination: t.destination,
 };
 
 export function outboxJson(message: OutboxDetail) {
@@ -71,7 +77,20 @@ export function outboxJson(message: OutboxDetail) {
     available_at: isoOrNull(message.availableAt),
     published_at: isoOrNull(message.publishedAt),
     locked_until: isoOrNull(message.lockedUntil),
+    destination: message.destination,
     ...('payload' in message ? { payload: message.payload ?? null } : {}),
+  };
+}
+
+/** One destination's outcome for a message (a row of siblingsOf): the detail's `destinations`. */
+export function outcomeJson(message: OutboxListing) {
+  return {
+    destination: message.destination,
+    id: message.id,
+    status: message.status,
+    attempts: message.attempts,
+    last_error: message.lastError,
+    published_at: isoOrNull(message.publishedAt),
   };
 }
 
@@ -98,6 +117,7 @@ function selected(filter: OutboxSelection): SQL | undefined {
   return and(
     filter.status === undefined ? undefined : eq(t.status, filter.status),
     filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
+    filter.destination === undefined ? undefined : eq(t.destination, filter.destination),
     filter.id === undefined ? undefined : idStartsWith(filter.id),
     filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
     filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
@@ -124,13 +144,18 @@ export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Pa
 
 /**
  * Messages by status under every filter of the listing but its status: without one, the outbox's
- * counters (exact); with one, the listing's own WHERE, one count per status, each a range of the
- * (status, created_at) index, up to COUNT_CAP (counts.ts).
+ * counters (exact; under a destination alone, that destination's counters); with one, the listing's
+ * own WHERE, one count per status, each a range of the (status, created_at) index, up to COUNT_CAP
+ * (counts.ts).
  */
 export async function countOutboxByStatus(db: Executor, filter: OutboxSelection): Promise<CountsByStatus> {
   // Callers pass their whole filter (its status, page size and cursor included): only these narrow.
   if ([filter.topic, filter.id, filter.since, filter.until].every((value) => value === undefined)) {
-    return { byStatus: await countOutboxMessages(db), atLeast: [] };
+    if (filter.destination === undefined) return { byStatus: await countOutboxMessages(db), atLeast: [] };
+    // One destination's counts are in the same counters (by destination and status).
+    const counts = await countOutboxMessagesByDestination(db);
+    const mine = counts.filter((entry) => entry.destination === filter.destination);
+    return { byStatus: Object.fromEntries(mine.map((entry) => [entry.status, entry.n])), atLeast: [] };
   }
   return countPerStatus(db, t, t.status, outboxStatus.enumName, selected({ ...filter, status: undefined }));
 }
@@ -155,8 +180,13 @@ export async function getOutboxMessage(
   return options.payload ? { ...rest, payload: storedJson(payload) } : rest;
 }
 
+/** A row's key from its base key, in SQL: destinationKey (outbox/destinations.ts) of the row's destination. */
+const rowKeyOf = (base: SQL) =>
+  sql`case when ${t.destination} = ${DEFAULT_DESTINATION} then ${base} else ${base} || '@' || ${t.destination} end`;
+
 /**
- * The messages one event produced: their deduplication key is `provider:event_id:topic`. The prefix
+ * The messages one event produced: their deduplication key is `provider:event_id:topic` (plus
+ * `@destination` for a named destination's row). The prefix
  * finds candidates; the exact key rules out another event whose id merely starts the same way.
  */
 export async function messagesOfEvent(
@@ -168,6 +198,36 @@ export async function messagesOfEvent(
   return db
     .select(listingColumns)
     .from(t)
-    .where(and(like(t.deduplicationKey, startsWith(prefix)), sql`${t.deduplicationKey} = ${prefix} || ${t.topic}`))
-    .orderBy(t.createdAt, t.id);
+    .where(
+      and(
+        like(t.deduplicationKey, startsWith(prefix)),
+        sql`${t.deduplicationKey} = ${rowKeyOf(sql`${prefix} || ${t.topic}`)}`,
+      ),
+    )
+    .orderBy(t.createdAt, t.destination, t.id);
+}
+
+/**
+ * The same message's rows for every destination it went to (itself included), in destination order:
+ * each destination's outcome. Their keys share the base key (the key without `@destination`,
+ * outbox/destinations.ts destinationKey); the prefix finds candidates through the key index and the
+ * exact key per row rules out another message whose key merely starts the same way.
+ */
+export function baseKeyOf(message: Pick<OutboxListing, 'deduplicationKey' | 'destination'>): string {
+  const suffix = `@${message.destination}`;
+  return message.destination !== DEFAULT_DESTINATION && message.deduplicationKey.endsWith(suffix)
+    ? message.deduplicationKey.slice(0, -suffix.length)
+    : message.deduplicationKey;
+}
+
+export async function siblingsOf(
+  db: Executor,
+  message: Pick<OutboxListing, 'deduplicationKey' | 'destination'>,
+): Promise<OutboxListing[]> {
+  const base = baseKeyOf(message);
+  return db
+    .select(listingColumns)
+    .from(t)
+    .where(and(like(t.deduplicationKey, startsWith(base)), sql`${t.deduplicationKey} = ${rowKeyOf(sql`${base}`)}`))
+    .orderBy(t.destination);
 }

@@ -73,6 +73,14 @@ export interface Destination {
   /** Checked once at start-up: true when the filters let the message through. */
   matches(facts: MessageFacts): boolean;
   settings: DestinationSettings;
+  /** The patterns `matches` was compiled from, as configured (absent: every value), for operators to read. */
+  filters?: DestinationFilters;
+}
+
+export interface DestinationFilters {
+  topics?: readonly string[] | undefined;
+  senders?: readonly string[] | undefined;
+  types?: readonly string[] | undefined;
 }
 
 /** Which destinations a message goes to, and the names of all of them (for the relay's loops). */
@@ -161,6 +169,7 @@ export function parseDestinations(
       url: entry.url,
       matches: (facts) => topic(facts.topic) && sender(facts.sender) && type(facts.type),
       settings: entry.settings,
+      filters: { topics: entry.topics, senders: entry.senders, types: entry.types },
     };
   });
   if (problems.length > 0) throw new ConfigError(problems);

@@ -301,7 +301,7 @@ export function createRelay(deps: RelayDeps): Relay {
           counted = outcome.status === 'dead' ? 'dead' : 'retried';
         }
         summary[counted] += 1;
-        deps.metrics?.countOutbox(message.topic, counted);
+        deps.metrics?.countOutbox(message.topic, counted, destination);
       };
       await Promise.all(
         messages.map((message) => (pipelined ? publishInLane(message) : lane(() => publishInLane(message)))),

@@ -52,8 +52,10 @@ export const ItemPage: FC<{
   target: string;
   item: { status: string; payload?: unknown };
   action: Child;
+  /** Shown under the action, above the payload (a message's per-destination outcomes). */
+  after?: Child;
   children: Child;
-}> = ({ of, context, id, target, item, action, children }) => (
+}> = ({ of, context, id, target, item, action, after, children }) => (
   <>
     <p class="crumbs">
       <a href={of.path}>{of.title}</a> / {context}
@@ -68,6 +70,7 @@ export const ItemPage: FC<{
       {children}
     </dl>
     <div class="act">{action}</div>
+    {after}
     <h2>Payload</h2>
     <Payload payload={item.payload} />
   </>

@@ -12,6 +12,7 @@ const SECTIONS = [
   ['/admin/events', 'Events'],
   ['/admin/outbox', 'Outbox'],
   ['/admin/senders', 'Senders'],
+  ['/admin/destinations', 'Destinations'],
   ['/admin/jobs', 'Jobs'],
   ['/admin/rejections', 'Refused'],
 ] as const;

@@ -5,7 +5,8 @@ import type { FC } from 'hono/jsx';
 import { outboxStatuses } from '../../db/schema.ts';
 import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
-import type { OutboxDetail, OutboxListing } from '../../ops/outbox-view.ts';
+import { baseKeyOf, type OutboxDetail, type OutboxListing } from '../../ops/outbox-view.ts';
+import { DestinationOutcomes } from './destinations-page.tsx';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
 import { BulkControl } from './jobs-page.tsx';
 import { type DashboardList, ListPage, type ListPageFilter } from './list-page.tsx';
@@ -23,18 +24,34 @@ const OUTBOX_LIST: DashboardList = {
 
 export interface OutboxPageFilter extends ListPageFilter {
   topic?: string | undefined;
+  destination?: string | undefined;
 }
 
 export const OutboxPage: FC<{
   filter: OutboxPageFilter;
   counts: CountsByStatus;
   page: Page<OutboxListing>;
-}> = ({ filter, counts, page }) => {
+  /** The configured destinations: the only values the filter offers. */
+  destinationNames: readonly string[];
+}> = ({ filter, counts, page, destinationNames }) => {
   const fields = (
-    <label>
-      Topic
-      <input name="topic" value={filter.topic ?? ''} />
-    </label>
+    <>
+      <label>
+        Topic
+        <input name="topic" value={filter.topic ?? ''} />
+      </label>
+      <label>
+        Destination
+        <select name="destination">
+          <option value="">any</option>
+          {destinationNames.map((name) => (
+            <option value={name} selected={filter.destination === name}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </label>
+    </>
   );
   return (
     <ListPage of={OUTBOX_LIST} counts={counts} filter={filter} fields={fields} next={page.nextCursor}>
@@ -51,9 +68,12 @@ export const OutboxPage: FC<{
   );
 };
 
-export const MessagePage: FC<{ message: OutboxDetail }> = ({ message }) => {
-  // The key is provider:event_id:topic; provider names hold no colon, event ids may.
-  const source = message.deduplicationKey.slice(0, -(message.topic.length + 1));
+export const MessagePage: FC<{ message: OutboxDetail; siblings: readonly OutboxListing[] }> = ({
+  message,
+  siblings,
+}) => {
+  // The base key is provider:event_id:topic; provider names hold no colon, event ids may.
+  const source = baseKeyOf(message).slice(0, -(message.topic.length + 1));
   const colon = source.indexOf(':');
   const provider = colon > 0 ? source.slice(0, colon) : undefined;
   const eventId = colon > 0 ? source.slice(colon + 1) : '';
@@ -73,8 +93,16 @@ export const MessagePage: FC<{ message: OutboxDetail }> = ({ message }) => {
       target={message.id}
       item={message}
       action={action}
+      after={
+        <>
+          <h2>Destinations</h2>
+          <p class="note">This message's row for each destination it goes to, each with its own outcome.</p>
+          <DestinationOutcomes rows={siblings} current={message.id} />
+        </>
+      }
     >
       <Field name="topic">{message.topic}</Field>
+      <Field name="destination">{message.destination}</Field>
       <Field name="from event">
         {provider === undefined || eventId === '' ? (
           message.deduplicationKey

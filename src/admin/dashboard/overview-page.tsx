@@ -2,10 +2,12 @@
 // newest events that need attention. Pure rendering: the route reads the window (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import type { LatencyQuantiles } from '../../lib/metrics.ts';
+import type { DestinationView } from '../../ops/destinations-view.ts';
 import type { EventListing } from '../../ops/events.ts';
 import { OUTCOMES, type Outcome, type Overview } from '../../ops/overview.ts';
 import type { SenderPause } from '../../ops/sender-pauses.ts';
 import { Lines, StackedBars } from './charts.tsx';
+import { UnhealthyDestinations } from './destinations-page.tsx';
 import { EventTable } from './rows.tsx';
 import { PausedSenders } from './senders-page.tsx';
 
@@ -49,9 +51,19 @@ export interface OverviewData {
   attention: EventListing[];
   /** Senders paused now: shown first, with Resume. */
   paused: SenderPause[];
+  /** Every configured destination: the ones not healthy are shown beside the paused senders. */
+  destinations: readonly DestinationView[];
 }
 
-export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, counts, attention, paused }) => {
+export const OverviewPage: FC<OverviewData> = ({
+  range,
+  overview,
+  latency,
+  counts,
+  attention,
+  paused,
+  destinations,
+}) => {
   const { window } = overview;
   const perMinute = window.bucketMs / 60_000;
   const received: Array<{ name: string; colour: string; values: number[] }> = OUTCOMES.map((outcome) => ({
@@ -88,6 +100,7 @@ export const OverviewPage: FC<OverviewData> = ({ range, overview, latency, count
     <>
       <h1 tabindex={-1}>Overview</h1>
       <PausedSenders paused={paused} />
+      <UnhealthyDestinations destinations={destinations} />
       <nav class="tabs" aria-label="time range">
         <a href="/admin?range=hour" aria-current={range === 'hour' ? 'page' : undefined}>
           Last hour

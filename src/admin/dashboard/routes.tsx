@@ -1,7 +1,8 @@
 // The operator dashboard's routes under /admin: which address shows which page, and what each reads
 // from src/ops. Server-rendered with hono/jsx, no front-end build. Pages: the overview (charts drawn
 // as inline SVG, what needs attention), events (filters, search, paging), one event (payload, outbox
-// messages, replay), the outbox and one message (retry), the senders (pause, resume), the bulk jobs
+// messages, replay), the outbox and one message (retry, per-destination outcomes), the senders (pause,
+// resume), the outbox's destinations (state, backlog, pause, resume), the bulk jobs
 // (progress, cancel) and the refused deliveries. Every page shows the time it was read ("as of") and
 // a Refresh that keeps the filters, which live in the address. A list's query is checked by the API's
 // own schema and a refusal names the field the API would (refusedField).
@@ -14,8 +15,15 @@ import { deliveriesOf } from '../../inbox/delivery-log.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { listBulkJobs } from '../../ops/bulk-jobs.ts';
+import { isConfiguredDestination, listDestinations } from '../../ops/destinations-view.ts';
 import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
-import { countOutboxByStatus, getOutboxMessage, listOutbox, messagesOfEvent } from '../../ops/outbox-view.ts';
+import {
+  countOutboxByStatus,
+  getOutboxMessage,
+  listOutbox,
+  messagesOfEvent,
+  siblingsOf,
+} from '../../ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../../ops/overview.ts';
 import { countRejections, listRejections } from '../../ops/rejections.ts';
 import { activePauses, listSenders } from '../../ops/sender-pauses.ts';
@@ -23,10 +31,12 @@ import { timeRange } from '../../ops/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { allProviders } from '../../providers/registry.ts';
 import type { AdminDeps } from '../api.ts';
+import { configuredDestinations } from '../destinations-view-api.ts';
 import { EVENT_BY_QUERY } from '../event-urls.ts';
 import { logPayloadRead } from '../operators.ts';
 import { rejectionsQuery } from '../rejections-api.ts';
 import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
+import { DESTINATIONS_PATH, DestinationsPage } from './destinations-page.tsx';
 import { EventPage, EventsPage } from './events-pages.tsx';
 import { securedPage } from './gate.tsx';
 import { JobsPage } from './jobs-page.tsx';
@@ -71,6 +81,8 @@ function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.inf
 export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
   const eventProviders = allProviders.map((provider) => provider.name);
+  const destinations = configuredDestinations(deps);
+  const destinationNames = destinations.destinations.map((destination) => destination.name);
 
   const page = (
     c: Context<DatabaseEnv>,
@@ -88,10 +100,11 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const range = c.req.query('range') === 'day' ? 'day' : 'hour';
     const nowMs = deps.clock();
     const window = windowEndingAt(nowMs, OVERVIEW_WINDOWS[range].bucketMs, OVERVIEW_WINDOWS[range].buckets);
-    const [overview, counts, paused, failed, parked, dead] = await Promise.all([
+    const [overview, counts, paused, views, failed, parked, dead] = await Promise.all([
       readOverview(c.var.db, window, nowMs),
       statusCounts(c.var.db),
       activePauses(c.var.db, nowMs),
+      listDestinations(c.var.db, destinations, nowMs, { rate: false }),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
         listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
       ),
@@ -111,6 +124,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
         counts={counts.events}
         attention={attention}
         paused={paused}
+        destinations={views}
       />,
     );
   });
@@ -150,13 +164,17 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/outbox', async (c) => {
     const parsed = parseQuery(c, outboxQuery);
     if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
+    if (parsed.destination !== undefined && !isConfiguredDestination(destinations, parsed.destination)) {
+      return refused(c, '/admin/outbox', 'destination');
+    }
     const { cursor, ...filter } = parsed;
     const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [listed, counts] = await Promise.all([
       listOutbox(c.var.db, { ...selection, cursor }),
       countOutboxByStatus(c.var.db, selection),
     ]);
-    return page(c, 'Outbox', '/admin/outbox', <OutboxPage filter={kept(filter)} counts={counts} page={listed} />);
+    const view = <OutboxPage filter={kept(filter)} counts={counts} page={listed} destinationNames={destinationNames} />;
+    return page(c, 'Outbox', '/admin/outbox', view);
   });
 
   routes.get('/outbox/:id', async (c) => {
@@ -164,12 +182,17 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload: true }) : undefined;
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} />);
+    const siblings = await siblingsOf(c.var.db, message);
+    return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} siblings={siblings} />);
   });
 
   routes.get('/senders', async (c) => {
     const senders = await listSenders(c.var.db, deps.enabledProviders.keys(), deps.clock());
     return page(c, 'Senders', '/admin/senders', <SendersPage senders={senders} />);
+  });
+  routes.get(DESTINATIONS_PATH.slice('/admin'.length), async (c) => {
+    const views = await listDestinations(c.var.db, destinations, deps.clock());
+    return page(c, 'Destinations', DESTINATIONS_PATH, <DestinationsPage destinations={views} />);
   });
   routes.get('/jobs', async (c) =>
     page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.var.db, JOBS_SHOWN)} />),

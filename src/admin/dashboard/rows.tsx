@@ -86,7 +86,7 @@ export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ even
   </Rows>
 );
 
-const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'status', 'attempts', 'last error'] as const;
+const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'destination', 'status', 'attempts', 'last error'] as const;
 
 export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
   <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
@@ -100,6 +100,9 @@ export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ 
         </Cell>
         <Cell label="topic" class="topic">
           {message.topic}
+        </Cell>
+        <Cell label="destination" class="destination">
+          {message.destination}
         </Cell>
         <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
       </tr>

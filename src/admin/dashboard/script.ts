@@ -96,6 +96,12 @@ function outcome(kind, target, res, body) {
   if (kind === 'resume') {
     return body.resumed ? [target + ': resumed, its deliveries are accepted again', 'ok'] : [target + ': was not paused (nothing changed)', 'warn'];
   }
+  if (kind === 'destination-pause') {
+    return [target + ': paused, its messages stay pending until it is resumed', 'ok'];
+  }
+  if (kind === 'destination-resume') {
+    return body.resumed ? [target + ': resumed, its messages are published again', 'ok'] : [target + ': was not paused (nothing changed)', 'warn'];
+  }
   if (kind === 'cancel') {
     return body.cancelled
       ? ['Job ' + target + ': cancelled after ' + body.job.processed + ' of ' + body.job.total, 'ok']

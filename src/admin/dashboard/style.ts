@@ -54,6 +54,10 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
 .s-done{background:#2e7d32}.s-queued,.s-running{background:#1565c0}.s-cancelled{background:#757575}
 details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-width:20rem;overflow-wrap:anywhere}.rows td.reason{white-space:nowrap;min-width:0}.rows td.headers-cell{max-width:32rem}
 details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) minmax(0,1fr);gap:0 .6rem;margin:.3rem 0 0;font-size:.8rem}details.headers dt{color:#555;overflow-wrap:anywhere}details.headers dd{margin:0;overflow-wrap:anywhere}
+.d-healthy{background:#2e7d32}.d-open{background:#b71c1c}.d-half_open{background:#e65100}.d-paused{background:#616161}
+.destination dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1rem .8rem;margin:.3rem 0;font-size:.9rem}.destination dl.facts dt{color:#555}.destination dl.facts dd{margin:0;overflow-wrap:anywhere}
+.sender.d-card-open{border:2px solid #b71c1c}.sender.d-card-half_open{border:2px solid #e65100}.sender.d-card-paused{border:2px solid #616161}
+.rows tr[aria-current]{background:#eef3fd}.rows td.dest{font-weight:600}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
   header{padding:.3rem .6rem;gap:.2rem .6rem}header .brand{display:none}header nav{gap:.55rem;font-size:.9rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap}
@@ -67,6 +71,8 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
   .rows td{display:block;border:0;padding:0;min-width:0;font-size:inherit}
   .rows td.id{grid-area:1/1/2/3;min-width:0;overflow-wrap:anywhere}.rows td.status-cell{grid-area:1/3}
   .rows td.provider{grid-area:2/1}.rows td.type{grid-area:2/2}.rows td.topic{grid-area:2/1/3/3}
+  .rows.outcomes td.dest{grid-area:1/1/2/3}.rows.outcomes td.attempts{grid-area:2/1}.rows.outcomes td.error{grid-area:2/2/3/3}.rows.outcomes td.time{grid-area:2/3}
+  .rows tr:has(td.destination) td.topic{grid-area:2/1}.rows td.destination{grid-area:2/2;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#555}
   .rows td.time{grid-area:2/3;white-space:nowrap;color:#555}
   .rows td.provider,.rows td.type,.rows td.topic{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
   .rows td.attempts{grid-area:3/1;color:#555}.rows td.attempts::before{content:attr(data-label);margin-right:.3em}
