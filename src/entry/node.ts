@@ -25,7 +25,7 @@ import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { bulkRunnerFor, relayFor, workerFor } from '../ops/drainers.ts';
 import { foldCounters } from '../ops/event-counts.ts';
-import { startSchedule } from '../ops/schedule.ts';
+import { type ScheduleOptions, startSchedule } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { endExpiredPauses } from '../ops/sender-pauses.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
@@ -216,11 +216,12 @@ async function main(): Promise<void> {
     deliveryLog,
     tracer: tracing.tracer,
   });
-  const deliveryLogSchedule = startSchedule({
+  // Every background job of the process: jittered, one run at a time, stopped before the pools close.
+  const schedule = (options: Pick<ScheduleOptions, 'name' | 'intervalMs' | 'run'>) =>
+    startSchedule({ ...options, random: Math.random, logger });
+  const deliveryLogSchedule = schedule({
     name: 'delivery log',
     intervalMs: config.DELIVERY_LOG_FLUSH_MS,
-    random: Math.random,
-    logger,
     run: async () => deliveryLog?.flush(background.db),
   });
   const drainerParts = {
@@ -234,40 +235,32 @@ async function main(): Promise<void> {
     tracer: tracing.tracer,
   };
   const relay = relayFor(drainerParts, publishers, { idPrefix: 'relay' });
-  const relaySchedule = startSchedule({
+  const relaySchedule = schedule({
     name: 'outbox relay',
     intervalMs: config.RELAY_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: async (signal) => {
       await relay.drain({ signal });
     },
   });
   // One application per background connection: the relay's writes wait at most for one of them.
   const worker = workerFor(drainerParts, { intakeLoad, settings: { lanes: pools.background } });
-  const workerSchedule = startSchedule({
+  const workerSchedule = schedule({
     name: 'inbox worker',
     // Sync mode applies in the request: there is no queue to work.
     intervalMs: asyncMode ? config.WORKER_INTERVAL_MS : 0,
-    random: Math.random,
-    logger,
     run: (signal) => workUntilCaughtUp(worker, worker.settings.batchSize, signal),
   });
-  const sweepSchedule = startSchedule({
+  const sweepSchedule = schedule({
     name: 'inbox sweep',
     intervalMs: asyncMode ? SWEEP_INTERVAL_MS : 0,
-    random: Math.random,
-    logger,
     run: async (signal) => {
       const summary = await sweepExpiredLeases(background.db, { nowMs: clock, budgetMs: 10_000, signal });
       if (summary.swept > 0) logger.warn('inbox leases swept', { swept: summary.swept });
     },
   });
-  const purgeSchedule = startSchedule({
+  const purgeSchedule = schedule({
     name: 'retention purge',
     intervalMs: PURGE_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: async (signal) => {
       const summary = await purgeByRetention(background.db, config, { nowMs: clock, budgetMs: 60_000, signal });
       logger.info('retention purge', {
@@ -279,20 +272,16 @@ async function main(): Promise<void> {
       });
     },
   });
-  const foldSchedule = startSchedule({
+  const foldSchedule = schedule({
     name: 'event counts fold',
     intervalMs: FOLD_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: async (signal) => {
       await foldCounters(background.db, { nowMs: clock, budgetMs: 10_000, signal });
     },
   });
-  const pauseExpirySchedule = startSchedule({
+  const pauseExpirySchedule = schedule({
     name: 'sender pause expiry',
     intervalMs: PAUSE_EXPIRY_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: async () => {
       const { resumed } = await endExpiredPauses(background.db, clock());
       for (const provider of resumed) logger.info('sender pause ended by itself', { provider });
@@ -300,21 +289,17 @@ async function main(): Promise<void> {
   });
   // Bulk jobs (replay or retry by filter) on the background pool, deferring to a saturated intake.
   const bulkRunner = bulkRunnerFor(drainerParts, { idPrefix: 'jobs', intakeLoad, metrics });
-  const bulkSchedule = startSchedule({
+  const bulkSchedule = schedule({
     name: 'bulk jobs',
     intervalMs: BULK_JOBS_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: async (signal) => {
       await bulkRunner.run({ signal, budgetMs: 60_000 });
     },
   });
   // Off the request pool: a flood of refusals never takes a connection a delivery needs.
-  const rejectionsSchedule = startSchedule({
+  const rejectionsSchedule = schedule({
     name: 'refused deliveries',
     intervalMs: REJECTIONS_FLUSH_INTERVAL_MS,
-    random: Math.random,
-    logger,
     run: () => rejections.flush(background.db),
   });
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
