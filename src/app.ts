@@ -14,6 +14,7 @@ import { newHexId } from './lib/clock.ts';
 import { AppError } from './lib/errors.ts';
 import { healthRoutes } from './ops/health.ts';
 import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
+import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
 export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
@@ -30,6 +31,7 @@ export function createProductionApp(runtime: RuntimeDeps): Hono<DatabaseEnv> {
   return createApp({
     ...runtime,
     handlers: configuredHandlers(runtime.config, runtime.logger),
+    destinations: configuredRouting(runtime.config),
     gaugeSources: defaultGaugeSources,
     newId: newHexId,
     expectedMigration,

@@ -4,6 +4,7 @@
 // (senders-api.ts), the bulk jobs (jobs-api.ts) and the OpenAPI document. Routes are declared with
 // @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
+
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -22,6 +23,7 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations-api.ts';
 import { registerJobRoutes } from './jobs-api.ts';
 import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
 import { actingOperator, logPayloadRead } from './operators.ts';
@@ -157,7 +159,7 @@ const DOCUMENT_INFO = {
 };
 
 /** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
-export interface AdminDeps extends SenderRoutesDeps {
+export interface AdminDeps extends SenderRoutesDeps, DestinationRoutesDeps {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
@@ -280,6 +282,7 @@ export function adminApiRoutes(deps: AdminDeps) {
   });
 
   registerSenderRoutes(api, deps);
+  registerDestinationRoutes(api, deps);
   registerJobRoutes(api, deps);
   registerRejectionRoutes(api, deps);
 
