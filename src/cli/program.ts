@@ -2,6 +2,7 @@
 // the list below that registers them. Adding a verb is one file plus one line in `commands`.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { destinationsPauseCommand, destinationsResumeCommand } from './commands/destinations-pause.ts';
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
 import { eventsShowCommand } from './commands/events-show.ts';
@@ -39,6 +40,8 @@ const commands: readonly CommandModule[] = [
   sendersListCommand,
   sendersPauseCommand,
   sendersResumeCommand,
+  destinationsPauseCommand,
+  destinationsResumeCommand,
   jobsReplayCommand,
   jobsRetryCommand,
   jobsListCommand,

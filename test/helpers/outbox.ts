@@ -5,7 +5,13 @@ import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers/publisher.ts';
-import { createRelay, type Relay, type RelayDeps, type RelayIsolation, type RelaySettings } from '../../src/outbox/relay.ts';
+import {
+  createRelay,
+  type Relay,
+  type RelayDeps,
+  type RelayIsolation,
+  type RelaySettings,
+} from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';
 
 export interface OutboxRow {
