@@ -159,6 +159,37 @@ describe('the circuit breaker', () => {
     expect((await outboxRows(sql, ids)).filter((row) => row.attempts > 0)).toHaveLength(3);
   });
 
+  it('stops a claimed batch at the threshold: the rest are given back unstarted, attempts untouched', async () => {
+    sinkA.respond(() => ({ status: 503, body: 'down' }));
+    const ids = await messagesFor('alpha', 20);
+    const relay = buildTestRelay(db, {
+      target: sinkA.url,
+      destination: 'alpha',
+      settings: { concurrency: 1 },
+      isolation: breaker(3),
+    });
+    expect(await relay.relay.drain()).toMatchObject({ claimed: 20, retried: 3, unavailable: 17 });
+    expect(sinkA.requests).toHaveLength(3);
+    expect(await destinationRow('alpha')).toMatchObject({ circuit: 'open', consecutive_failures: 3 });
+    const rows = await outboxRows(sql, ids);
+    expect(rows.filter((row) => row.attempts === 0 && row.status === 'pending' && row.locked_by === null)).toHaveLength(
+      17,
+    );
+  });
+
+  it('counts the failures after the last success of a mixed batch', async () => {
+    sinkA.respond((_request, index) => (index === 0 ? { status: 200, body: '{}' } : { status: 503, body: 'down' }));
+    await messagesFor('alpha', 4);
+    const relay = buildTestRelay(db, {
+      target: sinkA.url,
+      destination: 'alpha',
+      settings: { concurrency: 1 },
+      isolation: breaker(5),
+    });
+    expect(await relay.relay.drain()).toMatchObject({ published: 1, retried: 3 });
+    expect(await destinationRow('alpha')).toMatchObject({ circuit: 'closed', consecutive_failures: 3 });
+  });
+
   it('is shared through the database: a relay that saw no failure holds back while another opened the circuit', async () => {
     sinkA.respond(() => ({ status: 503, body: 'down' }));
     await messagesFor('alpha', 4);

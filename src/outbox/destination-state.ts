@@ -81,52 +81,53 @@ export async function admission(db: Executor, name: string, nowMs: number, polic
 }
 
 /**
- * A batch's publishes as the breaker counts them. A batch with any message published resets the
- * count and closes the circuit (the destination answers; a message it refused is that message's
- * problem); one with none published adds its failures (retried, dead, unreachable), opening the
- * circuit at `policy.failures`. A failed probe (half_open) re-opens it, waiting as long again as
- * it has been open. Nothing is written for a healthy batch of a closed circuit with no failures.
+ * A batch's publishes as the breaker counts them: whether any was published, and the failures
+ * (retried, dead, unreachable) after the last one published, in the order they settled. A published
+ * message resets the count, so it becomes the batch's trailing failures; a batch with none published
+ * adds its failures. Reaching `policy.failures` opens the circuit; a failed probe (half_open) opens
+ * it again, waiting as long again as it has been open (at most COOLOFF_CAP_FACTOR cool-offs); a
+ * failure reported by a straggler while it is open changes only the count. Nothing is written for a
+ * healthy batch of a closed circuit with no failures.
  */
 export async function recordBreakerOutcome(
   db: Executor,
   name: string,
   nowMs: number,
   policy: BreakerPolicy,
-  outcome: { published: number; failed: number },
+  outcome: { published: number; trailingFailures: number },
 ): Promise<CircuitChange | undefined> {
+  const { published, trailingFailures } = outcome;
+  if (published === 0 && trailingFailures === 0) return undefined;
   const now = timestamp(nowMs);
-  type Row = { was: DestinationCircuit; circuit: DestinationCircuit; failures: number; probe_at_ms: number | null };
-  let rows: Row[];
-  if (outcome.published > 0) {
-    rows = await executePrepared<Row>(
-      db,
-      sql`
-      update outbox_destinations d
-      set circuit = 'closed', consecutive_failures = 0, opened_at = null, probe_at = null, updated_at = ${now}
-      from (select circuit as was from outbox_destinations where name = ${name}) before
-      where d.name = ${name} and (d.circuit <> 'closed' or d.consecutive_failures > 0)
-      returning before.was, d.circuit, d.consecutive_failures as failures, null::float8 as probe_at_ms`,
-    );
-  } else if (outcome.failed > 0) {
-    const reaches = sql`d.circuit = 'closed' and d.consecutive_failures + ${outcome.failed}::int >= ${policy.failures}::int`;
-    const longer = sql`least(greatest(${millis(policy.cooloffMs)}, ${now} - coalesce(d.opened_at, ${now})), ${millis(policy.cooloffMs * COOLOFF_CAP_FACTOR)})`;
-    rows = await executePrepared<Row>(
-      db,
-      sql`
-      update outbox_destinations d
-      set consecutive_failures = d.consecutive_failures + ${outcome.failed}::int,
-        circuit = case when d.circuit <> 'closed' or ${reaches} then 'open' else 'closed' end::destination_circuit,
-        opened_at = case when ${reaches} then ${now} else d.opened_at end,
-        probe_at = case
-          when d.circuit = 'half_open' then ${now} + ${longer}
-          when ${reaches} then ${now} + ${millis(policy.cooloffMs)}
-          else d.probe_at end,
-        updated_at = ${now}
-      from (select circuit as was from outbox_destinations where name = ${name}) before
-      where d.name = ${name}
-      returning before.was, d.circuit, d.consecutive_failures as failures, ${epochMs(sql`d.probe_at`)} as probe_at_ms`,
-    );
-  } else return undefined;
+  const anyPublished = published > 0;
+  // Counted afresh from a closed circuit, or from a publish that went through; else the circuit stays open.
+  const fresh = anyPublished ? sql`true` : sql`d.circuit = 'closed'`;
+  const total = anyPublished ? sql`${trailingFailures}::int` : sql`(d.consecutive_failures + ${trailingFailures}::int)`;
+  const opens = sql`${total} >= ${policy.failures}::int`;
+  const longer = sql`least(greatest(${millis(policy.cooloffMs)}, ${now} - coalesce(d.opened_at, ${now})), ${millis(policy.cooloffMs * COOLOFF_CAP_FACTOR)})`;
+  const rows = await executePrepared<{
+    was: DestinationCircuit;
+    circuit: DestinationCircuit;
+    failures: number;
+    probe_at_ms: number | null;
+  }>(
+    db,
+    sql`
+    update outbox_destinations d
+    set consecutive_failures = ${total},
+      circuit = case when not (${fresh}) or ${opens} then 'open' else 'closed' end::destination_circuit,
+      opened_at = case when not (${fresh}) then d.opened_at when ${opens} then ${now} else null end,
+      probe_at = case
+        when not (${fresh}) and d.circuit = 'half_open' then ${now} + ${longer}
+        when not (${fresh}) then d.probe_at
+        when ${opens} then ${now} + ${millis(policy.cooloffMs)}
+        else null end,
+      updated_at = ${now}
+    from (select circuit as was from outbox_destinations where name = ${name}) before
+    where d.name = ${name}
+      and (${!anyPublished} or ${trailingFailures}::int > 0 or d.circuit <> 'closed' or d.consecutive_failures > 0)
+    returning before.was, d.circuit, d.consecutive_failures as failures, ${epochMs(sql`d.probe_at`)} as probe_at_ms`,
+  );
   const [row] = rows;
   if (row === undefined || row.was === row.circuit) return undefined;
   if (row.circuit === 'closed') return { kind: 'closed', was: row.was };

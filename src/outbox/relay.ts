@@ -308,6 +308,12 @@ export function createRelay(deps: RelayDeps): Relay {
     }
     /** Set when a batch's outcome opened the circuit: no further batch is claimed this pass. */
     let circuitOpen = false;
+    /**
+     * Failed publishes in a row this pass: at the breaker's threshold the rest of the claimed
+     * messages are not started (a batch of a destination that times out would otherwise cost a
+     * timeout each), and the batch's outcome opens the circuit for every process.
+     */
+    let streak = 0;
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -323,8 +329,12 @@ export function createRelay(deps: RelayDeps): Relay {
     ): Promise<void> {
       const published: string[] = [];
       const others: OutcomeRow[] = [];
-      /** Publishes that failed (retried, dead, unreachable): what the breaker counts. */
-      let failed = 0;
+      /** Publishes that failed (retried, dead, unreachable) since the batch's last published one: what the breaker counts. */
+      let trailingFailures = 0;
+      const noteFailure = () => {
+        trailingFailures += 1;
+        streak += 1;
+      };
       // A pipelined batch's publishes start together, so they share one timeout.
       const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
       const publishInLane = async (message: ClaimedMessage) => {
@@ -333,6 +343,12 @@ export function createRelay(deps: RelayDeps): Relay {
           // Found unreachable while this one waited for its lane: not started, nothing counted.
           // (A probe starts once probeAtMs has come, so it is not held here.)
           others.push(heldForOutage(message, dueBy));
+          summary.unavailable += 1;
+          return;
+        }
+        if (circuitOpen || streak >= isolation.breaker.failures) {
+          // The circuit is (about to be) open: given back as it was, attempts untouched.
+          others.push(outcomeRow(message.id, 'pending'));
           summary.unavailable += 1;
           return;
         }
@@ -362,19 +378,22 @@ export function createRelay(deps: RelayDeps): Relay {
         span.end();
         if (result.outcome === 'unavailable') {
           noteUnavailable(result.error);
-          failed += 1;
+          noteFailure();
           others.push(heldForOutage(message, dueBy, result.error));
           summary.unavailable += 1;
           return;
         }
         noteReachable();
         let counted: 'published' | 'retried' | 'dead' = 'published';
-        if (result.outcome === 'published') published.push(message.id);
-        else {
+        if (result.outcome === 'published') {
+          published.push(message.id);
+          trailingFailures = 0;
+          streak = 0;
+        } else {
           const outcome = failedOutcome(message, result, dueBy);
           others.push(outcome);
           counted = outcome.status === 'dead' ? 'dead' : 'retried';
-          failed += 1;
+          noteFailure();
         }
         summary[counted] += 1;
         deps.metrics?.countOutbox(message.topic, counted);
@@ -397,7 +416,7 @@ export function createRelay(deps: RelayDeps): Relay {
       }
       const change = await recordBreakerOutcome(db, destination, clock(), isolation.breaker, {
         published: published.length,
-        failed,
+        trailingFailures,
       });
       if (change === undefined) return;
       logCircuit(change);
