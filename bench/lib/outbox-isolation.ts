@@ -172,7 +172,7 @@ export function isolationReport(figures: IsolationFigures, timeoutMs: number) {
     {
       label: 'isolation: healthy alone',
       value: rate(figures.aloneMessagesPerSecond),
-      note: 'its own relay, half the default concurrency',
+      note: 'mean of a run before and one after the others; half the default concurrency',
     },
     {
       label: 'isolation: beside refusing',
