@@ -6,8 +6,11 @@
 // outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
 // off and probes with one message until the target answers again. Every destination has a relay of
 // its own (drainers.ts drains them side by side), so an unreachable destination holds back only its
-// own rows. Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the
-// same `drain`.
+// own rows. Each destination's own limits (destination-state.ts, docs/outbox.md "Isolation per
+// destination"): a token bucket bounds what it claims, its concurrency what it has in flight, and the
+// circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
+// at the start of each pass whether it claims at all. Runtime-neutral (no Node APIs): the Node entry,
+// the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
@@ -314,6 +317,8 @@ export function createRelay(deps: RelayDeps): Relay {
      * timeout each), and the batch's outcome opens the circuit for every process.
      */
     let streak = 0;
+    /** Nothing more is started or claimed this pass: the circuit opened, or is about to. */
+    const tripped = () => circuitOpen || streak >= isolation.breaker.failures;
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -346,7 +351,7 @@ export function createRelay(deps: RelayDeps): Relay {
           summary.unavailable += 1;
           return;
         }
-        if (circuitOpen || streak >= isolation.breaker.failures) {
+        if (tripped()) {
           // The circuit is (about to be) open: given back as it was, attempts untouched.
           others.push(outcomeRow(message.id, 'pending'));
           summary.unavailable += 1;
@@ -461,15 +466,15 @@ export function createRelay(deps: RelayDeps): Relay {
       probes = 1;
     }
     const progress =
-      outage === undefined && !circuitOpen
+      outage === undefined && !tripped()
         ? await drainOverlapped({
             nowMs: clock,
             budgetMs: budgetMs - (clock() - startedMs),
             signal: options.signal,
             inFlight: settings.batchesInFlight,
-            // Once the target is found unreachable, no further batch is claimed this pass.
+            // Once the target is found unreachable (or the breaker trips), no further batch is claimed this pass.
             batch: (deadlineMs) =>
-              outage === undefined && !circuitOpen
+              outage === undefined && !tripped()
                 ? claimBatch(settings.batchSize, deadlineMs)
                 : Promise.resolve({ claimed: 0, limit: settings.batchSize, done: Promise.resolve() }),
           })
@@ -478,7 +483,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const result: DrainSummary = {
       ...summary,
       batches: progress.batches + probes,
-      stoppedBy: outage === undefined && !circuitOpen ? progress.stoppedBy : 'unavailable',
+      stoppedBy: outage === undefined && !tripped() ? progress.stoppedBy : 'unavailable',
       elapsedMs: clock() - startedMs,
     };
     if (result.claimed > 0) logger.info('outbox drained', { relay: id, destination, ...result });
