@@ -10,7 +10,9 @@
 // relay's default; the brokers' publishers pipeline a whole batch), BENCH_IN_FLIGHT (batches in
 // flight, the relay's default), BENCH_TRANSPORT (`undici`, as
 // the Node entry runs it, or `fetch`, the portable one), BENCH_DATABASE_URL (a server to create a
-// throw-away database on; else embedded PostgreSQL).
+// throw-away database on; else embedded PostgreSQL). BENCH_ISOLATION (1; 0 skips the isolation
+// scenario of bench/lib/outbox-isolation.ts), BENCH_ISOLATION_MESSAGES (10000),
+// BENCH_ISOLATION_TIMEOUT_MS (the silent destination's OUTBOX_TIMEOUT_MS, 1000).
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +35,7 @@ import { undiciPost } from '../src/outbox/undici-post.ts';
 import { BROKER_NAMES, type BrokerName, brokerTarget } from './lib/brokers.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
+import { isolationReport, measureIsolation } from './lib/outbox-isolation.ts';
 import {
   commandCpuTicks,
   machineBusyShare,
@@ -294,8 +297,23 @@ async function main(): Promise<boolean> {
       );
     }
 
+    const isolationTimeoutMs = intFromEnv('BENCH_ISOLATION_TIMEOUT_MS', 1000, 1);
+    const isolation =
+      process.env.BENCH_ISOLATION === '0'
+        ? undefined
+        : await measureIsolation(
+            database.url,
+            handle.db,
+            parseConfig({ OUTBOX_TIMEOUT_MS: String(isolationTimeoutMs) }),
+            intFromEnv('BENCH_ISOLATION_MESSAGES', 10_000, 1),
+          );
+    const isolated = isolation === undefined ? undefined : isolationReport(isolation, isolationTimeoutMs);
+
     const httpRate = results.find((figures) => figures.publisher === 'http')?.messagesPerSecond;
-    const failures = results.flatMap((figures) => failuresOf(figures, messages, httpRate));
+    const failures = [
+      ...results.flatMap((figures) => failuresOf(figures, messages, httpRate)),
+      ...(isolated?.failures ?? []),
+    ];
     const databaseNote = database.kind === 'embedded' ? 'embedded server' : "the bench database's backends";
     const rows = results.flatMap((figures) => [
       {
@@ -325,6 +343,8 @@ async function main(): Promise<boolean> {
       },
     ]);
     console.log(`\n${formatTable(`outbox relay: one drain of ${messages} messages per publisher`, rows)}`);
+    if (isolated !== undefined)
+      console.log(`\n${formatTable('outbox isolation: the healthy destination', isolated.rows)}`);
     const http = results.find((figures) => figures.publisher === 'http');
     const file = writeResult('outbox', startedAt, {
       context: runContext(),
@@ -339,6 +359,7 @@ async function main(): Promise<boolean> {
             relayCpuMsPerMessage: http.relayCpuMsPerMessage,
           }),
       publishers: Object.fromEntries(results.map((figures) => [figures.publisher, figures])),
+      ...(isolation === undefined ? {} : { isolation }),
       failures,
     });
     console.log(`\nresult written to ${file}`);

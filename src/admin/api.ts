@@ -4,6 +4,7 @@
 // (senders-api.ts), the bulk jobs (jobs-api.ts) and the OpenAPI document. Routes are declared with
 // @hono/zod-openapi, so the zod schemas that validate each request also write the document. Every
 // answer, errors included, is JSON; a refused input is a 400 naming the field, never echoing a value.
+
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -31,6 +32,7 @@ import { replayEvents } from '../ops/replay.ts';
 import { retryOutbox } from '../ops/retry.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations-api.ts';
 import {
   configuredDestinations,
   type DestinationViewDeps,
@@ -171,7 +173,7 @@ const DOCUMENT_INFO = {
 };
 
 /** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
-export interface AdminDeps extends SenderRoutesDeps, DestinationViewDeps {
+export interface AdminDeps extends SenderRoutesDeps, DestinationViewDeps, DestinationRoutesDeps {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
@@ -301,6 +303,7 @@ export function adminApiRoutes(deps: AdminDeps) {
 
   registerSenderRoutes(api, deps);
   registerDestinationViewRoutes(api, deps);
+  registerDestinationRoutes(api, deps);
   registerJobRoutes(api, deps);
   registerRejectionRoutes(api, deps);
 

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { destinationsListCommand } from './commands/destinations-list.ts';
+import { destinationsPauseCommand, destinationsResumeCommand } from './commands/destinations-pause.ts';
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
 import { eventsShowCommand } from './commands/events-show.ts';
@@ -41,6 +42,8 @@ const commands: readonly CommandModule[] = [
   sendersListCommand,
   sendersPauseCommand,
   sendersResumeCommand,
+  destinationsPauseCommand,
+  destinationsResumeCommand,
   jobsReplayCommand,
   jobsRetryCommand,
   jobsListCommand,

@@ -12,7 +12,8 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Tracer } from '../lib/tracing.ts';
-import { createRelay, type Relay, type RelaySettings, relaySettings } from '../outbox/relay.ts';
+import type { DestinationSettings } from '../outbox/destinations.ts';
+import { createRelay, type Relay, type RelayIsolation, type RelaySettings, relaySettings } from '../outbox/relay.ts';
 import { type DestinationPublisher, relayOfEvery } from '../outbox/relays.ts';
 import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
 
@@ -45,8 +46,8 @@ export function relayFor(
   const newId = idPrefix === undefined ? parts.newId : () => `${idPrefix}-${parts.newId()}`;
   const shared = relaySettings(parts.config, options.settings);
   // The runner's bound on publishes in flight holds for all its destinations together (a Worker's
-  // connections are few), split evenly until destinations have settings of their own.
-  const settings = { ...shared, concurrency: Math.max(1, Math.floor(shared.concurrency / publishers.length)) };
+  // connections are few), split evenly unless a destination sets its own `concurrency`.
+  const evenSplit = Math.max(1, Math.floor(shared.concurrency / publishers.length));
   const relays = publishers.map(({ destination, publisher }) =>
     createRelay({
       db: parts.db,
@@ -58,10 +59,19 @@ export function relayFor(
       logger: parts.logger,
       metrics: parts.metrics,
       ...(parts.tracer === undefined ? {} : { tracer: parts.tracer }),
-      settings,
+      settings: { ...shared, concurrency: destination.settings.concurrency ?? evenSplit },
+      isolation: isolationOf(destination.settings),
     }),
   );
   return relayOfEvery(newId(), relays);
+}
+
+/** A destination's settings as its relay takes them. */
+export function isolationOf(settings: DestinationSettings): RelayIsolation {
+  return {
+    ratePerSecond: settings.rate_per_second,
+    breaker: { failures: settings.breaker_failures, cooloffMs: settings.breaker_cooloff_seconds * 1000 },
+  };
 }
 
 /** An inbox worker applying with the service's handlers; its lease owner is `worker-<id>`. */

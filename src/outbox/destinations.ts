@@ -25,13 +25,35 @@ export const MAX_DESTINATIONS = 32;
 export const QUEUE_TARGET_PREFIX = 'queue:';
 const QUEUE_BINDING = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
+/** A breaker that never opens would hold nothing back; one that opens on a single failure flaps. */
+export const DEFAULT_BREAKER_FAILURES = 5;
+export const DEFAULT_BREAKER_COOLOFF_SECONDS = 30;
+
 /**
- * Per-destination tuning, each with its default. Empty for now and strict, so a misspelt key is an
- * error: rate limits, concurrency and breaker settings are added here, read by the destination's
- * drain loop.
+ * Per-destination tuning, each with its default; strict, so a misspelt key is an error. Read by the
+ * destination's relay (relay.ts): `rate_per_second` and `concurrency` hold per relay process,
+ * the breaker's counts are shared by every process through outbox_destinations (destination-state.ts).
  */
-const settingsSchema = z.strictObject({}).default({});
+const settingsSchema = z
+  .strictObject({
+    /** Messages per second this process publishes to the destination; absent: as fast as it answers. */
+    rate_per_second: z.number().positive('must be above 0').max(100_000).optional(),
+    /** Publishes in flight to the destination; absent: the runner's concurrency split evenly. */
+    concurrency: z.number().int('a whole number').min(1).max(1024).optional(),
+    /** Consecutive failed publishes that open the circuit. */
+    breaker_failures: z.number().int('a whole number').min(1).max(10_000).default(DEFAULT_BREAKER_FAILURES),
+    /** How long an open circuit waits before one probe. */
+    breaker_cooloff_seconds: z
+      .number()
+      .positive('must be above 0')
+      .max(86_400)
+      .default(DEFAULT_BREAKER_COOLOFF_SECONDS),
+  })
+  .default({ breaker_failures: DEFAULT_BREAKER_FAILURES, breaker_cooloff_seconds: DEFAULT_BREAKER_COOLOFF_SECONDS });
 export type DestinationSettings = z.infer<typeof settingsSchema>;
+
+/** What a destination without settings (`default`, OUTBOX_TARGET_URL's) gets. */
+export const DEFAULT_SETTINGS: DestinationSettings = settingsSchema.parse(undefined);
 
 /** A name or a `*` glob (`*` matches any run of characters, dots included). */
 const pattern = z
@@ -121,7 +143,7 @@ export function routingOf(destinations: readonly Destination[]): DestinationRout
 
 /** No configuration at all: every message to `default`, published to the log. */
 export const DEFAULT_ROUTING: DestinationRouting = routingOf([
-  { name: DEFAULT_DESTINATION, url: undefined, matches: everything, settings: {} },
+  { name: DEFAULT_DESTINATION, url: undefined, matches: everything, settings: DEFAULT_SETTINGS },
 ]);
 
 function problemsOf(error: z.ZodError): string[] {
@@ -143,7 +165,7 @@ export function parseDestinations(
   const shorthand: Destination[] =
     config.OUTBOX_TARGET_URL === undefined
       ? []
-      : [{ name: DEFAULT_DESTINATION, url: config.OUTBOX_TARGET_URL, matches: everything, settings: {} }];
+      : [{ name: DEFAULT_DESTINATION, url: config.OUTBOX_TARGET_URL, matches: everything, settings: DEFAULT_SETTINGS }];
   if (config.OUTBOX_DESTINATIONS === undefined) return shorthand.length === 0 ? DEFAULT_ROUTING : routingOf(shorthand);
   let json: unknown;
   try {

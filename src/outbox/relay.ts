@@ -6,8 +6,11 @@
 // outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
 // off and probes with one message until the target answers again. Every destination has a relay of
 // its own (drainers.ts drains them side by side), so an unreachable destination holds back only its
-// own rows. Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the
-// same `drain`.
+// own rows. Each destination's own limits (destination-state.ts, docs/outbox.md "Isolation per
+// destination"): a token bucket bounds what it claims, its concurrency what it has in flight, and the
+// circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
+// at the start of each pass whether it claims at all. Runtime-neutral (no Node APIs): the Node entry,
+// the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
@@ -23,6 +26,14 @@ import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } 
 import type { Metrics } from '../lib/metrics.ts';
 import { printableLine } from '../lib/text.ts';
 import { noTracing, type Span, type SpanAttributes, type Tracer } from '../lib/tracing.ts';
+import {
+  admission,
+  type BreakerPolicy,
+  type CircuitChange,
+  ensureDestinationRow,
+  recordBreakerOutcome,
+} from './destination-state.ts';
+import { DEFAULT_BREAKER_COOLOFF_SECONDS, DEFAULT_BREAKER_FAILURES } from './destinations.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers/publisher.ts';
 
@@ -84,6 +95,38 @@ export function relaySettings(
   };
 }
 
+/** A destination's own limits (its `settings`): the rate is this process's, the breaker shared. */
+export interface RelayIsolation {
+  /** Messages per second this relay publishes; undefined: unlimited. */
+  ratePerSecond?: number | undefined;
+  breaker: BreakerPolicy;
+}
+
+export const DEFAULT_ISOLATION: RelayIsolation = {
+  breaker: { failures: DEFAULT_BREAKER_FAILURES, cooloffMs: DEFAULT_BREAKER_COOLOFF_SECONDS * 1000 },
+};
+
+/**
+ * A token bucket on the relay's clock: `ratePerSecond` tokens a second, holding at most a second's
+ * worth, so a claim never takes more than the destination may be sent before the lease runs out.
+ */
+function tokenBucket(ratePerSecond: number, clock: Clock) {
+  const capacity = Math.max(1, ratePerSecond);
+  let tokens = capacity;
+  let filledAtMs = clock();
+  return {
+    available(): number {
+      const nowMs = clock();
+      tokens = Math.min(capacity, tokens + ((nowMs - filledAtMs) / 1000) * ratePerSecond);
+      filledAtMs = nowMs;
+      return Math.floor(tokens);
+    },
+    take(count: number): void {
+      tokens -= count;
+    },
+  };
+}
+
 export interface RelayDeps {
   db: Database;
   /** The destination whose rows this relay claims (outbox_messages.destination). */
@@ -103,6 +146,8 @@ export interface RelayDeps {
    * child of the span that enqueued it, linked to its claim. Absent: `noTracing`.
    */
   tracer?: Tracer;
+  /** The destination's rate limit and breaker; absent: DEFAULT_ISOLATION (no rate limit). */
+  isolation?: RelayIsolation;
 }
 
 export interface DrainSummary {
@@ -147,6 +192,23 @@ export function createRelay(deps: RelayDeps): Relay {
    * the next may start. Kept across drains; the first answer about any message clears it.
    */
   let outage: { failures: number; probeAtMs: number; sinceMs: number } | undefined;
+
+  const isolation = deps.isolation ?? DEFAULT_ISOLATION;
+  const bucket = isolation.ratePerSecond === undefined ? undefined : tokenBucket(isolation.ratePerSecond, clock);
+  /** outbox_destinations' row is made on this relay's first drain; the breaker's updates assume it. */
+  let rowEnsured = false;
+
+  function logCircuit(change: CircuitChange): void {
+    const fields = { relay: id, destination, publisher: publisher.kind };
+    if (change.kind === 'closed') logger.info('outbox circuit closed', { ...fields, was: change.was });
+    else {
+      logger.warn(change.kind === 'opened' ? 'outbox circuit opened' : 'outbox circuit re-opened', {
+        ...fields,
+        consecutive_failures: change.failures,
+        probe_at: at(change.probeAtMs),
+      });
+    }
+  }
 
   /** A publish found the target unreachable: start the outage, or back off further after a failed probe. */
   function noteUnavailable(error: string): void {
@@ -236,6 +298,27 @@ export function createRelay(deps: RelayDeps): Relay {
     const dueBy = new Date(startedMs);
     const waiting = outage !== undefined && startedMs < outage.probeAtMs;
     if (waiting) return { ...summary, batches: 0, stoppedBy: 'unavailable', elapsedMs: 0 };
+    if (!rowEnsured) {
+      await ensureDestinationRow(db, destination);
+      rowEnsured = true;
+    }
+    const admitted = await admission(db, destination, startedMs, isolation.breaker);
+    // Paused: nothing to do here until an operator resumes it; open: every process waits for the probe.
+    if (admitted.kind === 'paused') return { ...summary, batches: 0, stoppedBy: 'drained', elapsedMs: 0 };
+    if (admitted.kind === 'open') return { ...summary, batches: 0, stoppedBy: 'unavailable', elapsedMs: 0 };
+    if (admitted.kind === 'probe') {
+      logger.info('outbox circuit probing', { relay: id, destination, publisher: publisher.kind });
+    }
+    /** Set when a batch's outcome opened the circuit: no further batch is claimed this pass. */
+    let circuitOpen = false;
+    /**
+     * Failed publishes in a row this pass: at the breaker's threshold the rest of the claimed
+     * messages are not started (a batch of a destination that times out would otherwise cost a
+     * timeout each), and the batch's outcome opens the circuit for every process.
+     */
+    let streak = 0;
+    /** Nothing more is started or claimed this pass: the circuit opened, or is about to. */
+    const tripped = () => circuitOpen || streak >= isolation.breaker.failures;
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -251,6 +334,12 @@ export function createRelay(deps: RelayDeps): Relay {
     ): Promise<void> {
       const published: string[] = [];
       const others: OutcomeRow[] = [];
+      /** Publishes that failed (retried, dead, unreachable) since the batch's last published one: what the breaker counts. */
+      let trailingFailures = 0;
+      const noteFailure = () => {
+        trailingFailures += 1;
+        streak += 1;
+      };
       // A pipelined batch's publishes start together, so they share one timeout.
       const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
       const publishInLane = async (message: ClaimedMessage) => {
@@ -259,6 +348,12 @@ export function createRelay(deps: RelayDeps): Relay {
           // Found unreachable while this one waited for its lane: not started, nothing counted.
           // (A probe starts once probeAtMs has come, so it is not held here.)
           others.push(heldForOutage(message, dueBy));
+          summary.unavailable += 1;
+          return;
+        }
+        if (tripped()) {
+          // The circuit is (about to be) open: given back as it was, attempts untouched.
+          others.push(outcomeRow(message.id, 'pending'));
           summary.unavailable += 1;
           return;
         }
@@ -288,17 +383,22 @@ export function createRelay(deps: RelayDeps): Relay {
         span.end();
         if (result.outcome === 'unavailable') {
           noteUnavailable(result.error);
+          noteFailure();
           others.push(heldForOutage(message, dueBy, result.error));
           summary.unavailable += 1;
           return;
         }
         noteReachable();
         let counted: 'published' | 'retried' | 'dead' = 'published';
-        if (result.outcome === 'published') published.push(message.id);
-        else {
+        if (result.outcome === 'published') {
+          published.push(message.id);
+          trailingFailures = 0;
+          streak = 0;
+        } else {
           const outcome = failedOutcome(message, result, dueBy);
           others.push(outcome);
           counted = outcome.status === 'dead' ? 'dead' : 'retried';
+          noteFailure();
         }
         summary[counted] += 1;
         deps.metrics?.countOutbox(message.topic, counted, destination);
@@ -319,10 +419,20 @@ export function createRelay(deps: RelayDeps): Relay {
       } finally {
         outcome.end();
       }
+      const change = await recordBreakerOutcome(db, destination, clock(), isolation.breaker, {
+        published: published.length,
+        trailingFailures,
+      });
+      if (change === undefined) return;
+      logCircuit(change);
+      if (change.kind !== 'closed') circuitOpen = true;
     }
 
     const budgetMs = options.budgetMs ?? settings.budgetMs;
-    const claimBatch = async (limit: number, deadlineMs: number) => {
+    const claimBatch = async (wanted: number, deadlineMs: number) => {
+      // Rate-limited: no more than the bucket holds; an empty bucket ends the pass (drained for now).
+      const limit = bucket === undefined ? wanted : Math.min(wanted, bucket.available());
+      if (limit === 0) return { claimed: 0, limit: wanted, done: Promise.resolve() };
       const lease = takeLease(id, clock(), settings.leaseMs);
       // Spans' own time, not the relay's clock (a test's may stand still); the span is made after the
       // claim, so an idle poll that claimed nothing leaves no span behind.
@@ -343,27 +453,28 @@ export function createRelay(deps: RelayDeps): Relay {
       }
       const claim = messages.length === 0 ? untraced : claimSpan({ 'outbox.claimed': messages.length });
       claim.end();
+      bucket?.take(messages.length);
       summary.claimed += messages.length;
       return { claimed: messages.length, limit, done: publishBatch(messages, lease, deadlineMs, claim) };
     };
 
     let probes = 0;
-    if (outage !== undefined && !options.signal?.aborted) {
-      // The target was out of reach: one message first, and the rest only once it is answered.
+    if ((outage !== undefined || admitted.kind === 'probe') && !options.signal?.aborted) {
+      // The target was out of reach (or the circuit open): one message first, the rest once it is answered.
       const probe = await claimBatch(1, startedMs + budgetMs);
       await probe.done;
       probes = 1;
     }
     const progress =
-      outage === undefined
+      outage === undefined && !tripped()
         ? await drainOverlapped({
             nowMs: clock,
             budgetMs: budgetMs - (clock() - startedMs),
             signal: options.signal,
             inFlight: settings.batchesInFlight,
-            // Once the target is found unreachable, no further batch is claimed this pass.
+            // Once the target is found unreachable (or the breaker trips), no further batch is claimed this pass.
             batch: (deadlineMs) =>
-              outage === undefined
+              outage === undefined && !tripped()
                 ? claimBatch(settings.batchSize, deadlineMs)
                 : Promise.resolve({ claimed: 0, limit: settings.batchSize, done: Promise.resolve() }),
           })
@@ -372,7 +483,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const result: DrainSummary = {
       ...summary,
       batches: progress.batches + probes,
-      stoppedBy: outage === undefined ? progress.stoppedBy : 'unavailable',
+      stoppedBy: outage === undefined && !tripped() ? progress.stoppedBy : 'unavailable',
       elapsedMs: clock() - startedMs,
     };
     if (result.claimed > 0) logger.info('outbox drained', { relay: id, destination, ...result });

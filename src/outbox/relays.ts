@@ -1,7 +1,7 @@
 // Every destination's relay, drained side by side as one: each destination has its own publisher,
-// its own claim (its rows only) and its own outage backoff, so a destination that is slow or out of
-// reach holds back nothing but its own messages. This is the seam per-destination settings hang on
-// (a destination's drain loop is built from its Destination, settings included).
+// its own claim (its rows only), its own outage backoff, rate limit, concurrency and circuit breaker
+// (built from its Destination's settings in drainers.ts), so a destination that is slow or out of
+// reach holds back nothing but its own messages.
 import type { Destination, DestinationRouting } from './destinations.ts';
 import type { Publisher } from './publishers/publisher.ts';
 import type { DrainSummary, Relay } from './relay.ts';

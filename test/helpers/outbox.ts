@@ -5,7 +5,13 @@ import type postgres from 'postgres';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { type HttpPost, httpPublisher, logPublisher, type Publisher } from '../../src/outbox/publishers/publisher.ts';
-import { createRelay, type Relay, type RelayDeps, type RelaySettings } from '../../src/outbox/relay.ts';
+import {
+  createRelay,
+  type Relay,
+  type RelayDeps,
+  type RelayIsolation,
+  type RelaySettings,
+} from '../../src/outbox/relay.ts';
 import { uniqueId } from './acme.ts';
 
 export interface OutboxRow {
@@ -138,6 +144,9 @@ export const TEST_RELAY_SETTINGS: RelaySettings = {
   budgetMs: 20_000,
 };
 
+/** A breaker no test's failures reach. */
+export const NEVER_OPENS: RelayIsolation = { breaker: { failures: 1_000_000_000, cooloffMs: 1000 } };
+
 export interface TestRelay {
   relay: Relay;
   logs: string[];
@@ -160,6 +169,11 @@ export function buildTestRelay(
     /** The destination it drains: `default` unless a test names another. */
     destination?: string;
     tracer?: RelayDeps['tracer'];
+    /**
+     * The destination's rate limit and breaker. Absent: no rate limit and a breaker that never opens,
+     * so a test of retries is not cut short by the circuit (test/outbox-isolation.test.ts tests it).
+     */
+    isolation?: RelayIsolation;
   } = {},
 ): TestRelay {
   let now = Date.now();
@@ -183,6 +197,7 @@ export function buildTestRelay(
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
     ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     settings: { ...TEST_RELAY_SETTINGS, ...options.settings },
+    isolation: options.isolation ?? NEVER_OPENS,
   });
   return {
     relay,
