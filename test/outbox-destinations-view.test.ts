@@ -460,6 +460,45 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
       await page.close();
     }
   }, 60_000);
+
+  it('pauses and resumes a destination from its page, after a confirmation, audited', async () => {
+    const page = await browser.signedIn(TOKEN);
+    await page.goto(`${await browser.origin}/admin/destinations`);
+    await page.locator('h1', { hasText: 'Destinations' }).waitFor();
+    await page.fill('#operator', 'ada');
+    const edge = page.locator('[data-destination="edge"]');
+    await edge.locator('input[name="note"]').fill('consumer redeploying');
+    const confirmations: string[] = [];
+    page.once('dialog', (dialog) => {
+      confirmations.push(dialog.message());
+      void dialog.accept();
+    });
+    await edge.locator('button', { hasText: 'Pause edge' }).click();
+    await page.locator('#notice.ok', { hasText: 'edge: paused' }).waitFor();
+    expect(confirmations).toEqual([expect.stringContaining('Pause edge?')]);
+    const state = async () =>
+      (await sql`select paused_by, paused_at is not null as paused from outbox_destinations where name = 'edge'`)[0];
+    expect(await state()).toEqual({ paused_by: 'ada', paused: true });
+
+    await page.reload();
+    await page.locator('[data-destination="edge"] .status', { hasText: 'paused' }).waitFor();
+    await page.locator('[data-destination="edge"] button', { hasText: 'Resume edge' }).click();
+    await page.locator('#notice.ok', { hasText: 'edge: resumed' }).waitFor();
+    expect(await state()).toEqual({ paused_by: null, paused: false });
+    const audit = await sql`select operator, action, before_status, after_status, detail from operator_actions
+      where target_kind = 'destination' and target = 'edge' order by at`;
+    expect(audit).toMatchObject([
+      {
+        operator: 'ada',
+        action: 'pause',
+        before_status: 'active',
+        after_status: 'paused',
+        detail: { note: 'consumer redeploying' },
+      },
+      { operator: 'ada', action: 'resume', before_status: 'paused', after_status: 'active' },
+    ]);
+    await page.close();
+  }, 60_000);
 });
 
 describe('a bulk retry by destination', () => {
