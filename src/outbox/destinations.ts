@@ -25,8 +25,14 @@ export const MAX_DESTINATIONS = 32;
 export const QUEUE_TARGET_PREFIX = 'queue:';
 const QUEUE_BINDING = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-/** A breaker that never opens would hold nothing back; one that opens on a single failure flaps. */
-export const DEFAULT_BREAKER_FAILURES = 5;
+/**
+ * A breaker that never opens would hold nothing back; one that opens on a few failures trips on a
+ * target that is only flaky. Publishes settle dozens at a time, so a target failing half of them
+ * shows 5 failures in a row within a few hundred messages almost surely (and held everything back
+ * for a cool-off), while 20 in a row comes once in about a million publishes; a target that is down
+ * reaches 20 within its first wave of concurrent publishes.
+ */
+export const DEFAULT_BREAKER_FAILURES = 20;
 export const DEFAULT_BREAKER_COOLOFF_SECONDS = 30;
 
 /**
