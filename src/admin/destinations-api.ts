@@ -9,12 +9,12 @@ import { type Clock, isoOrNull } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { type DestinationPauseContext, pauseDestination, resumeDestination } from '../ops/destination-pauses.ts';
-import { PAUSE_NOTE_MAX, pauseNoteProblem } from '../ops/sender-pauses.ts';
 import type { DestinationState } from '../outbox/destination-state.ts';
 import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
 import { json, notFound, refused } from './openapi-parts.ts';
 import { actingOperator } from './operators.ts';
 import { operatorBody } from './schemas.ts';
+import { pauseNote } from './sender-schemas.ts';
 
 const destinationParams = z.object({
   name: z
@@ -27,12 +27,7 @@ const destinationParams = z.object({
 const destinationPauseBody = z
   .object({
     operator: operatorBody.shape.operator,
-    note: z
-      .string()
-      .max(PAUSE_NOTE_MAX)
-      .refine((note) => pauseNoteProblem(note) === undefined, { message: 'not a note' })
-      .optional()
-      .openapi({ description: 'why, for the other operators (one line, no control characters)' }),
+    note: pauseNote,
   })
   .strict()
   .openapi('DestinationPauseRequest');

@@ -12,6 +12,14 @@ export const senderParams = z.object({
     .openapi({ param: { name: 'provider', in: 'path' } }),
 });
 
+/** A pause's note (a sender's or a destination's): one line, why, for the other operators. */
+export const pauseNote = z
+  .string()
+  .max(PAUSE_NOTE_MAX)
+  .refine((note) => pauseNoteProblem(note) === undefined, { message: 'not a note' })
+  .optional()
+  .openapi({ description: 'why, for the other operators (one line, no control characters)' });
+
 /** Strict: a misspelt `minute` would otherwise pause the sender until someone resumes it. */
 export const pauseBody = z
   .object({
@@ -27,12 +35,7 @@ export const pauseBody = z
       .datetime({ offset: true })
       .optional()
       .openapi({ description: 'pause until this time (ISO 8601 with its offset; in the future, within a week)' }),
-    note: z
-      .string()
-      .max(PAUSE_NOTE_MAX)
-      .refine((note) => pauseNoteProblem(note) === undefined, { message: 'not a note' })
-      .optional()
-      .openapi({ description: 'why, for the other operators (one line, no control characters)' }),
+    note: pauseNote,
   })
   .strict()
   .refine((body) => body.minutes === undefined || body.until === undefined, {
