@@ -259,6 +259,20 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
   });
 });
 
+/** A flush to a database nobody listens on: it fails, as one during an outage does. */
+async function flushToNowhere(log: RejectionLog): Promise<void> {
+  const unreachable = connectDatabase({
+    url: 'postgres://postgres@127.0.0.1:1/none',
+    maxConnections: 1,
+    statementTimeoutMs: 1000,
+  });
+  try {
+    await log.flush(unreachable.db);
+  } finally {
+    await unreachable.close();
+  }
+}
+
 describe('a flush that cannot write', () => {
   it('says how many refusals and samples it lost, and the next flush writes only what came after', async () => {
     const lost: LostRejections[] = [];
@@ -267,16 +281,7 @@ describe('a flush that cannot write', () => {
     const refuse = () => test.request('/webhooks/nosuchsender', { method: 'POST', body: '{}', headers: {} });
     await refuse();
     await refuse();
-    const unreachable = connectDatabase({
-      url: 'postgres://postgres@127.0.0.1:1/none',
-      maxConnections: 1,
-      statementTimeoutMs: 1000,
-    });
-    try {
-      await log.flush(unreachable.db);
-    } finally {
-      await unreachable.close();
-    }
+    await flushToNowhere(log);
     expect(lost).toEqual([{ rejections: 2, samples: 2, error: expect.anything() }]);
     expect(log.pending).toBe(0);
     const { traceId, traceparent } = traced();
@@ -297,16 +302,7 @@ describe("the runtimes' rejection log", () => {
     });
     const test = await buildTestApp(db, { rejections: log });
     for (let n = 0; n < 3; n++) await test.request('/webhooks/nosuchsender', { method: 'POST', body: '{}' });
-    const unreachable = connectDatabase({
-      url: 'postgres://postgres@127.0.0.1:1/none',
-      maxConnections: 1,
-      statementTimeoutMs: 1000,
-    });
-    try {
-      await log.flush(unreachable.db);
-    } finally {
-      await unreachable.close();
-    }
+    await flushToNowhere(log);
     expect(metrics.render([])).toContain(
       'webhook_spool_records_lost_total{spool="rejections",reason="write_failed"} 3',
     );
