@@ -3,8 +3,6 @@
 // under the stored event's id; the newest DELIVERY_LOG_CAP are kept; retention deletes them with
 // their event; the admin API, the CLI and the dashboard show them. The spool is flushed explicitly.
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.ts';
 import { defaultHandlers } from '../src/domain/handlers.ts';
@@ -15,7 +13,7 @@ import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -358,9 +356,7 @@ describe.skipIf(!hasChromium)("the dashboard's event page", () => {
     await log.flush(db);
 
     mkdirSync(ARTIFACTS, { recursive: true });
-    const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
-    await new Promise((resolve) => server.once('listening', resolve));
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { origin, close } = await serveLocally(test.app);
     const browser = await launchChromium();
     try {
       for (const width of [1280, 390]) {
@@ -390,7 +386,7 @@ describe.skipIf(!hasChromium)("the dashboard's event page", () => {
       }
     } finally {
       await browser.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
     }
   }, 120_000);
 });

@@ -4,8 +4,6 @@
 // removes old counts; the dashboard page reads well at 1280 and 390 px.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
@@ -23,7 +21,7 @@ import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -535,18 +533,14 @@ describe('the dashboard', () => {
   });
 
   describe.skipIf(!hasChromium)('in headless chromium', () => {
-    let server: ReturnType<typeof serve> | undefined;
-    afterAll(async () => {
-      await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
-    });
+    let closeServer: () => Promise<void> = async () => {};
+    afterAll(() => closeServer());
 
     it('reads at 1280 and 390 px without sideways scrolling, headers folded', async () => {
       await refuseSome();
       const { test } = await dashboard;
-      const listening = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
-      server = listening;
-      await new Promise((resolve) => listening.once('listening', resolve));
-      const origin = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+      const { origin, close } = await serveLocally(test.app);
+      closeServer = close;
       mkdirSync(ARTIFACTS, { recursive: true });
       const browser = await launchChromium();
       try {

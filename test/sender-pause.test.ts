@@ -5,8 +5,6 @@
 // another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
 // Real PostgreSQL throughout.
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
@@ -16,7 +14,7 @@ import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -472,10 +470,8 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
   it('pauses a sender from the senders page, shows it first on the overview, and resumes it there', async () => {
     await clearPauses();
     const app = await newApp();
-    const server = serve({ fetch: app.app.fetch, port: 0, hostname: '127.0.0.1' });
-    closeServer = () => new Promise<void>((resolve) => server.close(() => resolve()));
-    await new Promise((resolve) => server.once('listening', resolve));
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { origin, close } = await serveLocally(app.app);
+    closeServer = close;
     mkdirSync(ARTIFACTS, { recursive: true });
     const browser = await launchChromium();
     try {

@@ -22,6 +22,16 @@ export interface DashboardBrowser {
   signedIn(token: string, width?: number, height?: number): Promise<Page>;
 }
 
+/** The app served on a free local port: its origin, and how to stop it. */
+export async function serveLocally(app: Hono<DatabaseEnv>): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 /** Debian's chromium, headless, with the flags every dashboard test runs it with. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
