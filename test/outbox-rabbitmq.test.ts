@@ -10,7 +10,7 @@ import { uniqueId } from './helpers/acme.ts';
 import { cuttableLink, drainOneMessage, publishersForFile, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage, publishAcrossOutage } from './shared/broker-outages.ts';
+import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -158,6 +158,6 @@ describe('a RabbitMQ outage far longer than the backoff (through a proxy the tes
       lastError:
         /^(timeout while disconnected|rabbitmq: (E[A-Z]+|connect E[A-Z]+|connection lost before the confirm|[A-Za-z]*Error))$/,
     });
-    expect(probes).toBeGreaterThanOrEqual(100);
+    expect(probes).toBeGreaterThanOrEqual(OUTAGE_PROBES);
   }, 60_000);
 });

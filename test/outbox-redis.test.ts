@@ -18,7 +18,7 @@ import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage, publishAcrossOutage } from './shared/broker-outages.ts';
+import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -170,7 +170,7 @@ describe('a Redis outage far longer than the backoff (through a proxy the test c
       lastError:
         /^(timeout while disconnected|redis: (connection lost before the reply|disconnected, reconnecting|E[A-Z]+))$/,
     });
-    expect(probes).toBeGreaterThanOrEqual(100);
+    expect(probes).toBeGreaterThanOrEqual(OUTAGE_PROBES);
   }, 60_000);
 });
 

@@ -28,7 +28,7 @@ import {
   outboxRows,
 } from './helpers/outbox.ts';
 import { refusingUrl, type SinkAnswer, startSink } from './helpers/sink.ts';
-import { publishAcrossOutage } from './shared/broker-outages.ts';
+import { OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 
 const database = await useTestDatabase();
 const { db, sql } = database;
@@ -751,7 +751,7 @@ describe('an HTTP target out of reach far longer than the backoff (through a pro
       consume: async () => sink.requests.map((request) => String(request.headers['idempotency-key'])),
       lastError: /^network (ECONNREFUSED|ECONNRESET)$/,
     });
-    expect(probes).toBeGreaterThanOrEqual(100);
+    expect(probes).toBeGreaterThanOrEqual(OUTAGE_PROBES);
   }, 60_000);
 });
 
