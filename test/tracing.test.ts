@@ -9,9 +9,12 @@ import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { defaultHandlers } from '../src/domain/handlers.ts';
 import { tracingFromEnv } from '../src/entry/tracing-node.ts';
 import { DEFAULT_SERVICE_NAME, type TracingEnv, tracesUrl } from '../src/entry/tracing-sdk.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { noTracing, type Tracer } from '../src/lib/tracing.ts';
+import { replayEvents } from '../src/ops/replay.ts';
 import type { Publisher } from '../src/outbox/publishers/publisher.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -383,5 +386,20 @@ describe('async mode', () => {
     expect((await messageOf(traced.event.id)).traceparent).toBe(sender.traceparent);
     expect((await messageOf(bare.event.id)).traceparent).toBeNull();
     expect((await messageOf(invalid.event.id)).traceparent).toBeNull();
+  });
+
+  it("an operator's replay continues no trace: its message carries none, and the row keeps the delivery's", async () => {
+    const sender = senderTrace();
+    const event = acmeEvent();
+    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, traceparent)
+      values ('acme', ${event.id}, ${event.type}, 'failed', ${sql.json(event)}, 1, ${sender.traceparent})`;
+    const logger = createLogger({ level: 'silent', now: () => new Date() });
+    const replayed = await replayEvents(
+      { db, handlers: defaultHandlers, clock: () => Date.now(), logger },
+      { provider: 'acme', eventIds: [event.id], operator: 'alice' },
+    );
+    expect(replayed).toMatchObject({ kind: 'replayed', events: [{ outcome: 'applied' }] });
+    expect((await messageOf(event.id)).traceparent).toBeNull();
+    expect(await storedTraceparent(event.id)).toBe(sender.traceparent);
   });
 });
