@@ -392,7 +392,7 @@ describe('async mode', () => {
     const sender = senderTrace();
     const event = acmeEvent();
     await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, traceparent)
-      values ('acme', ${event.id}, ${event.type}, 'failed', ${sql.json(event)}, 1, ${sender.traceparent})`;
+      values ('acme', ${event.id}, ${event.type}, 'failed', ${JSON.stringify(event)}::text::jsonb, 1, ${sender.traceparent})`;
     const logger = createLogger({ level: 'silent', now: () => new Date() });
     const replayed = await replayEvents(
       { db, handlers: defaultHandlers, clock: () => Date.now(), logger },
