@@ -5,7 +5,7 @@
 // connection opened with `prepare: false` (a pooler that cannot hold them) runs them unnamed.
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type Database, type Transaction } from '../src/db/client.ts';
-import { insertOrTakeBackAll } from '../src/inbox/event-rows.ts';
+import { type Arrival, insertOrTakeBackAll } from '../src/inbox/event-rows.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
@@ -13,8 +13,15 @@ const { db, sql, url } = await useTestDatabase();
 const unprepared = connectDatabase({ url, maxConnections: 1, statementTimeoutMs: 10_000, prepare: false });
 afterAll(() => unprepared.close());
 
+// Sync and async arrivals mixed, a queued one with a traceparent or without: one statement text for all.
+const arrivals: Arrival[] = [
+  { status: 'completed' },
+  { status: 'received', availableAt: new Date(), traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+  { status: 'received', availableAt: new Date() },
+];
+
 const arriving = (count: number) =>
-  Array.from({ length: count }, () => {
+  Array.from({ length: count }, (_, index) => {
     const payload = { id: uniqueId('evt') };
     return {
       event: {
@@ -26,7 +33,7 @@ const arriving = (count: number) =>
         payloadText: JSON.stringify(payload),
         unknownSchemaVersion: false,
       },
-      arrival: { status: 'completed' as const },
+      arrival: arrivals[index % arrivals.length] as Arrival,
     };
   });
 

@@ -2,17 +2,19 @@
 // protocols) to a receiver the test runs, and consumers reading each broker's message back. One trace
 // runs from the sender's traceparent through verify, claim, the handler and commit to each publish,
 // and every destination hands the consumer a traceparent of that trace. With no endpoint nothing is
-// exported and no SDK exists. Async mode: the worker's apply names the intake's trace.
+// exported and no SDK exists. Async mode: the same one trace, the worker's apply a child of the
+// delivery through the traceparent its row kept, whether the worker applies it alone or in a batch.
 import { randomBytes } from 'node:crypto';
 import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { defaultHandlers } from '../src/domain/handlers.ts';
 import { tracingFromEnv } from '../src/entry/tracing-node.ts';
 import { DEFAULT_SERVICE_NAME, type TracingEnv, tracesUrl } from '../src/entry/tracing-sdk.ts';
-import { createDeliveryLog } from '../src/inbox/delivery-log.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { noTracing, type Tracer } from '../src/lib/tracing.ts';
+import { replayEvents } from '../src/ops/replay.ts';
 import type { Publisher } from '../src/outbox/publishers/publisher.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -63,15 +65,23 @@ function senderTrace() {
   return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
 }
 
-async function deliverTraced(test: Awaited<ReturnType<typeof buildTestApp>>, traceparent: string) {
+async function deliverTraced(test: Awaited<ReturnType<typeof buildTestApp>>, traceparent: string | undefined) {
   const event = acmeEvent({ data: { id: uniqueId('sub'), status: 'active' } });
   const body = JSON.stringify(event);
   const response = await test.request('/webhooks/acme', {
     method: 'POST',
     body,
-    headers: { ...(await signedHeaders(body)), traceparent },
+    headers: { ...(await signedHeaders(body)), ...(traceparent === undefined ? {} : { traceparent }) },
   });
   return { event, response };
+}
+
+/** The traceparent the event's row kept for the worker (async mode). */
+async function storedTraceparent(eventId: string) {
+  const [row] = await sql<{ traceparent: string | null }[]>`
+    select traceparent from webhook_events where provider = 'acme' and event_id = ${eventId}`;
+  expect(row, eventId).toBeDefined();
+  return row?.traceparent;
 }
 
 async function messageOf(eventId: string) {
@@ -310,28 +320,86 @@ describe('tracing off', () => {
 });
 
 describe('async mode', () => {
-  it('ends the delivery span at 202; the worker apply names that trace, and its message carries the apply trace', async () => {
+  it('one trace from the sender through claim, then the worker apply, its handler and the publish', async () => {
     const tracer = tracingTo({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
-    const deliveryLog = createDeliveryLog({ logger: createLogger({ level: 'silent', now: () => new Date() }) });
-    const test = await buildTestApp(db, { tracer, deliveryLog, config: { PROCESSING_MODE: 'async' } });
-    const sender = senderTrace();
+    const test = await buildTestApp(db, { tracer, config: { PROCESSING_MODE: 'async' } });
+    // One lane: the two queued together are claimed by one batch, never split between lanes.
+    const worker = buildTestWorker(db, { tracer, settings: { lanes: 1 } });
+    const senders = [senderTrace(), senderTrace(), senderTrace()];
 
-    const { event, response } = await deliverTraced(test, sender.traceparent);
-    expect(response.status).toBe(202);
-    await deliveryLog.flush(db);
-    const worker = buildTestWorker(db, { tracer });
+    // The first alone (the worker's one-event path), the other two in one batch (its batch claim).
+    const alone = await deliverTraced(test, senders[0]?.traceparent);
+    expect(alone.response.status).toBe(202);
     expect(await worker.worker.work()).toMatchObject({ completed: 1 });
+    const batched = [
+      await deliverTraced(test, senders[1]?.traceparent),
+      await deliverTraced(test, senders[2]?.traceparent),
+    ];
+    expect(batched.map(({ response }) => response.status)).toEqual([202, 202]);
+    const stored = await Promise.all([alone, ...batched].map(({ event }) => storedTraceparent(event.id)));
+    expect(await worker.worker.work()).toMatchObject({ completed: 2 });
+    const applied = (eventId: string) =>
+      worker.logs.find((line) => line.msg === 'inbox event applied' && line.event_id === eventId);
+    expect(applied(alone.event.id)?.batch_size).toBeUndefined();
+    for (const { event } of batched) expect(applied(event.id)?.batch_size).toBe(2);
+    expect(await buildTestRelay(db, { target: sink.url, tracer }).relay.drain()).toMatchObject({ published: 3 });
     await tracer.flush();
 
-    const delivery = only(sender.traceId, 'POST /webhooks/:provider');
-    expect(delivery.attributes['http.response.status_code']).toBe(202);
-    expect(only(sender.traceId, 'claim').parentSpanId).toBe(delivery.spanId);
-    expect(spansOf(sender.traceId).map((span) => span.name)).not.toContain('handler');
-    const apply = receiver.spans.find(
-      (span) => span.name === 'apply' && span.attributes['webhook.delivery.trace_id'] === sender.traceId,
+    for (const [index, { event }] of [alone, ...batched].entries()) {
+      const sender = senders[index] as ReturnType<typeof senderTrace>;
+      const delivery = only(sender.traceId, 'POST /webhooks/:provider');
+      expect(delivery).toMatchObject({ parentSpanId: sender.spanId, kind: SERVER });
+      expect(delivery.attributes['http.response.status_code']).toBe(202);
+      for (const name of ['verify', 'claim'])
+        expect(only(sender.traceId, name).parentSpanId, name).toBe(delivery.spanId);
+      expect(spansOf(sender.traceId).map((span) => span.name)).not.toContain('commit');
+      // The row kept the delivery span's traceparent, and the apply is that span's child.
+      expect(stored[index]).toBe(`00-${sender.traceId}-${delivery.spanId}-01`);
+      const apply = only(sender.traceId, 'apply');
+      expect(apply).toMatchObject({ kind: CONSUMER, parentSpanId: delivery.spanId });
+      expect(apply.attributes).toEqual({ 'webhook.provider': 'acme', 'webhook.event_type': 'subscription.updated' });
+      const handler = only(sender.traceId, 'handler');
+      expect(handler.parentSpanId).toBe(apply.spanId);
+      const message = await messageOf(event.id);
+      expect(message.traceparent).toBe(`00-${sender.traceId}-${handler.spanId}-01`);
+      expect(only(sender.traceId, 'outbox publish')).toMatchObject({ parentSpanId: handler.spanId, kind: PRODUCER });
+      expect(sink.requests.filter((request) => request.headers.traceparent === message.traceparent)).toHaveLength(1);
+    }
+    // No apply went to a trace of its own.
+    const traceIds = new Set(senders.map((sender) => sender.traceId));
+    expect(receiver.spans.filter((span) => span.name === 'apply' && !traceIds.has(span.traceId))).toEqual([]);
+  });
+
+  it("tracing off: the row keeps the sender's valid traceparent (else null) and the worker passes it on", async () => {
+    const test = await buildTestApp(db, { tracer: noTracing, config: { PROCESSING_MODE: 'async' } });
+    const sender = senderTrace();
+
+    const traced = await deliverTraced(test, sender.traceparent);
+    const bare = await deliverTraced(test, undefined);
+    const invalid = await deliverTraced(test, `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`);
+    expect([traced, bare, invalid].map(({ response }) => response.status)).toEqual([202, 202, 202]);
+    expect(await storedTraceparent(traced.event.id)).toBe(sender.traceparent);
+    expect(await storedTraceparent(bare.event.id)).toBeNull();
+    expect(await storedTraceparent(invalid.event.id)).toBeNull();
+
+    expect(await buildTestWorker(db).worker.work()).toMatchObject({ completed: 3 });
+    expect((await messageOf(traced.event.id)).traceparent).toBe(sender.traceparent);
+    expect((await messageOf(bare.event.id)).traceparent).toBeNull();
+    expect((await messageOf(invalid.event.id)).traceparent).toBeNull();
+  });
+
+  it("an operator's replay continues no trace: its message carries none, and the row keeps the delivery's", async () => {
+    const sender = senderTrace();
+    const event = acmeEvent();
+    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, attempt_count, traceparent)
+      values ('acme', ${event.id}, ${event.type}, 'failed', ${JSON.stringify(event)}::text::jsonb, 1, ${sender.traceparent})`;
+    const logger = createLogger({ level: 'silent', now: () => new Date() });
+    const replayed = await replayEvents(
+      { db, handlers: defaultHandlers, clock: () => Date.now(), logger },
+      { provider: 'acme', eventIds: [event.id], operator: 'alice' },
     );
-    expect(apply).toMatchObject({ kind: CONSUMER, parentSpanId: undefined });
-    const message = await messageOf(event.id);
-    expect(message.traceparent).toBe(`00-${apply?.traceId}-${apply?.spanId}-01`);
+    expect(replayed).toMatchObject({ kind: 'replayed', events: [{ outcome: 'applied' }] });
+    expect((await messageOf(event.id)).traceparent).toBeNull();
+    expect(await storedTraceparent(event.id)).toBe(sender.traceparent);
   });
 });

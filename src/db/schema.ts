@@ -90,6 +90,11 @@ export const webhookEvents = pgTable(
     /** Async mode: the worker lease; an expired lease makes the row claimable again. */
     lockedUntil: timestamp({ withTimezone: true }),
     lockedBy: text(),
+    /**
+     * Async mode: the W3C traceparent of the delivery that queued the row (its span's; with tracing
+     * off, the sender's own when valid), so the worker's apply continues that trace. Null in sync mode.
+     */
+    traceparent: text(),
   },
   (table) => [
     primaryKey({ columns: [table.provider, table.eventId] }),

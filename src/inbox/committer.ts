@@ -260,7 +260,7 @@ function results(batch: readonly Member[], byMember: readonly (StoredRow | null)
 /** Runs the event's handler when its row was written for applying now. */
 async function applyWritten(tx: Transaction, member: Member, item: PlannedEvent, row: StoredRow | null): Promise<void> {
   if (row === null || !appliesNow(item)) return;
-  await applyTraced(member.span ?? untraced, tx, item, row.eventId);
+  await applyTraced(member.span ?? untraced, tx, item.plan, item.event, row.eventId);
 }
 
 /** Each member's `claim` span around the batch's one insert. */

@@ -14,7 +14,6 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { Spool } from '../lib/spool.ts';
 import { isStorableText } from '../lib/text.ts';
-import { storedKeyString } from './event-rows.ts';
 
 /**
  * Rows kept per event, newest first. A sender's whole retry schedule fits with room to spare
@@ -171,28 +170,4 @@ export function purgeUnkeptDeliveries(cutoff: Date, limit: number) {
       where l.provider = s.provider and l.event_id = s.event_id and l.delivered_at = s.delivered_at
         and l.trace_id = s.trace_id returning 1
     ) select count(*)::int as n from gone`;
-}
-
-/**
- * The trace id of each event's latest logged delivery, keyed by `storedKeyString`: how the async
- * worker's apply span names the intake trace it continues (the event row keeps no traceparent, so
- * there is no span to parent it on or link it to). A delivery the log has not flushed yet is not found.
- */
-export async function latestDeliveryTraceIds(
-  db: Executor,
-  keys: readonly { provider: string; eventId: string }[],
-): Promise<Map<string, string>> {
-  if (keys.length === 0) return new Map();
-  const input = keys.map((key) => ({ provider: key.provider, event_id: key.eventId }));
-  const rows = await executePrepared<{ provider: string; event_id: string; trace_id: string }>(
-    db,
-    sql`select k.provider, k.event_id, d.trace_id
-    from json_to_recordset(${JSON.stringify(input)}::json) as k(provider text, event_id text)
-    cross join lateral (
-      select trace_id from webhook_deliveries d
-      where d.provider = k.provider and d.event_id = k.event_id
-      order by d.delivered_at desc limit 1
-    ) as d`,
-  );
-  return new Map(rows.map((row) => [storedKeyString(row.provider, row.event_id), row.trace_id]));
 }

@@ -13,7 +13,7 @@
 // | received, failed, processing (expired lease) | completed, ignored, parked | worker's batch (lockDueBatch) | markApplied |
 // | processing, failed, parked, dead_letter | completed, ignored, parked  | worker, operator replay  | markApplied          |
 // | processing, failed, parked, dead_letter | failed, dead_letter         | worker, operator replay  | recordApplyFailure   |
-// | completed, ignored, dead_letter     | payload null, then deleted (kept if it has a digest) | retention purge | purgeStatements |
+// | completed, ignored, dead_letter     | payload and traceparent null, then deleted (kept if it has a digest) | retention purge | purgeStatements |
 //
 // Why concurrent writers never apply an event twice (the argument every statement here relies on):
 // nothing is read before it is written. An INSERT … ON CONFLICT arbitrates on the primary key
@@ -72,9 +72,12 @@ export type AppliedStatus = 'completed' | 'ignored' | 'parked';
 
 /**
  * What a delivery's row becomes: applied in the delivery's own transaction (sync mode), or stored
- * `received` for the worker, due at `availableAt` (async mode).
+ * `received` for the worker, due at `availableAt` (async mode), with the traceparent the worker's
+ * apply continues (the delivery span's; with tracing off, the sender's own when valid).
  */
-export type Arrival = { status: AppliedStatus } | { status: 'received'; availableAt: Date };
+export type Arrival =
+  | { status: AppliedStatus }
+  | { status: 'received'; availableAt: Date; traceparent?: string | undefined };
 
 /**
  * The WHERE condition that finds a delivery's stored row: by the signed event id, or, where the
@@ -103,12 +106,27 @@ export interface ArrivingEvent {
  * What taking a `failed` row back sets, from the arriving row `v` (a VALUES row, or `excluded`).
  * Applied now: the final status, and the old error cleared. Queued: `received`, due again, its
  * attempt count unchanged (a redelivery is not a failure) and its last error kept until the worker
- * applies it.
+ * applies it, in the trace of this delivery (its traceparent replaces the earlier one's).
  */
 const takeBackSet = (v: SQL) => sql`status = ${v}.status,
   completed_at = ${v}.completed_at,
   available_at = case when ${v}.status = 'received' then ${v}.available_at else webhook_events.available_at end,
-  last_error = case when ${v}.status = 'received' then webhook_events.last_error end`;
+  last_error = case when ${v}.status = 'received' then webhook_events.last_error end,
+  traceparent = ${v}.traceparent`;
+
+/** One arriving row as the JSON parameter carries it. */
+interface ArrivingInput {
+  provider: string;
+  event_id: string;
+  event_type: string;
+  status: Arrival['status'];
+  payload: string;
+  content_digest: string | null;
+  occurred_at: string | null;
+  available_at: string | null;
+  /** Only a queued row's, when it has one: absent, the recordset reads null (sync mode's JSON is unchanged). */
+  traceparent?: string;
+}
 
 /**
  * The arriving rows as a relation with the table's columns, from one JSON parameter rather than a
@@ -116,24 +134,33 @@ const takeBackSet = (v: SQL) => sql`status = ${v}.status,
  * row's parameters are rendered one by one. A parked or queued event is not finished (completed_at).
  */
 function arrivingRows(rows: readonly ArrivingEvent[]): SQL {
-  const input = rows.map(({ event, arrival }) => ({
-    provider: event.provider,
-    event_id: event.eventId,
-    event_type: event.eventType,
-    status: arrival.status,
-    payload: event.payloadText,
-    content_digest: event.contentDigest ?? null,
-    occurred_at: event.occurredAt?.toISOString() ?? null,
-    available_at: arrival.status === 'received' ? arrival.availableAt.toISOString() : null,
-  }));
+  const input = rows.map(({ event, arrival }) => {
+    const row: ArrivingInput = {
+      provider: event.provider,
+      event_id: event.eventId,
+      event_type: event.eventType,
+      status: arrival.status,
+      payload: event.payloadText,
+      content_digest: event.contentDigest ?? null,
+      occurred_at: event.occurredAt?.toISOString() ?? null,
+      available_at: null,
+    };
+    if (arrival.status === 'received') {
+      row.available_at = arrival.availableAt.toISOString();
+      if (arrival.traceparent !== undefined) row.traceparent = arrival.traceparent;
+    }
+    return row;
+  });
   return sql`(select provider, event_id, event_type, status, payload::jsonb as payload, content_digest, occurred_at,
       case when status in ('completed', 'ignored') then now() end as completed_at,
-      coalesce(available_at, now()) as available_at
+      coalesce(available_at, now()) as available_at, traceparent
     from json_to_recordset(${JSON.stringify(input)}::json) as input(provider text, event_id text, event_type text,
-      status webhook_event_status, payload text, content_digest text, occurred_at timestamptz, available_at timestamptz))`;
+      status webhook_event_status, payload text, content_digest text, occurred_at timestamptz, available_at timestamptz,
+      traceparent text))`;
 }
 
-const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at)`;
+const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at,
+  traceparent)`;
 
 /** What the intake's statements return for each row they wrote: the arriving key and the stored row. */
 interface WrittenRow {
@@ -311,7 +338,7 @@ export function lockDueBatch(tx: Transaction, lease: Lease, dueBy: Date, limit: 
 /** lockDueBatch's statement, exported so its plan can be checked. */
 export function dueBatchStatement(lease: Lease, dueBy: Date, limit: number): SQL {
   return sql`select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at,
-      content_digest, attempt_count
+      content_digest, traceparent, attempt_count
     from webhook_events
     where status in ('received', 'failed', 'processing') and available_at <= ${dueBy.toISOString()}
       and (locked_until is null or locked_until < ${lease.takenAt.toISOString()})
@@ -396,6 +423,8 @@ export type LockedRow = {
   payload: string | null;
   occurred_at: string | null;
   content_digest: string | null;
+  /** The trace the delivery that queued the row asks its apply to continue (async mode); else null. */
+  traceparent: string | null;
 };
 
 /**
@@ -412,7 +441,8 @@ export async function lockForApply(
   return executePrepared<LockedRow>(
     tx,
     sql`
-    select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at, content_digest
+    select provider, event_id, event_type, payload::text as payload, occurred_at::text as occurred_at, content_digest,
+      traceparent
     from webhook_events
     where (provider, event_id) in (
         select provider, event_id from json_to_recordset(${JSON.stringify(keyRows)}::json) as k(provider text, event_id text))
@@ -518,11 +548,13 @@ export const purgeStatements = {
     ), logged as (
       delete from webhook_deliveries l using gone g where l.provider = g.provider and l.event_id = g.event_id
     ) select count(*)::int as n from gone`,
+  // The traceparent goes with the payload: once the row is finished no apply will read it, and a row
+  // kept for its digest would carry it for good (docs/scaling.md, bytes per event).
   nullPayloads: (payloadCutoff: Date, limit: number) => sql`with stale as (
       select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null
       limit ${limit} for update skip locked
     ), done as (
-      update webhook_events e set payload = null from stale s
+      update webhook_events e set payload = null, traceparent = null from stale s
       where e.provider = s.provider and e.event_id = s.event_id returning 1
     ) select count(*)::int as n from done`,
 };

@@ -284,7 +284,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     const items = planned.map(({ event, plan }): PlannedEvent => {
       const arrival: Arrival =
         backlog !== undefined && plan.kind === 'apply'
-          ? { status: 'received', availableAt: new Date(deps.clock()) }
+          ? { status: 'received', availableAt: new Date(deps.clock()), traceparent: span.traceparent }
           : { status: finalStatus[plan.kind] };
       return { event, plan, arrival };
     });

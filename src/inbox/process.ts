@@ -85,14 +85,20 @@ export function committedAs(item: PlannedEvent, row: StoredRow | null): Committe
 }
 
 /**
- * Runs the event's handler in `tx` inside a `handler` span, a child of the delivery's: what the
- * handler enqueues carries that span's traceparent to every destination.
+ * Runs the event's handler in `tx` inside a `handler` span, a child of `parent` (the delivery's, or
+ * the worker's `apply`): what the handler enqueues carries that span's traceparent to every
+ * destination. `eventId`: the stored id, where a digest match kept the first delivery's.
  */
-export function applyTraced(delivery: Span, tx: Transaction, item: PlannedEvent, eventId: string): Promise<void> {
-  const { plan, event } = item;
+export function applyTraced(
+  parent: Span,
+  tx: Transaction,
+  plan: Plan,
+  event: InboxEvent,
+  eventId = event.eventId,
+): Promise<void> {
   if (plan.kind !== 'apply') return Promise.resolve();
   return inSpan(
-    delivery,
+    parent,
     'handler',
     (span) =>
       applyHandler(plan.handler, tx, { ...event, eventId, traceparent: span.traceparent ?? null }, plan.payload),
@@ -131,7 +137,7 @@ export async function processDelivery(
         const written = rows[index] ?? null;
         if (written !== null && appliesNow(item)) {
           failing = item.event;
-          await applyTraced(delivery, tx, item, written.eventId);
+          await applyTraced(delivery, tx, item.plan, item.event, written.eventId);
         }
         results.push(committedAs(item, written));
       }

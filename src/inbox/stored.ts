@@ -4,12 +4,11 @@
 // event is applied once however many workers, replays or redeliveries race for it (event-rows.ts).
 import type { Executor, Transaction } from '../db/client.ts';
 import { isTransientDatabaseError } from '../db/errors.ts';
-import { applyHandler, type HandlerMap } from '../domain/handlers.ts';
+import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
-import type { Span, Tracer } from '../lib/tracing.ts';
+import { noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { WebhookProvider } from '../providers/types.ts';
-import { latestDeliveryTraceIds } from './delivery-log.ts';
 import {
   type AppliedStatus,
   type FailurePolicy,
@@ -22,7 +21,7 @@ import {
   type StoredFilter,
   storedKeyString,
 } from './event-rows.ts';
-import { finalStatus, planFor } from './process.ts';
+import { applyTraced, finalStatus, planFor } from './process.ts';
 
 /** What became of the row: its new status, or `skipped` when it was not in a state it may leave. */
 export type StoredOutcome = AppliedStatus | 'failed' | 'dead_letter' | 'skipped';
@@ -60,9 +59,17 @@ export interface StoredContext {
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
   providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;
-  /** Spans for each application (the async worker's); absent: none. */
+  /**
+   * The async worker's: each application continues the trace stored with its row (an `apply` span,
+   * or with `noTracing` the stored traceparent passed through to what the handler enqueues). Absent
+   * (an operator's replay, a new action rather than the delivery's): no span, and what the handler
+   * enqueues carries no traceparent.
+   */
   tracer?: Tracer | undefined;
 }
+
+/** The span of an application without a tracer (a replay): records nothing, carries no traceparent. */
+const untraced = noTracing.start('untraced');
 
 export interface StoredResult {
   outcome: StoredOutcome;
@@ -100,10 +107,7 @@ async function applyRow(
     // Stored, but no longer acceptable to its handler: retrying cannot help.
     throw new DomainRejection('payload no longer matches its handler schema');
   }
-  const traceparent = span?.traceparent;
-  if (plan.kind === 'apply') {
-    await applyHandler(plan.handler, tx, traceparent === undefined ? event : { ...event, traceparent }, plan.payload);
-  }
+  await applyTraced(span ?? untraced, tx, plan, event);
   return finalStatus[plan.kind];
 }
 
@@ -129,33 +133,24 @@ async function applyLocked(
 }
 
 /**
- * One `apply` span per row when tracing is on, each the root of a trace of its own: the event row
- * keeps no traceparent, so the intake's span can be neither its parent nor a link. The intake trace
- * it continues is named by `webhook.delivery.trace_id` (its latest logged delivery's, one statement
- * for the batch), and what its handler enqueues carries this span's traceparent.
+ * One `apply` span per row, a child of the traceparent its delivery stored (the delivery span's, or
+ * with tracing off at the intake the sender's own), so the delivery and its later application are
+ * one trace; a row without one (tracing off and no sender traceparent, or queued before the column
+ * existed) starts a trace of its own. Its `handler` child's traceparent is what the handler
+ * enqueues. None without a tracer (a replay).
  */
-async function applySpans(
-  context: StoredContext,
-  tx: Transaction,
-  rows: readonly LockedRow[],
-): Promise<(Span | undefined)[]> {
+function applySpans(context: StoredContext, rows: readonly LockedRow[]): (Span | undefined)[] {
   const { tracer } = context;
-  if (tracer === undefined || !tracer.enabled || rows.length === 0) return [];
-  const traceIds = await latestDeliveryTraceIds(
-    tx,
-    rows.map((row) => ({ provider: row.provider, eventId: row.event_id })),
-  );
-  return rows.map((row) => {
-    const deliveryTraceId = traceIds.get(storedKeyString(row.provider, row.event_id));
-    return tracer.start('apply', {
+  if (tracer === undefined) return [];
+  return rows.map((row) =>
+    tracer.start('apply', {
+      parent: row.traceparent,
       kind: 'consumer',
-      attributes: {
-        'webhook.provider': row.provider,
-        'webhook.event_type': row.event_type,
-        ...(deliveryTraceId === undefined ? {} : { 'webhook.delivery.trace_id': deliveryTraceId }),
-      },
-    });
-  });
+      ...(tracer.enabled
+        ? { attributes: { 'webhook.provider': row.provider, 'webhook.event_type': row.event_type } }
+        : {}),
+    }),
+  );
 }
 
 /**
@@ -169,7 +164,7 @@ export async function applyLockedRows(
   rows: readonly LockedRow[],
 ): Promise<Map<string, StoredResult>> {
   // Started together, in key order: handlers' writes of one tick share statements (subscriptions.ts).
-  const spans = await applySpans(context, tx, rows);
+  const spans = applySpans(context, rows);
   const settled = await Promise.allSettled(rows.map((row, index) => applyRow(context, tx, row, spans[index])));
   for (const [index, result] of settled.entries()) {
     if (result.status === 'rejected') spans[index]?.fail(result.reason);

@@ -18,7 +18,7 @@ import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { Tracer } from '../lib/tracing.ts';
+import { noTracing, type Tracer } from '../lib/tracing.ts';
 import { providersByName } from '../providers/registry.ts';
 import {
   type ClaimedEvent,
@@ -105,7 +105,7 @@ export interface WorkerDeps {
   /** The in-process intake's load, when there is one: batches wait while it is saturated. */
   intakeLoad?: IntakeLoad;
   settings: WorkerSettings;
-  /** An `apply` span per event (stored.ts); absent: none. */
+  /** An `apply` span per event, continuing its delivery's trace (stored.ts); absent: `noTracing`. */
   tracer?: Tracer | undefined;
 }
 
@@ -142,7 +142,8 @@ export function createWorker(deps: WorkerDeps): InboxWorker {
     db,
     handlers: deps.handlers,
     providersByName: deps.providersByName ?? providersByName,
-    tracer: deps.tracer,
+    // A tracer always, `noTracing` by default: the stored traceparent then still reaches the outbox.
+    tracer: deps.tracer ?? noTracing,
   };
 
   const report = (event: ClaimedEvent, outcome: StoredOutcome, summary: Tally, line: ReportLine) =>
