@@ -5,13 +5,16 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import postgres from 'postgres';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
 import { acmeEvent, signedHeaders, uniqueId } from '../helpers/acme.ts';
 import type { ReceivedSpan, ReceivedTraces } from '../helpers/otlp-receiver.ts';
 
 const sql = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
 afterAll(() => sql.end());
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const receiverUrl = (env as Env & { OTLP_RECEIVER_URL: string }).OTLP_RECEIVER_URL;
 
@@ -130,5 +133,24 @@ describe('tracing in the Worker', () => {
     const rows = await sql<{ traceparent: string | null; status: string }[]>`
       select traceparent, status::text from outbox_messages where deduplication_key = ${key}`;
     expect(rows).toEqual([{ traceparent, status: 'published' }]);
+  });
+
+  it('answers 503 naming OTEL_EXPORTER_OTLP_PROTOCOL when it asks for grpc, and stores nothing', async () => {
+    const logs: string[] = [];
+    vi.spyOn(console, 'log').mockImplementation((line: unknown) => {
+      logs.push(String(line));
+    });
+    const bindings = withBindings({ OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+
+    const { response, key } = await deliver(bindings, `00-${hex(16)}-${hex(8)}-01`);
+
+    expect(response.status).toBe(503);
+    expect(logs.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({
+        msg: 'configuration unusable',
+        error: expect.stringContaining('OTEL_EXPORTER_OTLP_PROTOCOL'),
+      }),
+    ]);
+    expect(await sql`select 1 from outbox_messages where deduplication_key = ${key}`).toHaveLength(0);
   });
 });
