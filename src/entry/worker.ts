@@ -12,7 +12,7 @@ import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
 import { createRejectionLog, type RejectionLog } from '../inbox/rejection-log.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, errorName } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import type { Tracer } from '../lib/tracing.ts';
@@ -136,6 +136,18 @@ function reportUnusable(error: unknown): void {
   });
 }
 
+/**
+ * The spans that ended in this isolate, sent within the invocation that waits on this. A collector
+ * that is down or refuses costs those spans and one log line (the errors' class names: a message may
+ * quote the endpoint), never the invocation.
+ */
+function exportSpans({ tracer, logger }: Runtime): Promise<void> {
+  return tracer.flush().catch((error: unknown) => {
+    // The provider rejects with one error per span processor.
+    logger.warn('trace export failed', { errors: (Array.isArray(error) ? error : [error]).map(errorName) });
+  });
+}
+
 /** A postgres.js client for this invocation only: sockets cannot outlive the request that opened them. */
 function openDatabase(env: Env, config: Config): DatabaseHandle {
   return connectDatabase({
@@ -168,7 +180,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
     const written = runtime.rejections.flush(database.db).then(() => runtime.deliveryLog?.flush(database.db));
     ctx.waitUntil(written.finally(() => database.close()));
     // The request's spans have ended with its answer (those of the writes above are not traced).
-    ctx.waitUntil(runtime.tracer.flush());
+    ctx.waitUntil(exportSpans(runtime));
   }
 }
 
@@ -190,7 +202,7 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
     );
   } finally {
     // The run's spans (publishes, applications), sent while the cron invocation is still waited on.
-    await Promise.all([database.close(), tracer.flush()]);
+    await Promise.all([database.close(), exportSpans(runtime)]);
   }
 }
 

@@ -184,7 +184,10 @@ function decodeJson(body: Uint8Array): ReceivedSpan[] {
   });
 }
 
-/** Starts a receiver answering 200 `{}` to every export; `close` stops it. */
+/**
+ * Starts a receiver answering 200 `{}` to every export, except under `/unavailable/`: a collector
+ * that is down, answering 503 and keeping no span. `close` stops it.
+ */
 export async function listenOtlpReceiver(): Promise<OtlpReceiver & { close(): Promise<void> }> {
   const spans: ReceivedSpan[] = [];
   const requests: ReceivedExport[] = [];
@@ -199,6 +202,10 @@ export async function listenOtlpReceiver(): Promise<OtlpReceiver & { close(): Pr
     req.on('end', () => {
       const contentType = req.headers['content-type'];
       requests.push({ path: req.url ?? '', contentType, authorization: req.headers.authorization });
+      if (req.url?.startsWith('/unavailable/') === true) {
+        res.writeHead(503).end();
+        return;
+      }
       const body = new Uint8Array(Buffer.concat(chunks));
       spans.push(...(contentType?.startsWith('application/json') === true ? decodeJson(body) : decodeProtobuf(body)));
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');

@@ -153,4 +153,28 @@ describe('tracing in the Worker', () => {
     ]);
     expect(await sql`select 1 from outbox_messages where deduplication_key = ${key}`).toHaveLength(0);
   });
+
+  it('answers and publishes as usual when the collector refuses the exports, logging each failed one', async () => {
+    const logs: Record<string, unknown>[] = [];
+    vi.spyOn(console, 'log').mockImplementation((line: unknown) => {
+      logs.push(JSON.parse(String(line)) as Record<string, unknown>);
+    });
+    const bindings = withBindings({ OTEL_EXPORTER_OTLP_ENDPOINT: `${receiverUrl}/unavailable`, LOG_LEVEL: 'warn' });
+    const refusedBefore = (await received()).requests.filter((request) => request.path.startsWith('/unavailable/'));
+
+    const { response, key } = await deliver(bindings, `00-${hex(16)}-${hex(8)}-01`);
+    await runCron(bindings);
+
+    expect(response.status).toBe(200);
+    const [row] = await sql<{ status: string }[]>`
+      select status::text from outbox_messages where deduplication_key = ${key}`;
+    expect(row?.status).toBe('published');
+    // One refused export after the request, one after the cron run, each logged once.
+    const refused = (await received()).requests.filter((request) => request.path.startsWith('/unavailable/'));
+    expect(refused.length - refusedBefore.length).toBe(2);
+    expect(logs.filter((line) => line.msg === 'trace export failed')).toEqual([
+      expect.objectContaining({ level: 'warn', errors: ['Error'] }),
+      expect.objectContaining({ level: 'warn', errors: ['Error'] }),
+    ]);
+  });
 });
