@@ -1,5 +1,6 @@
-// The Worker as wrangler bundles it for upload: within the size target, and with nothing Node-only
-// inside (no embedded PostgreSQL, no Node adapter, no node:* reached from the portable app).
+// The Worker as wrangler bundles it for upload: within the size target with the tracing SDK inside,
+// with nothing Node-only (no embedded PostgreSQL, no Node adapter, no node:* reached from the portable
+// app), and with zod's English locale only (wrangler.toml's [alias]; docs/decisions/0016).
 import { describe, expect, it } from 'vitest';
 import { buildWorkerBundle, GZIP_TARGET_BYTES } from '../bench/lib/worker-bundle.ts';
 
@@ -9,7 +10,10 @@ describe('the Worker bundle', () => {
 
     expect(bundle.violations).toEqual([]);
     expect(bundle.gzipBytes).toBeLessThanOrEqual(GZIP_TARGET_BYTES);
-    expect(bundle.inputs.map((input) => input.path)).toContain('src/app.ts');
+    const paths = bundle.inputs.map((input) => input.path);
+    expect(paths).toContain('src/app.ts');
+    expect(paths).toContain('src/entry/tracing-sdk.ts');
+    expect(paths.filter((path) => path.includes('/zod/v4/locales/'))).toEqual(['node_modules/zod/v4/locales/en.js']);
     // Only what workerd itself provides: the driver's socket and its nodejs_compat modules.
     expect(bundle.runtimeImports.every((module) => /^(cloudflare|node):/.test(module))).toBe(true);
   }, 60_000);

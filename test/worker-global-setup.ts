@@ -1,17 +1,20 @@
 // The workers project's Node-side fixtures: an HTTP sink for the outbox relay running in workerd
 // (its URL becomes the OUTBOX_TARGET_URL binding) and for the outbox queue's consumer Worker
-// (test/worker-pool.ts); GET /received lists what it got, and, at the end,
+// (test/worker-pool.ts); GET /received lists what it got; an OTLP trace receiver for the Worker's
+// spans (the OTLP_RECEIVER_URL binding; GET /received lists what it decoded), and, at the end,
 // removal of the databases the project made (test/worker-pool.ts). Listed after test/global-setup.ts,
 // so its teardown runs first, while the server and the template still exist.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
+import { listenOtlpReceiver } from './helpers/otlp-receiver.ts';
 import { workerDatabasePrefix } from './worker-pool.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     workerOutboxSinkUrl: string;
+    workerOtlpReceiverUrl: string;
   }
 }
 
@@ -43,9 +46,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   project.provide('workerOutboxSinkUrl', `http://127.0.0.1:${(sink.address() as AddressInfo).port}/outbox`);
+  const otlpReceiver = await listenOtlpReceiver();
+  project.provide('workerOtlpReceiverUrl', otlpReceiver.endpoint);
 
   return async () => {
     await new Promise((resolve) => sink.close(resolve));
+    await otlpReceiver.close();
     const { adminDatabaseUrl, templateDatabase } = project.getProvidedContext();
     const admin = postgres(adminDatabaseUrl, { max: 1, onnotice: () => {} });
     try {

@@ -70,6 +70,8 @@ export async function workerPoolOptions({ inject }: PoolContext): Promise<PoolOp
         ACME_WEBHOOK_SECRET: TEST_SECRET,
         LOG_LEVEL: 'silent',
         OUTBOX_TARGET_URL: inject('workerOutboxSinkUrl'),
+        // Not an OTEL_* name: the Worker traces only where a test sets OTEL_EXPORTER_OTLP_ENDPOINT to it.
+        OTLP_RECEIVER_URL: inject('workerOtlpReceiverUrl'),
       },
       workers: [
         {

@@ -21,6 +21,9 @@ const NODE_ONLY_INPUTS = [
   /^src\/db\/migrate(-cli)?\.ts$/,
 ];
 
+/** What wrangler.toml's [alias] puts in place of zod's `../locales/index.js`: English only. */
+const ZOD_LOCALES_ALIAS = 'src/entry/zod-locales.ts';
+
 interface MetafileImport {
   path: string;
   external?: boolean;
@@ -83,6 +86,13 @@ function findViolations(meta: Metafile, inputs: readonly BundleInput[]): string[
       if (imported.external && imported.path !== '<runtime>') {
         violations.push(`src/app.ts's import graph reaches a runtime module: ${module} imports ${imported.path}`);
       }
+    }
+  }
+  // wrangler.toml's alias of `../locales/index.js` is meant for zod's locales alone (docs/decisions/0016).
+  for (const [module, { imports }] of Object.entries(meta.inputs)) {
+    if (module.startsWith('node_modules/zod/')) continue;
+    if (imports.some((imported) => imported.path === ZOD_LOCALES_ALIAS)) {
+      violations.push(`${module} imports ${ZOD_LOCALES_ALIAS}, which wrangler.toml's [alias] made for zod`);
     }
   }
   // Our own code never imports Node's modules in the Worker; only the driver does, through nodejs_compat.

@@ -1,6 +1,7 @@
 // The Cloudflare Workers entry: the same portable app as `npm start`, served by workerd, with
 // PostgreSQL through the Hyperdrive binding and the maintenance steps on the cron trigger. Bindings
-// arrive with each invocation, so the environment is validated here, by the same parseConfig.
+// arrive with each invocation, so the environment is validated here, by the same parseConfig. With an
+// OTLP endpoint among them, spans are exported over `fetch` from each request's and cron run's waitUntil.
 
 import type { Hono } from 'hono';
 import { createProductionApp } from '../app.ts';
@@ -11,9 +12,10 @@ import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
 import { createRejectionLog, type RejectionLog } from '../inbox/rejection-log.ts';
-import { AppError } from '../lib/errors.ts';
+import { AppError, errorName } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
+import type { Tracer } from '../lib/tracing.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
 import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
@@ -22,6 +24,7 @@ import { portableDestinationPublishers, queueBindings } from '../outbox/publishe
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
+import { fetchTraceExporter, tracingWith } from './tracing-sdk.ts';
 
 /**
  * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide
@@ -50,6 +53,12 @@ interface Runtime {
   deliveryLog: DeliveryLog | undefined;
   /** The Queues producer bindings wrangler.toml declares (OUTBOX_QUEUE, and any a destination names). */
   outboxQueues: ReadonlyMap<string, QueueProducer>;
+  /**
+   * The isolate's tracer (`noTracing` without an OTLP endpoint binding). Its batch processor is
+   * flushed at the end of each invocation, inside that invocation's waitUntil: an export started by
+   * the processor's own timer could run outside any request.
+   */
+  tracer: Tracer;
 }
 
 const newLogger = (level: Config['LOG_LEVEL']) => createLogger({ level, now: () => new Date() });
@@ -89,6 +98,9 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
   const enabledProviders = await enableProviders(providerSecrets(config), providerExtras(config));
+  // The same OTEL_* variables as on Node; a protocol other than http/protobuf or http/json, or a
+  // malformed OTEL_BSP_*, makes the configuration unusable, naming the variable.
+  const { tracer } = tracingWith(variables, fetchTraceExporter);
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
   const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
@@ -102,8 +114,9 @@ async function buildRuntime(env: Env): Promise<Runtime> {
     logger,
     rejections,
     deliveryLog,
+    tracer,
   });
-  return { config, logger, app, rejections, deliveryLog, outboxQueues };
+  return { config, logger, app, rejections, deliveryLog, outboxQueues, tracer };
 }
 
 function loadRuntime(env: Env): Promise<Runtime> {
@@ -120,6 +133,18 @@ function loadRuntime(env: Env): Promise<Runtime> {
 function reportUnusable(error: unknown): void {
   newLogger('error').error('configuration unusable', {
     error: error instanceof ConfigError ? error.message : describeError(error),
+  });
+}
+
+/**
+ * The spans that ended in this isolate, sent within the invocation that waits on this. A collector
+ * that is down or refuses costs those spans and one log line (the errors' class names: a message may
+ * quote the endpoint), never the invocation.
+ */
+function exportSpans({ tracer, logger }: Runtime): Promise<void> {
+  return tracer.flush().catch((error: unknown) => {
+    // The provider rejects with one error per span processor.
+    logger.warn('trace export failed', { errors: (Array.isArray(error) ? error : [error]).map(errorName) });
   });
 }
 
@@ -154,6 +179,8 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
     // nothing), then ending the client waits for its last statement and closes the sockets.
     const written = runtime.rejections.flush(database.db).then(() => runtime.deliveryLog?.flush(database.db));
     ctx.waitUntil(written.finally(() => database.close()));
+    // The request's spans have ended with its answer (those of the writes above are not traced).
+    ctx.waitUntil(exportSpans(runtime));
   }
 }
 
@@ -165,16 +192,17 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
     reportUnusable(error);
     return;
   }
-  const { config, logger, outboxQueues } = runtime;
+  const { config, logger, outboxQueues, tracer } = runtime;
   const database = openDatabase(env, config);
   try {
     await runMaintenance(
       maintenanceSteps,
-      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueues },
+      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueues, tracer },
       { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
     );
   } finally {
-    await database.close();
+    // The run's spans (publishes, applications), sent while the cron invocation is still waited on.
+    await Promise.all([database.close(), exportSpans(runtime)]);
   }
 }
 

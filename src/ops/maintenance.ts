@@ -7,6 +7,7 @@ import { describeError } from '../db/errors.ts';
 import type { MigrationMark } from '../db/migrations.ts';
 import { type Clock, elapsedMs } from '../lib/clock.ts';
 import type { LogFields, Logger } from '../lib/logger.ts';
+import type { Tracer } from '../lib/tracing.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 
 /** What a step may use: the whole configuration, since each step reads its own settings. */
@@ -21,6 +22,8 @@ export interface MaintenanceDeps {
    * when OUTBOX_TARGET_URL is unset, and a destination's `queue:BINDING` names one.
    */
   outboxQueues?: ReadonlyMap<string, QueueProducer>;
+  /** Spans for the drains' publishes and applications (the Worker's, when OTEL_* asks for them). */
+  tracer?: Tracer;
 }
 
 export interface MaintenanceStep {

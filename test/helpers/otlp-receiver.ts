@@ -1,6 +1,7 @@
 // An OTLP/HTTP trace receiver for the tests: node:http on 127.0.0.1 (port 0) taking POST /v1/traces
 // as a collector would, decoding what the SDK sends (http/json by JSON.parse, http/protobuf by the
-// small wire-format reader below, no generated code) into one flat list of spans.
+// small wire-format reader below, no generated code) into one flat list of spans. Tests in workerd
+// cannot read Node's memory: they read the same lists from GET /received.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
@@ -27,8 +28,20 @@ export interface OtlpReceiver {
   /** The base URL, as OTEL_EXPORTER_OTLP_ENDPOINT takes it. */
   endpoint: string;
   spans: ReceivedSpan[];
-  /** Each request's path and content type, in arrival order. */
-  requests: { path: string; contentType: string | undefined }[];
+  /** Each export's path, content type and authorization header, in arrival order. */
+  requests: ReceivedExport[];
+}
+
+export interface ReceivedExport {
+  path: string;
+  contentType: string | undefined;
+  authorization: string | undefined;
+}
+
+/** What GET /received answers. */
+export interface ReceivedTraces {
+  spans: ReceivedSpan[];
+  requests: ReceivedExport[];
 }
 
 // --- protobuf wire format: varints, fixed64/32 and length-delimited fields, which is all OTLP uses.
@@ -171,23 +184,46 @@ function decodeJson(body: Uint8Array): ReceivedSpan[] {
   });
 }
 
-/** Starts a receiver answering 200 `{}` to every export; closed when the file is done. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/**
+ * Starts a receiver answering 200 `{}` to every export, except under `/unavailable/`: a collector
+ * that is down, answering 503 and keeping no span. `close` stops it.
+ */
+export async function listenOtlpReceiver(): Promise<OtlpReceiver & { close(): Promise<void> }> {
   const spans: ReceivedSpan[] = [];
-  const requests: OtlpReceiver['requests'] = [];
+  const requests: ReceivedExport[] = [];
   const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/received') {
+      const received: ReceivedTraces = { spans, requests };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(received));
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const contentType = req.headers['content-type'];
-      requests.push({ path: req.url ?? '', contentType });
+      requests.push({ path: req.url ?? '', contentType, authorization: req.headers.authorization });
+      if (req.url?.startsWith('/unavailable/') === true) {
+        res.writeHead(503).end();
+        return;
+      }
       const body = new Uint8Array(Buffer.concat(chunks));
       spans.push(...(contentType?.startsWith('application/json') === true ? decodeJson(body) : decodeProtobuf(body)));
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const { port } = server.address() as AddressInfo;
-  return { endpoint: `http://127.0.0.1:${port}`, spans, requests };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    spans,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A receiver for one test file, closed when the file is done. */
+export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+  const receiver = await listenOtlpReceiver();
+  afterAll(() => receiver.close());
+  return receiver;
 }
