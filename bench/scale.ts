@@ -15,7 +15,8 @@
 // 2000 warm-up), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
 // BENCH_SCALE_WARMUP 3), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
 // BENCH_SCALE_PURGE_BUDGET_MS (60000, the schedule's), BENCH_LOG_LEVEL (info), DB_POOL_MAX (10),
-// BENCH_LOADER=node (the bench's own load generator even when wrk is installed).
+// BENCH_LOADER=node (the bench's own load generator even when wrk is installed), BENCH_SCALE_FILL_ONLY=1
+// (fill `bench_scale_<events>`, or find it filled, keep it and stop: nothing is measured).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,7 +57,11 @@ function settings() {
   return {
     events,
     reuse: process.env.BENCH_SCALE_REUSE === '1',
-    keep: process.env.BENCH_SCALE_KEEP === '1' || process.env.BENCH_SCALE_REUSE === '1',
+    fillOnly: process.env.BENCH_SCALE_FILL_ONLY === '1',
+    keep:
+      process.env.BENCH_SCALE_KEEP === '1' ||
+      process.env.BENCH_SCALE_REUSE === '1' ||
+      process.env.BENCH_SCALE_FILL_ONLY === '1',
     fillJobs: intFromEnv('BENCH_SCALE_FILL_JOBS', 2, 1),
     intakeEvents: intFromEnv('BENCH_SCALE_INTAKE_EVENTS', 40_000, 100),
     concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
@@ -431,6 +436,10 @@ async function main(): Promise<boolean> {
     const filled = await filledDatabase(server, config);
     filledName = filled.name;
     filledReady = true;
+    if (config.fillOnly) {
+      if (server.kind === 'embedded') throw new Error('BENCH_SCALE_FILL_ONLY=1 needs BENCH_DATABASE_URL');
+      return true;
+    }
     console.log('sizes of the filled database');
     const sizes = await relationSizes(filled.url);
     const eventsStored = sizes.find((size) => size.relation === 'webhook_events')?.rows ?? 0;
