@@ -95,11 +95,7 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
     ${jsonRows(countersQuery({ since: new Date(toMs) }))} as later,
     (extract(epoch from ${oldestUnprocessedReceivedAt}) * 1000)::float8 as oldest_not_done_ms,
     ${jsonRows(sql`
-      with points as (
-        select i, least(${from}::timestamptz + (i + 1) * ${bucketSeconds} * interval '1 second',
-          ${new Date(nowMs).toISOString()}::timestamptz) as at
-        from generate_series(0, ${window.buckets - 1}) as i
-      ), done_later as (
+      with done_later as materialized (
         select received_at, completed_at,
           greatest(0, ceil(extract(epoch from received_at - ${from}::timestamptz) / ${bucketSeconds})::int - 1)
             as first_point,
@@ -110,7 +106,11 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
       )
       select p.i, count(*)::int as events, extract(epoch from p.at - min(u.received_at))::float8 as oldest
       from done_later u
-      join points p on p.i between u.first_point and u.last_point
+      cross join lateral (
+        select i, least(${from}::timestamptz + (i + 1) * ${bucketSeconds} * interval '1 second',
+          ${new Date(nowMs).toISOString()}::timestamptz) as at
+        from generate_series(u.first_point, u.last_point) as i
+      ) as p
       where u.received_at <= p.at and u.completed_at > p.at
       group by p.i, p.at`)} as done_later,
     (select row_to_json(o)::text from (${outboxStatsQuery}) as o) as outbox,
