@@ -1,7 +1,9 @@
 // `npm run bench:scale`: the service at a month of stored traffic beside the same service on an empty
 // database. Fills a database with N events over the last 30 days (bench/lib/scale-fill.ts), then, for
 // the empty and the filled database in turn, one service (same build, same settings): intake
-// events/s and p99 at 32 connections (wrk when installed), every operator read of the admin API,
+// events/s and p99 at 32 connections (wrk when installed; both services up, rounds alternating
+// empty, filled, empty, filled…, so a drift of the shared machine falls on both sides; medians and
+// each pair's ratio), every operator read of the admin API,
 // the dashboard and /metrics, p50 and p99 (bench/lib/operator-reads.ts); on the filled one also a
 // retention pass deleting about a day of rows under intake load (bench/lib/retention-pass.ts) and
 // the bytes per stored event of every table. Prints one table against the targets docs/scaling.md gives and
@@ -11,11 +13,12 @@
 // Environment: BENCH_DATABASE_URL (a server to create the databases on; else embedded PostgreSQL),
 // BENCH_SCALE_EVENTS (10000000), BENCH_SCALE_REUSE=1 (take `bench_scale_<events>` as it is when a
 // previous run filled it, and keep it), BENCH_SCALE_KEEP=1 (keep the filled database),
-// BENCH_SCALE_FILL_JOBS (2 days filled at once), BENCH_SCALE_INTAKE_EVENTS (40000 timed, after
-// 2000 warm-up), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
+// BENCH_SCALE_FILL_JOBS (2 days filled at once), BENCH_SCALE_INTAKE_EVENTS (40000 timed a round, after
+// 2000 warm-up), BENCH_SCALE_INTAKE_ROUNDS (3 a side, alternating), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
 // BENCH_SCALE_WARMUP 3), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
 // BENCH_SCALE_PURGE_BUDGET_MS (60000, the schedule's), BENCH_LOG_LEVEL (info), DB_POOL_MAX (10),
-// BENCH_LOADER=node (the bench's own load generator even when wrk is installed).
+// BENCH_LOADER=node (the bench's own load generator even when wrk is installed), BENCH_SCALE_FILL_ONLY=1
+// (fill `bench_scale_<events>`, or find it filled, keep it and stop: nothing is measured).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,9 +59,14 @@ function settings() {
   return {
     events,
     reuse: process.env.BENCH_SCALE_REUSE === '1',
-    keep: process.env.BENCH_SCALE_KEEP === '1' || process.env.BENCH_SCALE_REUSE === '1',
+    fillOnly: process.env.BENCH_SCALE_FILL_ONLY === '1',
+    keep:
+      process.env.BENCH_SCALE_KEEP === '1' ||
+      process.env.BENCH_SCALE_REUSE === '1' ||
+      process.env.BENCH_SCALE_FILL_ONLY === '1',
     fillJobs: intFromEnv('BENCH_SCALE_FILL_JOBS', 2, 1),
     intakeEvents: intFromEnv('BENCH_SCALE_INTAKE_EVENTS', 40_000, 100),
+    intakeRounds: intFromEnv('BENCH_SCALE_INTAKE_ROUNDS', 3, 1),
     concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
     requests: intFromEnv('BENCH_SCALE_REQUESTS', 30, 1),
     warmup: intFromEnv('BENCH_SCALE_WARMUP', 3, 0),
@@ -78,8 +86,19 @@ interface Secrets {
 }
 
 interface Side {
-  intake: IntakeRun;
+  /** Each round's intake, in the order run. */
+  intake: IntakeRun[];
   reads: ReadTiming[];
+}
+
+/** The median of each side's rounds and each pair's ratio (filled over the empty round just before it). */
+interface IntakeComparison {
+  emptyEventsPerSecond: number;
+  filledEventsPerSecond: number;
+  ratio: number;
+  pairRatios: number[];
+  emptyP99Ms: number;
+  filledP99Ms: number;
 }
 
 interface Retention {
@@ -153,16 +172,16 @@ async function filledDatabase(
   }
 }
 
-/** One database's side: a service on it, intake, the operator reads, and (filled) the retention pass. */
-async function measureSide(
-  label: string,
-  url: string,
-  config: Settings,
-  secrets: Secrets,
-  tmp: string,
-  fallback: ReadSamples | undefined,
-  withRetention: boolean,
-): Promise<{ side: Side; samples: ReadSamples; retention?: Retention }> {
+interface SideService {
+  label: string;
+  url: string;
+  service: RunningService;
+  client: ReadClient;
+  stderrFile: string;
+}
+
+/** One database's service (same build, same settings for both sides). */
+async function startSide(label: string, url: string, config: Settings, secrets: Secrets, tmp: string) {
   const stderrFile = join(tmp, `${label}.stderr.log`);
   const service = await startService({
     env: intakeServiceEnv(url, secrets.acme, {
@@ -176,34 +195,89 @@ async function measureSide(
     stderrFile,
   });
   const client = new ReadClient(service.origin, secrets.admin, secrets.metrics);
-  try {
-    console.log(`[${label}] intake: ${WARMUP_EVENTS} warm-up, ${config.intakeEvents} timed (${config.loader})`);
-    await fixedIntake(service, config, secrets.acme, WARMUP_EVENTS);
-    const intake = await fixedIntake(service, config, secrets.acme, config.intakeEvents);
-    console.log(
-      `  ${intake.eventsPerSecond} events/s, p99 ${intake.p99Ms} ms, statuses ${JSON.stringify(intake.statuses)}`,
-    );
+  return { label, url, service, client, stderrFile } satisfies SideService;
+}
 
-    const samples = await readSamples(url, Date.now(), fallback);
-    const reads = await operatorReads(client, samples, 20);
-    console.log(`[${label}] operator reads: ${config.warmup} warm-up, ${config.requests} timed each`);
-    const timings = await timeReads(
-      client,
-      reads,
-      { warmup: config.warmup, requests: config.requests, budgetMs: config.readBudgetMs, minRequests: 5 },
-      console.log,
-    );
-    const retention = withRetention ? await measureRetention(service, url, config, secrets) : undefined;
-    return { side: { intake, reads: timings }, samples, ...(retention === undefined ? {} : { retention }) };
-  } finally {
-    await client.close();
-    const code = await service.stop();
-    if (code !== 0) {
-      console.error(tail(stderrFile));
-      // biome-ignore lint/correctness/noUnsafeFinally: a service that cannot stop cleanly is a broken run.
-      throw new Error(`the ${label} service exited with ${code ?? 'a signal'} on SIGTERM`);
+async function stopSide(side: SideService): Promise<void> {
+  await side.client.close();
+  const code = await side.service.stop();
+  if (code !== 0) {
+    console.error(tail(side.stderrFile));
+    throw new Error(`the ${side.label} service exited with ${code ?? 'a signal'} on SIGTERM`);
+  }
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+};
+
+/**
+ * The intake of both sides in alternating rounds (empty, filled, empty, filled, …) after a warm-up of
+ * each: the machine's drift (other work on it, the page cache) falls on both, and each pair's ratio
+ * shows how much one run's figure can be trusted.
+ */
+async function alternateIntake(
+  empty: SideService,
+  filled: SideService,
+  config: Settings,
+  secrets: Secrets,
+): Promise<{ empty: IntakeRun[]; filled: IntakeRun[]; comparison: IntakeComparison }> {
+  console.log(
+    `intake: ${WARMUP_EVENTS} warm-up each, then ${config.intakeRounds} rounds a side of ${config.intakeEvents} ` +
+      `(${config.loader}), alternating`,
+  );
+  for (const side of [empty, filled]) await fixedIntake(side.service, config, secrets.acme, WARMUP_EVENTS);
+  const runs = { empty: [] as IntakeRun[], filled: [] as IntakeRun[] };
+  for (let round = 0; round < config.intakeRounds; round++) {
+    for (const side of [empty, filled]) {
+      const run = await fixedIntake(side.service, config, secrets.acme, config.intakeEvents);
+      runs[side.label as 'empty' | 'filled'].push(run);
+      console.log(
+        `  round ${round} ${side.label}: ${run.eventsPerSecond} events/s, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, ` +
+          `statuses ${JSON.stringify(run.statuses)}`,
+      );
     }
   }
+  const pairRatios = runs.filled.map((run, i) =>
+    round(run.eventsPerSecond / (runs.empty[i]?.eventsPerSecond ?? Number.NaN), 3),
+  );
+  const emptyEventsPerSecond = median(runs.empty.map((run) => run.eventsPerSecond));
+  const filledEventsPerSecond = median(runs.filled.map((run) => run.eventsPerSecond));
+  const comparison: IntakeComparison = {
+    emptyEventsPerSecond,
+    filledEventsPerSecond,
+    ratio: round(filledEventsPerSecond / emptyEventsPerSecond, 3),
+    pairRatios,
+    emptyP99Ms: median(runs.empty.map((run) => run.p99Ms)),
+    filledP99Ms: median(runs.filled.map((run) => run.p99Ms)),
+  };
+  console.log(
+    `  medians: empty ${emptyEventsPerSecond}, filled ${filledEventsPerSecond} events/s (${comparison.ratio}x); ` +
+      `pairs ${pairRatios.map((ratio) => `${ratio}x`).join(', ')}`,
+  );
+  return { ...runs, comparison };
+}
+
+/** One side's operator reads, one at a time. */
+async function measureReads(
+  side: SideService,
+  config: Settings,
+  fallback: ReadSamples | undefined,
+): Promise<{ reads: ReadTiming[]; samples: ReadSamples }> {
+  const samples = await readSamples(side.url, Date.now(), fallback);
+  const reads = await operatorReads(side.client, samples, 20);
+  console.log(`[${side.label}] operator reads: ${config.warmup} warm-up, ${config.requests} timed each`);
+  const timings = await timeReads(
+    side.client,
+    reads,
+    { warmup: config.warmup, requests: config.requests, budgetMs: config.readBudgetMs, minRequests: 5 },
+    console.log,
+  );
+  return { reads: timings, samples };
 }
 
 async function measureRetention(
@@ -304,20 +378,33 @@ function readRows(empty: ReadTiming[], filled: ReadTiming[]): Row[] {
   });
 }
 
-function table(empty: Side, filled: Side, retention: Retention, sizes: RelationSize[], eventsStored: number): Row[] {
-  const ratio = filled.intake.eventsPerSecond / empty.intake.eventsPerSecond;
+function table(
+  empty: Side,
+  filled: Side,
+  intake: IntakeComparison,
+  retention: Retention,
+  sizes: RelationSize[],
+  eventsStored: number,
+): Row[] {
   const rows: Row[] = [
     {
-      measure: 'intake events/s (acme, sync, 32 conn.)',
-      empty: `${empty.intake.eventsPerSecond}`,
-      filled: `${filled.intake.eventsPerSecond} (${round(ratio, 2)}x)`,
+      measure: `intake events/s (acme, sync, 32 conn.), median of ${filled.intake.length} alternating rounds`,
+      empty: `${intake.emptyEventsPerSecond}`,
+      filled: `${intake.filledEventsPerSecond} (${round(intake.ratio, 2)}x)`,
       target: `>= ${TARGETS.intakeRatio}x empty`,
-      result: verdict(ratio >= TARGETS.intakeRatio),
+      result: verdict(intake.ratio >= TARGETS.intakeRatio),
     },
     {
-      measure: 'intake p50 / p99 ms',
-      empty: `${empty.intake.p50Ms} / ${empty.intake.p99Ms}`,
-      filled: `${filled.intake.p50Ms} / ${filled.intake.p99Ms}`,
+      measure: '  each round, filled over the empty round before it',
+      empty: '',
+      filled: intake.pairRatios.map((ratio) => `${round(ratio, 2)}x`).join(', '),
+      target: '',
+      result: 'report',
+    },
+    {
+      measure: 'intake p99 ms (median of the rounds)',
+      empty: `${intake.emptyP99Ms}`,
+      filled: `${intake.filledP99Ms}`,
       target: '',
       result: 'report',
     },
@@ -431,16 +518,36 @@ async function main(): Promise<boolean> {
     const filled = await filledDatabase(server, config);
     filledName = filled.name;
     filledReady = true;
+    if (config.fillOnly) {
+      if (server.kind === 'embedded') throw new Error('BENCH_SCALE_FILL_ONLY=1 needs BENCH_DATABASE_URL');
+      return true;
+    }
     console.log('sizes of the filled database');
     const sizes = await relationSizes(filled.url);
     const eventsStored = sizes.find((size) => size.relation === 'webhook_events')?.rows ?? 0;
 
     const filledSamples = await readSamples(filled.url, Date.now());
-    const empty = await measureSide('empty', emptyUrl, config, secrets, tmp, filledSamples, false);
-    const full = await measureSide('filled', filled.url, config, secrets, tmp, filledSamples, true);
-    if (full.retention === undefined) throw new Error('the retention pass did not run');
+    const emptySide = await startSide('empty', emptyUrl, config, secrets, tmp);
+    let empty: Side;
+    let full: Side;
+    let comparison: IntakeComparison;
+    let retention: Retention;
+    try {
+      const filledSide = await startSide('filled', filled.url, config, secrets, tmp);
+      try {
+        const intake = await alternateIntake(emptySide, filledSide, config, secrets);
+        comparison = intake.comparison;
+        empty = { intake: intake.empty, reads: (await measureReads(emptySide, config, filledSamples)).reads };
+        full = { intake: intake.filled, reads: (await measureReads(filledSide, config, filledSamples)).reads };
+        retention = await measureRetention(filledSide.service, filled.url, config, secrets);
+      } finally {
+        await stopSide(filledSide);
+      }
+    } finally {
+      await stopSide(emptySide);
+    }
 
-    const rows = table(empty.side, full.side, full.retention, sizes, eventsStored);
+    const rows = table(empty, full, comparison, retention, sizes, eventsStored);
     printTable(
       `bench:scale: ${eventsStored} stored events (${filled.fill.messages} outbox messages) vs an empty database, ` +
         `${config.loader}, ${context.cpus} cores`,
@@ -457,9 +564,10 @@ async function main(): Promise<boolean> {
       targets: TARGETS,
       fill: { ...filled.fill, reused: filled.reused, database: filled.name },
       sizes,
-      empty: empty.side,
-      filled: full.side,
-      retention: full.retention,
+      intake: comparison,
+      empty,
+      filled: full,
+      retention,
       samples: filledSamples,
       table: rows,
     };

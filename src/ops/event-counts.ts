@@ -80,54 +80,64 @@ function pieceCount(piece: Piece, selection: CountedSelection): SQL {
   )} group by 1`;
 }
 
+/**
+ * The statement that counts events by status under a sender, a type and a range of arrival times
+ * (each optional), exactly: rows of `status` and `n`, a status whose counters add up to nothing
+ * possibly among them with 0.
+ */
+export function countersQuery(selection: CountedSelection): SQL {
+  const from = selection.since?.getTime();
+  const to = selection.until?.getTime();
+  // The minute counters do not tell senders or types apart.
+  const resolutions: Resolution[] =
+    selection.provider === undefined && selection.type === undefined ? [3600, 60] : [3600];
+  const allTime: Piece = { seconds: 0 };
+  // Everything before a time is all time less what came since: a day of counters, not a month's.
+  const parts: Array<{ piece: Piece; sign: 1 | -1 }> =
+    from === undefined && to !== undefined
+      ? [
+          { piece: allTime, sign: 1 },
+          ...piecesOf(to, undefined, resolutions).map((piece) => ({ piece, sign: -1 as const })),
+        ]
+      : (from === undefined ? [allTime] : piecesOf(from, to, resolutions)).map((piece) => ({
+          piece,
+          sign: 1 as const,
+        }));
+  if (parts.length === 0) return sql`select null::text as status, 0::bigint as n where false`;
+  const union = sql.join(
+    parts.map(({ piece, sign }) =>
+      sign === 1
+        ? sql`(${pieceCount(piece, selection)})`
+        : sql`(select status, -n as n from (${pieceCount(piece, selection)}) as later)`,
+    ),
+    sql` union all `,
+  );
+  return sql`select status, sum(n)::bigint as n from (${union}) as parts group by status`;
+}
+
 /** Events by status under a sender, a type and a range of arrival times (each optional), exactly. */
 export async function countEventsFromCounters(
   db: Executor,
   selection: CountedSelection,
 ): Promise<Record<string, number>> {
-  const from = selection.since?.getTime();
-  const to = selection.until?.getTime();
-  // Everything before a time is all time less what came since: a day of counters, not a month's.
-  if (from === undefined && to !== undefined) {
-    const [all, since] = await Promise.all([
-      countEventsFromCounters(db, { ...selection, until: undefined }),
-      countEventsFromCounters(db, { ...selection, since: selection.until, until: undefined }),
-    ]);
-    return countsByStatus(Object.entries(all).map(([status, n]) => ({ status, n: n - (since[status] ?? 0) })));
-  }
-  // The minute counters do not tell senders or types apart.
-  const resolutions: Resolution[] =
-    selection.provider === undefined && selection.type === undefined ? [3600, 60] : [3600];
-  const pieces = from === undefined && to === undefined ? [{ seconds: 0 as const }] : piecesOf(from, to, resolutions);
-  if (pieces.length === 0) return {};
-  const parts = sql.join(
-    pieces.map((piece) => sql`(${pieceCount(piece, selection)})`),
-    sql` union all `,
-  );
-  const rows = await db.execute<{ status: string; n: string }>(
-    sql`select status, sum(n)::bigint as n from (${parts}) as parts group by status`,
-  );
-  return countsByStatus(rows);
+  return countsByStatus(await db.execute<{ status: string; n: string }>(countersQuery(selection)));
 }
 
 /**
- * Events received in [from, to) by current status, per bucket of `bucketMs` (whole minutes) counted
- * from `from`, from the minute counters, added up in the database: a day of minutes is thousands of
- * counter rows, its 96 buckets a few hundred figures.
+ * The statement that counts events received in [from, to) by current status per bucket of
+ * `bucketMs` (whole minutes) counted from `from`, from the minute counters, added up in the
+ * database: rows of the bucket's index `i`, `status` and `n` (never 0). A day of minutes is
+ * thousands of counter rows, its 96 buckets a few hundred figures.
  */
-export async function arrivalsPerBucket(
-  db: Executor,
-  window: { fromMs: number; toMs: number; bucketMs: number },
-): Promise<Array<{ start: Date; status: string; n: number }>> {
+export function arrivalsQuery(window: { fromMs: number; toMs: number; bucketMs: number }): SQL {
   const from = sql`${at(window.fromMs)}::timestamptz`;
-  const rows = await db.execute<{ start: Date; status: string; n: number }>(sql`
-    select date_bin(${`${window.bucketMs / 1000} seconds`}::interval, ${c.bucketStart}, ${from}) as start,
+  return sql`
+    select (extract(epoch from ${c.bucketStart} - ${from}) * 1000)::bigint / ${window.bucketMs} as i,
       ${c.status}::text as status, sum(${c.n}::int)::int as n
     from ${c}
     where ${c.bucketSeconds} = 60 and ${c.provider} = ${ALL}
       and ${c.bucketStart} >= ${from} and ${c.bucketStart} < ${at(window.toMs)}::timestamptz
-    group by 1, ${c.status} having sum(${c.n}::int) <> 0`);
-  return rows.map((row) => ({ start: new Date(row.start), status: row.status, n: Number(row.n) }));
+    group by 1, ${c.status} having sum(${c.n}::int) <> 0`;
 }
 
 /**

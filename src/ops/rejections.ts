@@ -111,22 +111,29 @@ export async function countRejections(db: Executor, filter: RejectionFilter): Pr
   }));
 }
 
+type BucketWindow = { fromMs: number; bucketMs: number; buckets: number };
+
 /**
- * Refusals in [from, to) per bucket of `bucketMs` (whole minutes) counted from `from`: the overview's
- * rate beside the events it accepted. Zero for a bucket with none.
+ * The statement that counts refusals in [from, to) per bucket of `bucketMs` (whole minutes) counted
+ * from `from`: rows of the bucket's index `i` and `n`, buckets with none absent. The overview's rate
+ * beside the events it accepted (rejectionsPerBucketOf).
  */
-export async function rejectionsPerBucket(
-  db: Executor,
-  window: { fromMs: number; bucketMs: number; buckets: number },
-): Promise<number[]> {
+export function rejectionsPerBucketQuery(window: BucketWindow): SQL {
   const from = new Date(window.fromMs).toISOString();
   const to = new Date(window.fromMs + window.buckets * window.bucketMs).toISOString();
-  const rows = await db.execute<{ i: number; n: string }>(sql`
+  return sql`
     select floor(extract(epoch from ${counts.bucketStart} - ${from}::timestamptz) * 1000 / ${window.bucketMs})::int as i,
-      sum(${counts.n})::text as n
+      sum(${counts.n})::bigint as n
     from ${counts}
     where ${counts.bucketStart} >= ${from}::timestamptz and ${counts.bucketStart} < ${to}::timestamptz
-    group by 1`);
+    group by 1`;
+}
+
+/** rejectionsPerBucketQuery's rows as one figure per bucket, zero for a bucket with none. */
+export function rejectionsPerBucketOf(
+  rows: Iterable<{ i: number; n: number | string }>,
+  window: BucketWindow,
+): number[] {
   const perBucket = Array.from({ length: window.buckets }, () => 0);
   for (const row of rows) {
     if (row.i >= 0 && row.i < window.buckets) perBucket[row.i] = Number(row.n);

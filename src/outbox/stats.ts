@@ -57,17 +57,30 @@ export const foldOutboxCountsStatement = (limit: number) => sql`
   )
   select (select count(*) from moved)::int as merged`;
 
-export async function outboxStats(db: Executor, nowMs: number): Promise<OutboxStats> {
-  const rows = await db.execute<{ pending: number; oldest_ms: number | null; dead: number }>(sql`
-    select
-      (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'pending') as pending,
-      (extract(epoch from ${oldestPendingCreatedAt}) * 1000)::float8 as oldest_ms,
-      (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'dead') as dead`);
-  const row = rows[0];
+/** The statement behind outboxStats: one row of `pending`, `oldest_ms` (null when none) and `dead`. */
+export const outboxStatsQuery = sql`
+  select
+    (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'pending') as pending,
+    (extract(epoch from ${oldestPendingCreatedAt}) * 1000)::float8 as oldest_ms,
+    (select coalesce(sum(n), 0)::int from outbox_message_counts where status = 'dead') as dead`;
+
+export type OutboxStatsRow = {
+  pending: number;
+  oldest_ms: number | null;
+  dead: number;
+};
+
+/** outboxStatsQuery's row as of `nowMs`. */
+export function outboxStatsOf(row: OutboxStatsRow | undefined, nowMs: number): OutboxStats {
   const oldestMs = row?.oldest_ms ?? null;
   return {
     pending: row?.pending ?? 0,
     oldestPendingAgeSeconds: oldestMs === null ? 0 : Math.max(0, (nowMs - oldestMs) / 1000),
     dead: row?.dead ?? 0,
   };
+}
+
+export async function outboxStats(db: Executor, nowMs: number): Promise<OutboxStats> {
+  const [row] = await db.execute<OutboxStatsRow>(outboxStatsQuery);
+  return outboxStatsOf(row, nowMs);
 }

@@ -16,7 +16,7 @@ import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { listBulkJobs } from '../../ops/bulk-jobs.ts';
 import { isConfiguredDestination, listDestinations } from '../../ops/destinations-view.ts';
-import { countEventsByStatus, getEvent, listEvents, statusCounts } from '../../ops/events.ts';
+import { countEventsByStatus, getEvent, listEvents } from '../../ops/events.ts';
 import {
   countOutboxByStatus,
   getOutboxMessage,
@@ -100,9 +100,8 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const range = c.req.query('range') === 'day' ? 'day' : 'hour';
     const nowMs = deps.clock();
     const window = windowEndingAt(nowMs, OVERVIEW_WINDOWS[range].bucketMs, OVERVIEW_WINDOWS[range].buckets);
-    const [overview, counts, paused, views, failed, parked, dead] = await Promise.all([
+    const [overview, paused, views, failed, parked, dead] = await Promise.all([
       readOverview(c.var.db, window, nowMs),
-      statusCounts(c.var.db),
       activePauses(c.var.db, nowMs),
       listDestinations(c.var.db, destinations, nowMs, { rate: false }),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
@@ -121,7 +120,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
         range={range}
         overview={overview}
         latency={deps.metrics.latencyQuantiles(window)}
-        counts={counts.events}
+        counts={overview.counts}
         attention={attention}
         paused={paused}
         destinations={views}
