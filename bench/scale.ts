@@ -15,7 +15,8 @@
 // previous run filled it, and keep it), BENCH_SCALE_KEEP=1 (keep the filled database),
 // BENCH_SCALE_FILL_JOBS (2 days filled at once), BENCH_SCALE_INTAKE_EVENTS (40000 timed a round, after
 // 2000 warm-up), BENCH_SCALE_INTAKE_ROUNDS (3 a side, alternating), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
-// BENCH_SCALE_WARMUP 3), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
+// BENCH_SCALE_WARMUP, by default 6 per connection of DB_POOL_MAX: a connection pays for its first runs of a
+// statement, docs/scaling.md; the slowest warm-up request is reported beside p99), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
 // BENCH_SCALE_PURGE_BUDGET_MS (60000, the schedule's), BENCH_LOG_LEVEL (info), DB_POOL_MAX (10),
 // BENCH_LOADER=node (the bench's own load generator even when wrk is installed), BENCH_SCALE_FILL_ONLY=1
 // (fill `bench_scale_<events>`, or find it filled, keep it and stop: nothing is measured).
@@ -69,7 +70,7 @@ function settings() {
     intakeRounds: intFromEnv('BENCH_SCALE_INTAKE_ROUNDS', 3, 1),
     concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
     requests: intFromEnv('BENCH_SCALE_REQUESTS', 30, 1),
-    warmup: intFromEnv('BENCH_SCALE_WARMUP', 3, 0),
+    warmup: intFromEnv('BENCH_SCALE_WARMUP', 6 * intFromEnv('DB_POOL_MAX', 10, 1), 0),
     readBudgetMs: intFromEnv('BENCH_SCALE_READ_BUDGET_MS', 60_000, 1),
     purgeBudgetMs: intFromEnv('BENCH_SCALE_PURGE_BUDGET_MS', 60_000, 1),
     logLevel: process.env.BENCH_LOG_LEVEL || 'info',
