@@ -3,6 +3,7 @@
 // target: a webhook processed through the app reaches a real HTTP sink with the contract's body and
 // headers, in process and from `npm start`'s own relay schedule.
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ROUTING } from '../src/outbox/destinations.ts';
 import { deduplicationKey, enqueueMessage } from '../src/outbox/enqueue.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
@@ -112,6 +113,16 @@ describe('enqueue in the domain transaction', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]?.payload).toEqual({ n: 1 });
     expect(rows[0]?.deduplication_key).toBe(deduplicationKey(source, message.topic));
+  });
+
+  it('writes the id its generator makes; a row whose key exists already leaves its id unused', async () => {
+    const source = { provider: 'acme', eventId: uniqueId('evt'), eventType: 'subscription.updated' };
+    const message = { topic: 'subscription.changed', payload: { n: 1 } };
+    const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
+    expect(await enqueueMessage(db, source, message, DEFAULT_ROUTING, () => first)).toBe(1);
+    expect(await enqueueMessage(db, source, message, DEFAULT_ROUTING, () => second)).toBe(0);
+    expect((await messagesOf(source.eventId)).map((row) => row.id)).toEqual([first]);
+    expect(await sql`select 1 from outbox_messages where id = ${second}`).toHaveLength(0);
   });
 });
 

@@ -362,6 +362,7 @@ export const outboxMessageCounts = pgTable(
 export const outboxMessages = pgTable(
   'outbox_messages',
   {
+    /** A UUIDv7 the service makes (outbox/enqueue.ts messageRows); the random default serves rows written by SQL. */
     id: uuid().primaryKey().defaultRandom(),
     topic: text().notNull(),
     /** `provider:event_id:topic`; sent as Idempotency-Key so consumers can deduplicate. */

@@ -43,8 +43,8 @@ interface ChangeRow {
   provider_version: number;
   updated_at: string;
   topic: string | null;
-  /** A row per matching destination: empty when none matches (or nothing is announced). */
-  routes: Array<{ destination: string; deduplication_key: string }>;
+  /** A row per matching destination, with its message's id: empty when none matches (or nothing is announced). */
+  routes: Array<{ id: string; destination: string; deduplication_key: string }>;
   payload: JsonValue;
   traceparent: string | null;
 }
@@ -126,7 +126,7 @@ async function upsertChanges(db: Executor, pending: readonly PendingChange[]): P
     ),
     announced as (${insertMessagesFrom(
       sql`input join changed using (external_id)
-        cross join lateral json_to_recordset(input.routes) as route(destination text, deduplication_key text)`,
+        cross join lateral json_to_recordset(input.routes) as route(id uuid, destination text, deduplication_key text)`,
     )})
     select external_id from changed`,
   );
@@ -142,7 +142,7 @@ function changeRow({ change, announcement }: PendingChange): ChangeRow {
     provider_version: change.providerVersion,
     updated_at: change.occurredAt.toISOString(),
     topic: announcement?.message.topic ?? null,
-    routes: rows.map((row) => ({ destination: row.destination, deduplication_key: row.deduplicationKey })),
+    routes: rows.map((row) => ({ id: row.id, destination: row.destination, deduplication_key: row.deduplicationKey })),
     // Nested, not a string: a jsonb column of json_to_recordset takes the JSON value as it is.
     payload: announcement === undefined ? null : announcement.message.payload,
     traceparent: announcement?.source.traceparent ?? null,

@@ -2,7 +2,10 @@
 // message commits with the change or not at all, and nothing is published from inside a transaction
 // (the relay does that after COMMIT). A message fans out here, at enqueue: one row per destination
 // whose filters match (destinations.ts), each with its own key, state, attempts and dead letter.
+// Each row's id is made here too, time-ordered (newTimeOrderedId), so the outbox's primary key grows
+// at its right edge.
 import type { Executor } from '../db/client.ts';
+import { type IdGenerator, newTimeOrderedId } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import { DEFAULT_ROUTING, type DestinationRouting, destinationKey } from './destinations.ts';
 import { insertMessages, type NewMessage } from './message-rows.ts';
@@ -34,12 +37,13 @@ export function deduplicationKey(source: Pick<MessageSource, 'provider' | 'event
 
 /**
  * The rows a message becomes: one per matching destination, keyed `key@destination` (the `default`
- * destination keeps the bare key). None when no destination wants it.
+ * destination keeps the bare key), each with an id from `newId`. None when no destination wants it.
  */
 export function messageRows(
   source: MessageSource,
   message: OutgoingMessage,
   routing: DestinationRouting = DEFAULT_ROUTING,
+  newId: IdGenerator = newTimeOrderedId,
 ): NewMessage[] {
   const key = deduplicationKey(source, message.topic);
   const facts = { topic: message.topic, sender: source.provider, type: source.eventType };
@@ -47,6 +51,7 @@ export function messageRows(
   if (destinations.length === 0) routing.unrouted?.(facts);
   return destinations.map((destination) => ({
     ...message,
+    id: newId(),
     destination,
     deduplicationKey: destinationKey(key, destination),
     traceparent: source.traceparent ?? null,
@@ -59,16 +64,18 @@ export function enqueueMessage(
   source: MessageSource,
   message: OutgoingMessage,
   routing: DestinationRouting = DEFAULT_ROUTING,
+  newId: IdGenerator = newTimeOrderedId,
 ): Promise<number> {
-  return insertMessages(db, messageRows(source, message, routing));
+  return insertMessages(db, messageRows(source, message, routing, newId));
 }
 
 export function enqueuerFor(
   db: Executor,
   source: MessageSource,
   routing: DestinationRouting = DEFAULT_ROUTING,
+  newId: IdGenerator = newTimeOrderedId,
 ): Enqueue {
   return async (message) => {
-    await enqueueMessage(db, source, message, routing);
+    await enqueueMessage(db, source, message, routing, newId);
   };
 }

@@ -22,6 +22,8 @@ import { carriedAsIs, transportKey } from './transport-key.ts';
 
 /** A message as it is written for one destination: its topic, its key there and its payload. */
 export interface NewMessage {
+  /** Made by the service (a UUIDv7, time-ordered): unused when the key exists already. */
+  id: string;
   topic: string;
   destination: string;
   deduplicationKey: string;
@@ -31,7 +33,7 @@ export interface NewMessage {
 }
 
 const newRow = (message: NewMessage) =>
-  sql`${message.topic}, ${message.destination}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb, ${message.traceparent ?? null}`;
+  sql`${message.id}::uuid, ${message.topic}, ${message.destination}, ${message.deduplicationKey}, ${JSON.stringify(message.payload)}::jsonb, ${message.traceparent ?? null}`;
 
 /**
  * Inserts each row unless its key exists already; the number written. A SQL template rather than
@@ -44,7 +46,7 @@ export async function insertMessages(db: Executor, messages: readonly NewMessage
     const inserted = await executePrepared<{ id: string }>(
       db,
       sql`
-      insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
+      insert into outbox_messages (id, topic, destination, deduplication_key, payload, traceparent)
       values (${newRow(message)})
       on conflict (deduplication_key) do nothing
       returning id`,
@@ -55,14 +57,14 @@ export async function insertMessages(db: Executor, messages: readonly NewMessage
 }
 
 /**
- * The INSERT of the messages `rows` holds (a FROM clause with `topic`, `destination`,
+ * The INSERT of the messages `rows` holds (a FROM clause with `id`, `topic`, `destination`,
  * `deduplication_key`, `payload` and `traceparent` columns, a row per destination), to embed in a larger statement:
  * a domain write and its announcements then cost one round trip, and `rows` can name only what the
  * write changed, so nothing else is announced.
  */
 export function insertMessagesFrom(rows: SQL): SQL {
-  return sql`insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
-    select topic, destination, deduplication_key, payload, traceparent from ${rows}
+  return sql`insert into outbox_messages (id, topic, destination, deduplication_key, payload, traceparent)
+    select id, topic, destination, deduplication_key, payload, traceparent from ${rows}
     on conflict (deduplication_key) do nothing`;
 }
 

@@ -127,6 +127,32 @@ export function describeDeliveryContract(runtime: string, target: () => Delivery
       expect(await countEvents(sql, oversized.id)).toBe(0);
     });
 
+    it('writes the messages it enqueues with time-ordered ids: UUIDv7, increasing as they are made', async () => {
+      const { sql } = target();
+      const events = Array.from({ length: 5 }, () => freshEvent({ data: { id: uniqueId('sub'), status: 'active' } }));
+      for (const event of events) {
+        expect(await answer(await deliver(event))).toBe(applied());
+        await settle();
+      }
+      const keys = events.map((event) => `acme:${event.id}:subscription.changed`);
+      const rows = await sql<{ id: string; deduplication_key: string; created_at: Date }[]>`
+        select id::text, deduplication_key, created_at from outbox_messages
+        where deduplication_key in ${sql(keys)} order by created_at, id`;
+
+      // In the order the events were delivered, and in the order the database wrote them.
+      const inDeliveryOrder = keys.map((key) => rows.find((row) => row.deduplication_key === key)?.id);
+      const sorted = rows.map((row) => row.id).sort();
+      expect(inDeliveryOrder).toEqual(sorted);
+      expect(rows.map((row) => row.id)).toEqual(sorted);
+      expect(new Set(sorted).size).toBe(events.length);
+      for (const row of rows) {
+        // Version 7, RFC 9562 variant; its first 48 bits are the millisecond it was made.
+        expect(row.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        const madeAt = Number.parseInt(row.id.slice(0, 8) + row.id.slice(9, 13), 16);
+        expect(Math.abs(madeAt - row.created_at.getTime())).toBeLessThan(60_000);
+      }
+    });
+
     it('is ready on a migrated database', async () => {
       expect(await answer(await target().request('/healthz', { method: 'GET' }))).toBe('200 {"status":"ok"}');
       expect(await answer(await target().request('/readyz', { method: 'GET' }))).toBe('200 {"status":"ready"}');
