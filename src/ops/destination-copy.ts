@@ -8,11 +8,11 @@
 import { and, count, desc, eq, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Executor } from '../db/client.ts';
-import { operatorActions, outboxMessages, webhookEvents } from '../db/schema.ts';
+import { operatorActions, outboxMessageCounts, outboxMessages, webhookEvents } from '../db/schema.ts';
 import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../outbox/destinations.ts';
 import { copyMessages } from '../outbox/message-rows.ts';
 import { after, micros, type Page, type PageKey, pageOf } from './cursor.ts';
-import { baseKeyOf, type OutboxColumns, type OutboxSelection, rowKeyOf, selected } from './outbox-view.ts';
+import { baseKeyOf, type OutboxColumns, type OutboxSelection, selected } from './outbox-view.ts';
 
 /** The outbox list's filters a copy takes (any status, any destination) and the destination to send to. */
 export interface SendJobFilter extends Pick<OutboxSelection, 'topic' | 'id' | 'since' | 'until'> {
@@ -21,7 +21,9 @@ export interface SendJobFilter extends Pick<OutboxSelection, 'topic' | 'id' | 's
 }
 
 const t = outboxMessages;
-const s = alias(outboxMessages, 'sibling');
+const SIBLING = 'sibling';
+/** The table again, for a message's other rows (a template renders an alias as its name alone: its FROM says what it is). */
+const s = alias(outboxMessages, SIBLING);
 
 /** A row's base key in SQL: its key without `@destination` (outbox-view.ts baseKeyOf). */
 const baseKeySql = sql`case
@@ -32,16 +34,19 @@ const baseKeySql = sql`case
 
 /**
  * The selection's rows that stand for their message: those with no newer row of the same message in
- * the selection. A message's rows share the base key, so its siblings are a range of the key's
- * text_pattern_ops index (the base key up to `base@~`: destination names sort below `~`), checked
- * exactly by rowKeyOf.
+ * the selection. A message's other rows have the keys its base key takes for each destination that
+ * has rows at all (the counters' destinations, outbox_message_counts): a lookup each in the key's
+ * unique index. (A range of the text_pattern_ops index would do without the names, but the planner
+ * cannot estimate a range whose bounds come from the outer row and joins it to the created_at index.)
  */
 function standsForItsMessage(filter: SendJobFilter): SQL {
   return sql`not exists (
-    select 1 from ${s}
-    where ${s.deduplicationKey} ~>=~ ${baseKeySql} and ${s.deduplicationKey} ~<~ (${baseKeySql}) || '@~'
-      and ${s.deduplicationKey} = ${rowKeyOf(baseKeySql, s)}
-      and (${s.createdAt}, ${s.id}) > (${t.createdAt}, ${t.id})
+    select 1 from (select distinct ${outboxMessageCounts.destination} as name from ${outboxMessageCounts}) as stored
+    join ${t} as ${sql.identifier(SIBLING)}
+      on ${s.deduplicationKey} = (case when stored.name = ${DEFAULT_DESTINATION} then (${baseKeySql})
+        else (${baseKeySql}) || '@' || stored.name end)
+      and ${s.destination} = stored.name
+    where (${s.createdAt}, ${s.id}) > (${t.createdAt}, ${t.id})
       and ${rowsOf(filter, s)})`;
 }
 

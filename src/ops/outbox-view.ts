@@ -188,8 +188,8 @@ export async function getOutboxMessage(
 }
 
 /** A row's key from its base key, in SQL: destinationKey (outbox/destinations.ts) of the row's destination. */
-export const rowKeyOf = (base: SQL, table: Pick<OutboxColumns, 'destination'> = t) =>
-  sql`case when ${table.destination} = ${DEFAULT_DESTINATION} then ${base} else ${base} || '@' || ${table.destination} end`;
+const rowKeyOf = (base: SQL) =>
+  sql`case when ${t.destination} = ${DEFAULT_DESTINATION} then ${base} else ${base} || '@' || ${t.destination} end`;
 
 /**
  * The messages one event produced: their deduplication key is `provider:event_id:topic` (plus
