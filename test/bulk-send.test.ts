@@ -62,6 +62,8 @@ async function serviceWith(variables: Record<string, string>) {
       });
       expect(response.status).toBe(200);
     },
+    dashboard: async (path: string) =>
+      (await app.request(path, { headers: { authorization: `Bearer ${TOKEN}` } })).text(),
     createJob: async (body: Record<string, unknown>) => {
       const response = await app.request('/admin/api/jobs', {
         method: 'POST',
@@ -184,6 +186,12 @@ describe('a send_to_destination job', () => {
     expect(rerunRow).toEqual({ status: 'done', processed: 7, failed: 7 });
     expect(await rowsSince(since)).toEqual(rows);
     expect(await sql`select 1 from operator_actions where job_id = ${rerun.id} and action = 'send'`).toHaveLength(0);
+
+    // The dashboard's Jobs page names the kind and calls the not-copied count skipped.
+    const page = await after.dashboard('/admin/jobs');
+    expect(page).toContain('send to destination');
+    expect(page).toContain('to=late');
+    expect(page).toContain('7 skipped');
 
     // The relay publishes every pending row: the copies reach late's sink once each, the first sink nothing again.
     sink.requests.length = 0;
