@@ -234,6 +234,26 @@ describe('a send_to_destination job', () => {
     expect(await sql`select 1 from bulk_jobs`).toHaveLength(jobsBefore.length);
   });
 
+  it('fails, saying why, when the runner is configured without the destination', async () => {
+    const since = await databaseNow();
+    await before.deliver(acmeEvent({ type: 'subscription.updated' }));
+    const created = await after.createJob({
+      kind: 'send_to_destination',
+      filter: { to: 'late', since: since.toISOString() },
+    });
+    const job = created.body.job as { id: string };
+    await before.runner.run({ budgetMs: 60_000, jobId: job.id });
+    const [row] = await sql`select status::text as status, processed, last_error from bulk_jobs where id = ${job.id}`;
+    expect(row).toEqual({
+      status: 'failed',
+      processed: 0,
+      last_error: 'destination "late" is not configured in this process',
+    });
+    expect(await sql`select 1 from outbox_messages where destination = 'late' and created_at >= ${since}`).toHaveLength(
+      0,
+    );
+  });
+
   it('counts on the CLI with --dry-run and runs with --yes --wait', async () => {
     const since = await databaseNow();
     const event = acmeEvent({ type: 'subscription.updated' });

@@ -212,7 +212,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   async function sendItems(tx: Transaction, held: BulkJob, filter: SendJobFilter, after: PageKey | undefined) {
     const to = (deps.routing ?? DEFAULT_ROUTING).destinations.find((destination) => destination.name === filter.to);
     // A job created under another configuration: failing it says so, where copying blind would not.
-    if (to === undefined) throw new Error(`destination "${filter.to}" is not configured in this process`);
+    if (to === undefined) throw new JobRefused(`destination "${filter.to}" is not configured in this process`);
     const page = await messagesToSend(tx, filter, after, settings.batchSize);
     const { skipped } = await sendMessages(tx, page.rows, { to, operator: held.operator, jobId: held.id });
     return { items: page.rows.length, failed: skipped, next: nextKey(page.nextCursor, 1) };
@@ -258,7 +258,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
 
   /** A batch that failed: a database outage leaves the job to its lease (resumed later); anything else fails it. */
   async function batchFailed(jobId: string, error: unknown): Promise<'transient' | 'failed'> {
-    const reason = describeError(error);
+    const reason = error instanceof JobRefused ? error.message : describeError(error);
     const timeouts = isTimeout(error) ? (timeoutsInARow.get(jobId) ?? 0) + 1 : 0;
     timeoutsInARow.delete(jobId);
     if (timeouts > 0 && timeouts < MAX_BATCH_TIMEOUTS) timeoutsInARow.set(jobId, timeouts);
@@ -360,6 +360,14 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   }
 
   return { owner, run };
+}
+
+/** A job this runner cannot run as it is configured; the message, ours, becomes the job's last_error. */
+class JobRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobRefused';
+  }
 }
 
 /** A stored position as a listing's cursor. */
