@@ -2,9 +2,9 @@
 // the selection such a job walks and one batch's copies. A message is a base key (the key without
 // `@destination`, outbox/destinations.ts destinationKey) with a row per destination it went to; the
 // job takes each message once, through its newest row in the selection, and writes a row for the
-// destination unless that destination's key exists already (so a re-run, or a message the destination
-// got at enqueue, sends nothing twice). The destination's own rows are not read. Only messages the destination's own filters would have taken
-// at enqueue are copied.
+// destination unless that destination's key exists already (so a re-run, or a message the
+// destination got at enqueue, sends nothing twice). The destination's own rows are not read. Only
+// messages the destination's own filters would have taken at enqueue are copied.
 import { and, count, desc, eq, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Executor } from '../db/client.ts';
@@ -22,7 +22,7 @@ export interface SendJobFilter extends Pick<OutboxSelection, 'topic' | 'id' | 's
 
 const t = outboxMessages;
 const SIBLING = 'sibling';
-/** The table again, for a message's other rows (a template renders an alias as its name alone: its FROM says what it is). */
+/** The table again, for a message's other rows (a template renders an alias as its bare name: the FROM names the table). */
 const s = alias(outboxMessages, SIBLING);
 
 /** A row's base key in SQL: its key without `@destination` (outbox-view.ts baseKeyOf). */
