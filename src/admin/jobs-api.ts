@@ -31,7 +31,7 @@ const routes = {
     method: 'post',
     path: '/jobs',
     summary:
-      'Replay the events or retry the dead outbox messages a list filter matches, as a job (dry_run: only count them)',
+      'Replay the events or retry the dead outbox messages a list filter matches, or send the outbox messages it matches to a destination, as a job (dry_run: only count them)',
     request: { body: { required: true, content: { 'application/json': { schema: jobRequest } } } },
     responses: {
       200: json(jobCounted, 'a dry run, or a filter that matches nothing: the count, no job, nothing recorded'),
@@ -77,11 +77,16 @@ export function registerJobRoutes(
     if (destination !== undefined && !isConfiguredDestination(destinations, destination)) {
       throw new AppError('invalid_request', { field: 'filter.destination' });
     }
+    if (body.kind === 'send_to_destination' && !isConfiguredDestination(destinations, body.filter.to)) {
+      throw new AppError('invalid_request', { field: 'filter.to' });
+    }
     const now = deps.clock();
     const spec: BulkJobSpec =
       body.kind === 'replay_events'
         ? { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } }
-        : { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } };
+        : body.kind === 'retry_outbox'
+          ? { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } }
+          : { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } };
     const result = await createBulkJob(
       { db: c.var.db, logger: deps.logger },
       { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },

@@ -1,6 +1,7 @@
 // The admin API's bulk job inputs and answers (src/admin/jobs-api.ts). A job's filter is the list's
 // own query schema (events or outbox) without its page position, so a filter the list refuses is
-// refused here with the same field named; the status is narrowed to the ones the action takes.
+// refused here with the same field named; the status is narrowed to the ones the action takes. A copy
+// to a destination takes the outbox filters that do not name a status or destination, and `to`.
 import { z } from '@hono/zod-openapi';
 import { bulkJobKinds, bulkJobStatuses } from '../db/schema.ts';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/bulk-jobs.ts';
@@ -25,6 +26,21 @@ const outboxJobFilter = outboxQuery
   .strict()
   .openapi('OutboxJobFilter', { description: 'the outbox list filters (GET /outbox), without cursor and limit' });
 
+const sendJobFilter = outboxQuery
+  .pick({ topic: true, id: true, since: true, until: true })
+  .extend({
+    to: z
+      .string()
+      .min(1)
+      .max(40)
+      .openapi({ description: 'the configured destination to send to (any other name is refused)' }),
+  })
+  .strict()
+  .openapi('SendJobFilter', {
+    description:
+      'the outbox list filters topic, id, since and until (messages of any status and destination), and the destination to send them to',
+  });
+
 const dryRun = z
   .boolean()
   .optional()
@@ -48,6 +64,14 @@ export const jobRequest = z
         dry_run: dryRun,
       })
       .strict(),
+    z
+      .object({
+        kind: z.literal('send_to_destination'),
+        filter: sendJobFilter,
+        operator: operatorBody.shape.operator,
+        dry_run: dryRun,
+      })
+      .strict(),
   ])
   .openapi('BulkJobRequest');
 
@@ -60,10 +84,13 @@ export const jobSchema = z
     status: z.enum(bulkJobStatuses),
     operator: z.string(),
     filter: z.record(z.string(), z.string()).openapi({ description: 'the filter as given, times in ISO 8601' }),
-    total: z.number().int().openapi({ description: 'rows the filter matched when the job was created' }),
+    total: z.number().int().openapi({
+      description: 'items the filter matched when the job was created (for send_to_destination: distinct messages)',
+    }),
     processed: z.number().int().openapi({ description: 'items taken so far, the failed ones included' }),
     failed: z.number().int().openapi({
-      description: 'items the action could not change: a replay that failed or parked again, a message no longer dead',
+      description:
+        'items the action could not change: a replay that failed or parked again, a message no longer dead, a message not copied (the destination has it, its filters refuse it, or its event is gone and it filters on type)',
     }),
     created_at: timestamp,
     started_at: timestamp.nullable(),

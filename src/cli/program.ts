@@ -7,7 +7,7 @@ import { destinationsPauseCommand, destinationsResumeCommand } from './commands/
 import { drainCommand } from './commands/drain.ts';
 import { eventsListCommand } from './commands/events-list.ts';
 import { eventsShowCommand } from './commands/events-show.ts';
-import { jobsReplayCommand, jobsRetryCommand } from './commands/jobs-create.ts';
+import { jobsReplayCommand, jobsRetryCommand, jobsSendCommand } from './commands/jobs-create.ts';
 import { jobsRunCommand } from './commands/jobs-run.ts';
 import { jobsCancelCommand, jobsListCommand, jobsShowCommand } from './commands/jobs-view.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -46,6 +46,7 @@ const commands: readonly CommandModule[] = [
   destinationsResumeCommand,
   jobsReplayCommand,
   jobsRetryCommand,
+  jobsSendCommand,
   jobsListCommand,
   jobsShowCommand,
   jobsCancelCommand,

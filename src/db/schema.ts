@@ -287,7 +287,7 @@ export const senderPauses = pgTable('sender_pauses', {
   note: text(),
 });
 
-export const bulkJobKinds = ['replay_events', 'retry_outbox'] as const;
+export const bulkJobKinds = ['replay_events', 'retry_outbox', 'send_to_destination'] as const;
 export type BulkJobKind = (typeof bulkJobKinds)[number];
 export const bulkJobKind = pgEnum('bulk_job_kind', bulkJobKinds);
 

@@ -1,5 +1,6 @@
 // Bulk actions by filter, as jobs: replay the inbox events or retry the dead outbox messages that
-// one of the operator's list filters matches (src/ops/events.ts, src/ops/outbox-view.ts). This module
+// one of the operator's list filters matches (src/ops/events.ts, src/ops/outbox-view.ts), or send the
+// outbox messages it matches to a destination added later (src/ops/destination-copy.ts). This module
 // owns a job's life outside its runner: counting (a dry run), creating it with its one audit row,
 // reading it, cancelling it, its filter as stored, and the selection it walks. Working through the
 // items in batches is src/ops/bulk-runner.ts.
@@ -12,6 +13,7 @@ import { type BulkJobKind, type BulkJobStatus, bulkJobs, operatorActions } from 
 import { isoOrNull } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isMessageId } from '../outbox/operator.ts';
+import { countMessagesToSend, type SendJobFilter } from './destination-copy.ts';
 import { countEventsExactly, type EventSelection } from './events.ts';
 import { assertOperatorName } from './operator-name.ts';
 import { countOutboxExactly, type OutboxSelection } from './outbox-view.ts';
@@ -38,12 +40,14 @@ export interface OutboxJobFilter extends Omit<OutboxSelection, 'status'> {
 
 export type BulkJobSpec =
   | { kind: 'replay_events'; filter: EventJobFilter }
-  | { kind: 'retry_outbox'; filter: OutboxJobFilter };
+  | { kind: 'retry_outbox'; filter: OutboxJobFilter }
+  | { kind: 'send_to_destination'; filter: SendJobFilter };
 
 /** The audit `action` and `target_kind` of each kind's job row and item rows. */
 export const JOB_AUDIT: Readonly<Record<BulkJobKind, { action: string; targetKind: 'event' | 'outbox' }>> = {
   replay_events: { action: 'bulk_replay', targetKind: 'event' },
   retry_outbox: { action: 'bulk_retry', targetKind: 'outbox' },
+  send_to_destination: { action: 'bulk_send', targetKind: 'outbox' },
 };
 
 /** A filter as stored in `bulk_jobs.filter` and shown in answers: the list's parameter names, times in ISO 8601. */
@@ -63,6 +67,7 @@ export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
   if (kind === 'retry_outbox') {
     return { kind, filter: { ...common, status: 'dead', topic: json.topic, destination: json.destination } };
   }
+  if (kind === 'send_to_destination') return { kind, filter: { ...common, topic: json.topic, to: json.to ?? '' } };
   const status = REPLAYABLE_STATUSES.find((candidate) => candidate === json.status) ?? 'failed';
   return {
     kind,
@@ -78,14 +83,26 @@ export function boundedSpec(spec: BulkJobSpec, createdAt: Date): BulkJobSpec {
   const bound = new Date(createdAt.getTime() + 1);
   const until = spec.filter.until === undefined || spec.filter.until > bound ? bound : spec.filter.until;
   // One branch per kind: a spread of the union would not keep each kind with its own filter.
-  return spec.kind === 'replay_events'
-    ? { kind: spec.kind, filter: { ...spec.filter, until } }
-    : { kind: spec.kind, filter: { ...spec.filter, until } };
+  switch (spec.kind) {
+    case 'replay_events':
+      return { kind: spec.kind, filter: { ...spec.filter, until } };
+    case 'retry_outbox':
+      return { kind: spec.kind, filter: { ...spec.filter, until } };
+    case 'send_to_destination':
+      return { kind: spec.kind, filter: { ...spec.filter, until } };
+  }
 }
 
-/** The rows a spec matches, exactly. */
+/** The items a spec matches, exactly: rows, or for a copy the distinct messages. */
 export function countSpec(db: Executor, spec: BulkJobSpec): Promise<number> {
-  return spec.kind === 'replay_events' ? countEventsExactly(db, spec.filter) : countOutboxExactly(db, spec.filter);
+  switch (spec.kind) {
+    case 'replay_events':
+      return countEventsExactly(db, spec.filter);
+    case 'retry_outbox':
+      return countOutboxExactly(db, spec.filter);
+    case 'send_to_destination':
+      return countMessagesToSend(db, spec.filter);
+  }
 }
 
 export type BulkJob = typeof bulkJobs.$inferSelect;

@@ -1,7 +1,7 @@
 // The runner of bulk jobs (src/ops/bulk-jobs.ts): takes a runnable job under a lease and works
 // through its selection in key order, a bounded batch at a time. Each batch is ONE transaction that
 // renews the lease (and so holds the job's row), applies its items through the operator's own replay
-// and retry (each item audited with the job's id), and moves the job's position and counts. A crash
+// and retry, or copies them to a destination (each item audited with the job's id), and moves the job's position and counts. A crash
 // mid-batch rolls all of that back, so a resumed job takes every item exactly once; a cancel waits
 // for the batch in progress and the next batch finds the job cancelled. Between batches it pauses and
 // defers to a saturated intake, so a job never starves the webhooks.
@@ -17,6 +17,7 @@ import { deferToIntake, type IntakeLoad } from '../inbox/intake-load.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
 import {
   type BulkJob,
   boundedSpec,
@@ -26,6 +27,7 @@ import {
   UNFINISHED,
 } from './bulk-jobs.ts';
 import { decodeCursor, encodeCursor, type PageKey } from './cursor.ts';
+import { messagesToSend, type SendJobFilter, sendMessages } from './destination-copy.ts';
 import { listEvents } from './events.ts';
 import { listOutbox } from './outbox-view.ts';
 import { replayEvents } from './replay.ts';
@@ -67,6 +69,8 @@ export interface BulkRunnerDeps {
   /** This runner's lease owner (`locked_by`). */
   owner: string;
   metrics?: Pick<Metrics, 'countReplay' | 'countRetry'> | undefined;
+  /** The configured destinations: where a send_to_destination job sends, with its filters. */
+  routing?: DestinationRouting | undefined;
   /** The Node process's intake load (async mode), to defer to between batches. */
   intakeLoad?: IntakeLoad | undefined;
   settings?: Partial<BulkRunnerSettings>;
@@ -204,6 +208,16 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     return { items: page.rows.length, failed, next: nextKey(page.nextCursor, 1) };
   }
 
+  /** A page of messages copied to the job's destination; those not copied count as failed (skipped). */
+  async function sendItems(tx: Transaction, held: BulkJob, filter: SendJobFilter, after: PageKey | undefined) {
+    const to = (deps.routing ?? DEFAULT_ROUTING).destinations.find((destination) => destination.name === filter.to);
+    // A job created under another configuration: failing it says so, where copying blind would not.
+    if (to === undefined) throw new JobRefused(`destination "${filter.to}" is not configured in this process`);
+    const page = await messagesToSend(tx, filter, after, settings.batchSize);
+    const { skipped } = await sendMessages(tx, page.rows, { to, operator: held.operator, jobId: held.id });
+    return { items: page.rows.length, failed: skipped, next: nextKey(page.nextCursor, 1) };
+  }
+
   /**
    * One batch in one transaction, or undefined when the job is no longer ours to run: cancelled, or
    * taken by another runner after our lease lapsed. The first statement renews the lease and locks
@@ -223,7 +237,9 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       const done =
         spec.kind === 'replay_events'
           ? await replayItems(tx, held, spec.filter, after)
-          : await retryItems(tx, held, spec.filter, after);
+          : spec.kind === 'retry_outbox'
+            ? await retryItems(tx, held, spec.filter, after)
+            : await sendItems(tx, held, spec.filter, after);
       const finished = done.next === undefined;
       const [updated] = await tx
         .update(job)
@@ -242,7 +258,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
 
   /** A batch that failed: a database outage leaves the job to its lease (resumed later); anything else fails it. */
   async function batchFailed(jobId: string, error: unknown): Promise<'transient' | 'failed'> {
-    const reason = describeError(error);
+    const reason = error instanceof JobRefused ? error.message : describeError(error);
     const timeouts = isTimeout(error) ? (timeoutsInARow.get(jobId) ?? 0) + 1 : 0;
     timeoutsInARow.delete(jobId);
     if (timeouts > 0 && timeouts < MAX_BATCH_TIMEOUTS) timeoutsInARow.set(jobId, timeouts);
@@ -344,6 +360,14 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   }
 
   return { owner, run };
+}
+
+/** A job this runner cannot run as it is configured; the message, ours, becomes the job's last_error. */
+class JobRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobRefused';
+  }
 }
 
 /** A stored position as a listing's cursor. */

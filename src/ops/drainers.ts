@@ -12,7 +12,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Tracer } from '../lib/tracing.ts';
-import type { DestinationSettings } from '../outbox/destinations.ts';
+import { configuredRouting, type DestinationSettings } from '../outbox/destinations.ts';
 import { createRelay, type Relay, type RelayIsolation, type RelaySettings, relaySettings } from '../outbox/relay.ts';
 import { type DestinationPublisher, relayOfEvery } from '../outbox/relays.ts';
 import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
@@ -106,6 +106,7 @@ export function bulkRunnerFor(
   return createBulkRunner({
     db: parts.db,
     handlers: configuredHandlers(parts.config, parts.logger),
+    routing: configuredRouting(parts.config),
     clock: parts.clock,
     logger: parts.logger,
     owner: `${options.idPrefix ?? 'jobs'}-${parts.newId()}`,

@@ -3,6 +3,7 @@
 // and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
 // message's own page and API answer, when asked.
 import { and, between, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages, outboxStatus } from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
@@ -101,26 +102,32 @@ const UUID_FORM = 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx';
  * lowest and with the highest hex digit, a range of the primary key. A prefix no uuid can start with
  * matches nothing.
  */
-function idStartsWith(prefix: string): SQL {
+function idStartsWith(prefix: string, column: AnyPgColumn = t.id): SQL {
   const typed = prefix.toLowerCase();
   const fits = [...typed].every((char, i) => (UUID_FORM[i] === '-' ? char === '-' : /^[0-9a-f]$/.test(char)));
   if (!fits || typed.length > UUID_FORM.length) return sql`false`;
   const rest = UUID_FORM.slice(typed.length);
-  return between(t.id, typed + rest.replaceAll('x', '0'), typed + rest.replaceAll('x', 'f'));
+  return between(column, typed + rest.replaceAll('x', '0'), typed + rest.replaceAll('x', 'f'));
 }
 
 /** The filters of a listing without its page position: what its rows and its status counts share. */
 export type OutboxSelection = Omit<OutboxFilter, 'cursor' | 'limit'>;
 
-/** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
-function selected(filter: OutboxSelection): SQL | undefined {
+/** The columns a selection reads, of the table or of an alias of it. */
+export type OutboxColumns = Record<'status' | 'topic' | 'destination' | 'id' | 'createdAt', AnyPgColumn>;
+
+/**
+ * The WHERE of a listing, as one condition: the list and its counts by status use the same one (and
+ * a copy job, destination-copy.ts, on an alias of the table as well).
+ */
+export function selected(filter: OutboxSelection, table: OutboxColumns = t): SQL | undefined {
   return and(
-    filter.status === undefined ? undefined : eq(t.status, filter.status),
-    filter.topic === undefined ? undefined : eq(t.topic, filter.topic),
-    filter.destination === undefined ? undefined : eq(t.destination, filter.destination),
-    filter.id === undefined ? undefined : idStartsWith(filter.id),
-    filter.since === undefined ? undefined : gte(t.createdAt, filter.since),
-    filter.until === undefined ? undefined : lt(t.createdAt, filter.until),
+    filter.status === undefined ? undefined : eq(table.status, filter.status),
+    filter.topic === undefined ? undefined : eq(table.topic, filter.topic),
+    filter.destination === undefined ? undefined : eq(table.destination, filter.destination),
+    filter.id === undefined ? undefined : idStartsWith(filter.id, table.id),
+    filter.since === undefined ? undefined : gte(table.createdAt, filter.since),
+    filter.until === undefined ? undefined : lt(table.createdAt, filter.until),
   );
 }
 

@@ -3,6 +3,7 @@
 // | from               | to                          | by                          | statement                        |
 // | ------------------ | --------------------------- | --------------------------- | -------------------------------- |
 // | (none)             | pending                     | a handler, in its event's transaction | insertMessages, insertMessagesFrom |
+// | (none)             | pending                     | a send_to_destination job's batch | copyMessages           |
 // | pending            | pending, leased             | relay                       | claimMessagesStatement / claimMessages   |
 // | pending, leased    | published, pending (retry), dead | relay                  | recordOutcomes                   |
 // | dead               | pending (attempts 0)        | operator retry              | resurrectDead                    |
@@ -66,6 +67,40 @@ export function insertMessagesFrom(rows: SQL): SQL {
   return sql`insert into outbox_messages (id, topic, destination, deduplication_key, payload, traceparent)
     select id, topic, destination, deduplication_key, payload, traceparent from ${rows}
     on conflict (deduplication_key) do nothing`;
+}
+
+/** One message to copy: the stored row it comes from and the key of its copy. */
+export interface MessageCopy {
+  from: string;
+  deduplicationKey: string;
+}
+
+/**
+ * A copy of each stored row for `destination`, with the key given (same topic, payload and
+ * traceparent; pending, no attempts) unless that key exists already; answers the copies written.
+ * The payload goes from row to row inside PostgreSQL, so its numbers stay as stored.
+ */
+export async function copyMessages(
+  tx: Executor,
+  copies: readonly MessageCopy[],
+  destination: string,
+): Promise<Array<{ id: string; from: string }>> {
+  if (copies.length === 0) return [];
+  const rows = await tx.execute<{ id: string; from: string }>(sql`
+    with source as (
+      select m.topic, m.payload, m.traceparent, c.key, c.from_id
+      from jsonb_to_recordset(${JSON.stringify(copies.map((copy) => ({ from_id: copy.from, key: copy.deduplicationKey })))}::jsonb)
+        as c(from_id uuid, key text)
+      join outbox_messages m on m.id = c.from_id
+    ), written as (
+      insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
+      select topic, ${destination}, key, payload, traceparent from source
+      on conflict (deduplication_key) do nothing
+      returning id, deduplication_key
+    )
+    select written.id::text as id, source.from_id::text as "from"
+    from written join source on source.key = written.deduplication_key`);
+  return [...rows];
 }
 
 /** A message the relay claimed, with its failed publishes so far. */

@@ -41,7 +41,11 @@ export const BulkControl: FC<{
 const KIND_WORDS: Readonly<Record<BulkJob['kind'], string>> = {
   replay_events: 'replay events',
   retry_outbox: 'retry outbox',
+  send_to_destination: 'send to destination',
 };
+
+/** What `failed` counts: for a copy, the messages it did not copy (skipped, not an error). */
+const notChanged = (job: BulkJob) => (job.kind === 'send_to_destination' ? 'skipped' : 'failed');
 
 /** The job's filter, one `name=value` a line. */
 const FilterLines: FC<{ filter: unknown }> = ({ filter }) => (
@@ -55,7 +59,7 @@ const FilterLines: FC<{ filter: unknown }> = ({ filter }) => (
 const Progress: FC<{ job: BulkJob }> = ({ job }) => (
   <span class="progress">
     <progress max={Math.max(job.total, 1)} value={job.processed} /> {`${job.processed} / ${job.total}`}
-    {job.failed > 0 ? <span class="error">{` · ${job.failed} failed`}</span> : null}
+    {job.failed > 0 ? <span class="error">{` · ${job.failed} ${notChanged(job)}`}</span> : null}
   </span>
 );
 

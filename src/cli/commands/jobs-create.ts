@@ -1,6 +1,6 @@
-// `webhook-inbox jobs replay|retry [filters] --operator NAME [--dry-run] [--yes] [--wait]`: a bulk
+// `webhook-inbox jobs replay|retry|send [filters] --operator NAME [--dry-run] [--yes] [--wait]`: a bulk
 // action by filter (src/ops/bulk-jobs.ts). The filters are the lists' own (`events list`, `outbox
-// list`). The count comes first: `--dry-run` prints it and does nothing; otherwise, as `replay` does,
+// list`); `send` copies the outbox messages its filter matches to the destination `--to` names. The count comes first: `--dry-run` prints it and does nothing; otherwise, as `replay` does,
 // the command asks on a terminal and needs `--yes` elsewhere (exit 2, nothing done). The job then runs
 // in the service (Node's schedule, the Worker's cron), or here with `--wait` (or `jobs run`).
 import { type Command, Option } from 'commander';
@@ -22,6 +22,7 @@ import {
 } from '../context.ts';
 import { timeOption } from './events-list.ts';
 import { waitForJob } from './jobs-run.ts';
+import { requireDestination } from './outbox-list.ts';
 
 interface CommonOptions {
   operator?: string;
@@ -56,7 +57,7 @@ async function bulkAction(
   context: CliContext,
   spec: BulkJobSpec,
   options: CommonOptions,
-  words: { verb: string; noun: string; command: string },
+  words: { verb: string; noun: string; command: string; notChanged?: string },
 ) {
   const operator = requireOperator(options.operator, words.command);
   const dbContext = { db: context.db, logger: context.logger };
@@ -93,13 +94,15 @@ async function bulkAction(
   if (options.wait) job = await waitForJob(context, job.id);
   if (options.json) context.out(JSON.stringify({ count: created.job.total, job: jobJson(job) }));
   else if (options.wait)
-    context.out(`job ${job.id} ${job.status}: ${job.processed} of ${job.total} taken, ${job.failed} failed`);
+    context.out(
+      `job ${job.id} ${job.status}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}`,
+    );
   return EXIT.done;
 }
 
 export const jobsReplayCommand: CommandModule = {
   path: ['jobs', 'replay'],
-  groupDescription: 'bulk actions by filter: replay, retry, list, show, cancel, run',
+  groupDescription: 'bulk actions by filter: replay, retry, send, list, show, cancel, run',
   define: (command, run) =>
     withCommonOptions(
       command
@@ -152,6 +155,36 @@ export const jobsRetryCommand: CommandModule = {
         const { topic, id, since, until } = options;
         const spec: BulkJobSpec = { kind: 'retry_outbox', filter: { status: 'dead', topic, id, since, until } };
         return bulkAction(context, spec, options, { verb: 'Retry', noun: 'message', command: 'jobs retry' });
+      }),
+    ),
+};
+
+export const jobsSendCommand: CommandModule = {
+  path: ['jobs', 'send'],
+  define: (command, run) =>
+    withCommonOptions(
+      command
+        .summary('send the outbox messages a filter matches to a destination, as a job')
+        .description(
+          'copy the outbox messages (any status, stored for any destination) that match the filters of `outbox ' +
+            'list` to the configured destination --to names, as a job that survives restarts: only those its ' +
+            'filters would have taken at enqueue and it does not have already; the job and each copy are ' +
+            'recorded in operator_actions',
+        )
+        .requiredOption('--to <name>', 'the configured destination to send them to')
+        .option('--topic <topic>', 'only messages of this topic'),
+      'created',
+    ).action(
+      run(async (context, options: CommonOptions & { to: string; topic?: string }) => {
+        requireDestination(context, options.to, '--to');
+        const { to, topic, id, since, until } = options;
+        const spec: BulkJobSpec = { kind: 'send_to_destination', filter: { to, topic, id, since, until } };
+        return bulkAction(context, spec, options, {
+          verb: 'Send',
+          noun: 'message',
+          command: 'jobs send',
+          notChanged: 'skipped',
+        });
       }),
     ),
 };

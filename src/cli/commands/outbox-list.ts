@@ -5,7 +5,7 @@ import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
 import { isConfiguredDestination } from '../../ops/destinations-view.ts';
 import { listOutbox, outboxJson } from '../../ops/outbox-view.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
-import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
+import { type CliContext, CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';
 
 const iso = (date: Date) => date.toISOString();
@@ -16,6 +16,14 @@ interface OutboxListOptions {
   destination?: string;
   limit: number;
   json?: boolean;
+}
+
+/** A destination named on the command line: a configured one, or a usage error naming those there are. */
+export function requireDestination(context: CliContext, name: string, option: string): void {
+  const routing = configuredRouting(context.config);
+  if (isConfiguredDestination(routing, name)) return;
+  const names = routing.destinations.map((destination) => destination.name).join(', ');
+  throw new CliError(EXIT.usage, `${option}: not a configured destination (configured: ${names})`);
 }
 
 export const outboxListCommand: CommandModule = {
@@ -32,11 +40,7 @@ export const outboxListCommand: CommandModule = {
       .option('--json', 'print one JSON document (an array)')
       .action(
         run(async (context, options: OutboxListOptions) => {
-          const routing = configuredRouting(context.config);
-          if (options.destination !== undefined && !isConfiguredDestination(routing, options.destination)) {
-            const names = routing.destinations.map(({ name }) => name).join(', ');
-            throw new CliError(EXIT.usage, `--destination: not a configured destination (configured: ${names})`);
-          }
+          if (options.destination !== undefined) requireDestination(context, options.destination, '--destination');
           const { rows: messages } = await listOutbox(context.db, options);
           if (options.json) {
             context.out(JSON.stringify(messages.map(outboxJson)));

@@ -1,0 +1,1 @@
+ALTER TYPE "public"."bulk_job_kind" ADD VALUE 'send_to_destination';
