@@ -173,6 +173,8 @@ describe('a send_to_destination job', () => {
     expect(audit.map((row) => row.action)).toEqual(['bulk_send', 'send', 'send']);
     expect(audit[0]).toMatchObject({ target: `job/${job.id}`, after_status: 'queued', detail: filter });
     const copies = late.filter((row) => row.deduplication_key !== `${keyOf(already.id)}@late`);
+    // Made by the service, time-ordered like every other outbox id (decision 0017).
+    for (const copy of copies) expect(copy.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab]/);
     expect(new Set(audit.slice(1).map((row) => row.target))).toEqual(new Set(copies.map((row) => row.id)));
     for (const item of audit.slice(1))
       expect(item).toMatchObject({ after_status: 'pending', detail: { destination: 'late' } });

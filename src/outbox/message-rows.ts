@@ -17,6 +17,7 @@ import type { Database, Executor } from '../db/client.ts';
 import { claimCandidates, claimInQueueOrder, type Lease, leaseCleared, leaseValues } from '../db/lease.ts';
 import { executePrepared } from '../db/prepared.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
+import { type IdGenerator, newTimeOrderedId } from '../lib/clock.ts';
 import type { JsonValue } from '../lib/json.ts';
 import type { OutboxMessage } from './publishers/publisher.ts';
 import { carriedAsIs, transportKey } from './transport-key.ts';
@@ -84,17 +85,18 @@ export async function copyMessages(
   tx: Executor,
   copies: readonly MessageCopy[],
   destination: string,
+  newId: IdGenerator = newTimeOrderedId,
 ): Promise<Array<{ id: string; from: string }>> {
   if (copies.length === 0) return [];
+  const sources = copies.map((copy) => ({ id: newId(), from_id: copy.from, key: copy.deduplicationKey }));
   const rows = await tx.execute<{ id: string; from: string }>(sql`
     with source as (
-      select m.topic, m.payload, m.traceparent, c.key, c.from_id
-      from jsonb_to_recordset(${JSON.stringify(copies.map((copy) => ({ from_id: copy.from, key: copy.deduplicationKey })))}::jsonb)
-        as c(from_id uuid, key text)
+      select c.id, m.topic, m.payload, m.traceparent, c.key, c.from_id
+      from jsonb_to_recordset(${JSON.stringify(sources)}::jsonb) as c(id uuid, from_id uuid, key text)
       join outbox_messages m on m.id = c.from_id
     ), written as (
-      insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent)
-      select topic, ${destination}, key, payload, traceparent from source
+      insert into outbox_messages (id, topic, destination, deduplication_key, payload, traceparent)
+      select id, topic, ${destination}, key, payload, traceparent from source
       on conflict (deduplication_key) do nothing
       returning id, deduplication_key
     )
