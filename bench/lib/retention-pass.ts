@@ -43,6 +43,12 @@ export interface LockWaits {
   /** Samples in which one of the service's connections waited on a lock, and how many distinct ones. */
   serviceWaitSamples: number;
   serviceWaitingBackends: number;
+  /**
+   * Samples in which a service connection waited on a lock the purge held (the purge among
+   * `pg_blocking_pids`): what the target forbids. The other waits are between the service's own
+   * connections, e.g. two inserts extending the table at once, which happen without a purge too.
+   */
+  blockedByPurgeSamples: number;
   /** The longest run of consecutive samples one service backend was seen waiting, in ms (at sampling resolution). */
   longestServiceWaitMs: number;
   /** Samples in which the purge itself waited. */
@@ -77,6 +83,7 @@ export async function retentionPass(
   const locks: LockWaits = {
     samples: 0,
     serviceWaitSamples: 0,
+    blockedByPurgeSamples: 0,
     serviceWaitingBackends: 0,
     longestServiceWaitMs: 0,
     purgeWaitSamples: 0,
@@ -96,17 +103,20 @@ export async function retentionPass(
           where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
         locks.samples++;
         const seen = new Set<number>();
+        let blockedByPurge = false;
         for (const row of rows) {
           if (row.pid === purgePid) {
             locks.purgeWaitSamples++;
           } else if (row.application_name === options.serviceApplication) {
             seen.add(row.pid);
             waiting.add(row.pid);
+            if (row.blockers.includes(purgePid)) blockedByPurge = true;
           }
           const example = `${row.pid === purgePid ? 'purge' : row.application_name} waited (${row.wait_event}, blocked by ${row.blockers.join(',')}): ${row.query}`;
           if (locks.examples.length < 5 && !locks.examples.includes(example)) locks.examples.push(example);
         }
         if (seen.size > 0) locks.serviceWaitSamples++;
+        if (blockedByPurge) locks.blockedByPurgeSamples++;
         for (const pid of [...runs.keys()]) if (!seen.has(pid)) runs.delete(pid);
         for (const pid of seen) {
           const run = (runs.get(pid) ?? 0) + 1;
