@@ -1,6 +1,7 @@
 // A real crash: `webhook-inbox work` runs in a child process and is killed with SIGKILL while its
 // apply transaction waits on a subscription row this test holds locked. Nothing it did commits; its
 // lease keeps everyone off the event until it expires; then another worker applies the event, once.
+// Needs a process: a worker is killed with SIGKILL mid-apply, which only a separate process can show.
 import { expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';

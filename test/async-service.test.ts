@@ -1,6 +1,8 @@
 // `npm start` in async mode as a real process: a delivery is answered 202 with the row stored, the
 // in-process worker (WORKER_INTERVAL_MS) applies it and the relay publishes its outbox message, and
 // SIGTERM stops the schedules before the pools close (exit 0).
+// Needs a process: `npm start` in async mode, as an operator runs it: the built service and its in-process
+// worker.
 import { expect, it } from 'vitest';
 import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -2,6 +2,7 @@
 // package. The built service starts from a read-only bind mount of the checkout (a mount namespace
 // of its own, where this machine allows one), takes a delivery, stops, and the package's files hash
 // the same before and after.
+// Needs a process: the built service run from a read-only copy of the package, as an image runs it.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

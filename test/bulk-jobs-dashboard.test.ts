@@ -2,6 +2,7 @@
 // "Replay all N matching", which counts exactly, asks to confirm (declining does nothing), creates the
 // job and leads to the jobs page; the jobs page shows progress and cancels. Screenshots at 1280 and
 // 390 px go to test/artifacts/, and nothing scrolls sideways at 390 px.
+// Needs a process: headless Chromium renders the Jobs page.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';

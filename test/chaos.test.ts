@@ -1,6 +1,8 @@
 // Chaos with real processes: the service killed mid-load, its database connections cut mid-load,
 // and three services racing on duplicates. Every 2xx must be a committed event, and redelivery
 // must converge to exactly one application per event.
+// Needs a process: services are killed with SIGKILL and cut off from the database mid-load; several share one
+// database.
 import { describe, expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';

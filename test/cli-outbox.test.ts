@@ -1,6 +1,7 @@
 // The operator CLI as a real process (`bin/webhook-inbox.js`, and once through `npx`): drain, outbox
 // list and outbox retry against a real database, with the contract's exit codes (0 done, 1 could not
 // run, 2 usage, 3 not found) and the audit row a retry writes in the same transaction.
+// Needs a process: `npx webhook-inbox outbox retry` through npx, as an operator types it.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.ts';

@@ -5,6 +5,7 @@
 // (1,030 slow sockets, 20 genuine deliveries, the default pool of 1024), about 3 s. The test process
 // and the service each hold about 1,050 sockets: the hard `ulimit -n` must allow that (Node raises
 // its soft limit to the hard one; 20,000 where this was written).
+// Needs a process: the built service's sockets and its shedding of idle connections, seen from outside.
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ConnectionShedder } from '../src/entry/connection-shedding.ts';

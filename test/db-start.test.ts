@@ -1,5 +1,6 @@
 // `npm run db:start` as a real process: the embedded server in DATA_DIR, migrated, its URL and the
 // wrangler line printed, stopped cleanly on Ctrl-C.
+// Needs a process: `npm run db:start` runs the embedded server in the foreground and stops it on a signal.
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -2,6 +2,7 @@
 // and its retry, a 503 before storing) is one row with its time, answer, time taken and trace id,
 // under the stored event's id; the newest DELIVERY_LOG_CAP are kept; retention deletes them with
 // their event; the admin API, the CLI and the dashboard show them. The spool is flushed explicitly.
+// Needs a process: headless Chromium renders the event page's delivery log.
 import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.ts';

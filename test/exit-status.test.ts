@@ -2,6 +2,7 @@
 // setup exits non-zero when a test fails, and zero when all pass, on the embedded server (no
 // DATABASE_URL) and on DATABASE_URL's. The embedded server's package once turned every red run
 // green by exiting 0 from a `beforeExit` hook.
+// Needs a process: `npm test`'s exit status is read from a child vitest run.
 import { describe, expect, it } from 'vitest';
 import { cleanEnv, run } from './helpers/process.ts';
 

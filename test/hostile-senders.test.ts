@@ -1,5 +1,6 @@
 // What a sender controls and must not turn against us: the log volume of its mistakes, a dropped
 // upload, a slow upload, and connections held open with nothing sent (a real `npm start`).
+// Needs a process: slow and malformed clients against the built service over real sockets.
 
 import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';

@@ -1,5 +1,6 @@
 // The suite runs on a Node line that gets security fixes (22, 24, 26 and later even lines, as
 // package.json's engines says), and on the one asked for when `npm run test:node -- <line>` ran it.
+// Needs a process: npm scripts are asked which Node runs them.
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 

@@ -2,6 +2,7 @@
 // child process (`webhook-inbox drain`) is killed with SIGKILL while the sink holds its request. The
 // lease keeps everyone else off the message until it expires; then a second drain publishes it
 // under the same Idempotency-Key, and the crash counted no attempt.
+// Needs a process: a relay is killed with SIGKILL mid-publish, which only a separate process can show.
 import { expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRow } from './helpers/outbox.ts';

@@ -5,6 +5,7 @@
 // /metrics' per-destination series (configured names only), and the dashboard's Destinations page,
 // overview panel and message page, in headless chromium at 1280 and 390 px. The pause and resume
 // routes belong to the relay's side: here only the buttons' targets and fields are checked.
+// Needs a process: headless Chromium renders the destinations page.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';

@@ -2,6 +2,7 @@
 // change, none for a stale version, none when the transaction rolls back; and from intake to the
 // target: a webhook processed through the app reaches a real HTTP sink with the contract's body and
 // headers, in process and from `npm start`'s own relay schedule.
+// Needs a process: the built service publishes what a delivery enqueued, end to end.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ROUTING } from '../src/outbox/destinations.ts';
 import { deduplicationKey, enqueueMessage } from '../src/outbox/enqueue.ts';

@@ -3,6 +3,7 @@
 // a server of the test's own killed mid-drain: nothing lost, nothing published that the stream did
 // not acknowledge, and the relay carries on by itself once the server is back; and `npm start`
 // publishing a delivery's message to a stream.
+// Needs a process: a nats-server of its own is stopped and started, and the built service publishes to it.
 import { DiscardPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';

@@ -4,6 +4,7 @@
 // and connections lost mid-drain through a TCP link the test cuts (RabbitMQ itself is shared, so it
 // is never stopped): nothing lost, nothing published that the broker did not confirm, and the relay
 // reconnects by itself.
+// Needs a process: rabbitmqctl makes a user with narrow permissions on the machine's RabbitMQ.
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { uniqueId } from './helpers/acme.ts';

@@ -1,6 +1,7 @@
 // No silent fallbacks at start-up, through the real processes: in production a missing DATABASE_URL
 // stops the service and the CLI (unless EMBEDDED_DATABASE=allow, which is then warned about), and
 // start-up names the enabled senders and why acme's development secret is or is not in use.
+// Needs a process: start-up refusals are exit codes and lines of the real service and CLI processes.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';

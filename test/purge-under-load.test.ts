@@ -1,6 +1,7 @@
 // Retention while the intake runs flat out: a purge of thousands of old rows beside a real service
 // taking deliveries. Every delivery still gets its 200 and its row, the purge removes only old
 // finished rows, and the deduplication keys it keeps still answer duplicates.
+// Needs a process: the built service takes deliveries while a purge runs beside it.
 import { describe, expect, it } from 'vitest';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { acmeEvent, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';

@@ -2,6 +2,7 @@
 // with its reason and detail, its credentials redacted and nothing of its body; a flood of bad
 // signatures leaves the ring at its size and the counts exact; the admin API lists both; retention
 // removes old counts; the dashboard page reads well at 1280 and 390 px.
+// Needs a process: headless Chromium renders the refusals page.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,6 @@
 // No secret, connection string or payload in logs or error bodies: the real service, fed valid and
 // hostile deliveries, with everything it printed and answered scanned for them.
+// Needs a process: the built service's answers and headers as a client sees them.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, TEST_SECRET } from './helpers/acme.ts';

@@ -4,6 +4,7 @@
 // by itself (the clock moves, nothing sleeps) and the maintenance step audits that; a pause made by
 // another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
 // Real PostgreSQL throughout.
+// Needs a process: headless Chromium renders the senders page.
 import { mkdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';

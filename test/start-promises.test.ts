@@ -2,6 +2,7 @@
 // the real process. A retention shorter than an enabled sender's retry window, low-entropy secrets and
 // tokens (refused in production, warned about elsewhere), `_FILE` contents an editor leaves behind (a
 // byte order mark, lines of spaces), public keys from files, and a Twilio URL that can never verify.
+// Needs a process: the built service under signals: graceful shutdown and what it promises on exit.
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -1,6 +1,7 @@
 // Start-up as an operator meets it, through the real process: secrets from `_FILE` (a secret with
 // spaces stays whole) and the warning for a short one, tokens a bearer header cannot carry, and each
 // cause of a database that cannot be used named by its class, never printing DATABASE_URL.
+// Needs a process: start-up refusals are exit codes and lines of the real service process.
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';

@@ -1,5 +1,7 @@
 // `npm start` and `npm run db:migrate` as real processes: the zero-setup path with the embedded
 // server and the printed curl, refusal to serve an unmigrated database, configuration errors.
+// Needs a process: `npm start` and `npm run db:migrate` as a new user runs them: the embedded server, the
+// printed curl.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
