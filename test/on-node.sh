@@ -1,7 +1,8 @@
 #!/bin/sh
-# `npm run test:node -- <line> [vitest arguments]`: the whole suite on another Node line (22, 24,
-# 26), everything in it included: vitest, the services and CLIs it starts, and the npm scripts they
-# run. That line's Node comes from the npm registry's `node` package, installed once into a cache
+# `npm run test:node -- <line> [vitest arguments]`: the suite on another Node line (22, 24, 26),
+# everything in it included: vitest, the services and CLIs it starts, and the npm scripts they run.
+# Without vitest arguments it runs the files whose behaviour depends on the Node line
+# (NODE_LINE_FILES in test/tiers.ts); with them, what they select (`--all` for every file). That line's Node comes from the npm registry's `node` package, installed once into a cache
 # folder. npm puts node_modules/.bin (the pinned Node) first on every script's PATH, so npm is told
 # to run its scripts through this file, which puts the chosen Node first again.
 set -eu
@@ -20,5 +21,11 @@ ON_NODE_BIN="$prefix/node_modules/.bin"
 EXPECTED_NODE_LINE="$line"
 npm_config_script_shell="$(cd "$(dirname "$0")" && pwd)/on-node.sh"
 export ON_NODE_BIN EXPECTED_NODE_LINE npm_config_script_shell
-echo "on Node $("$ON_NODE_BIN/node" --version)" >&2
+if [ $# -eq 0 ]; then
+  TEST_NODE_LINE_ONLY=1
+  export TEST_NODE_LINE_ONLY
+elif [ "$1" = "--all" ]; then
+  shift
+fi
+echo "on Node $("$ON_NODE_BIN/node" --version)${TEST_NODE_LINE_ONLY:+, the files that depend on the line}" >&2
 PATH="$ON_NODE_BIN:$PATH" exec npm test -- "$@"
