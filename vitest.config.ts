@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
 import { HOOK_TIMEOUT_MS, TEST_TIMEOUT_MS } from './test/helpers/patience.ts';
+import { ProcessFilesFirst } from './test/sequencer.ts';
 import { NODE_LINE_FILES, nodeTestFiles, processFiles } from './test/tiers.ts';
 import { workerPoolOptions } from './test/worker-pool.ts';
 
@@ -39,6 +40,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts', ...(nodeLineOnly ? [] : ['test/worker-global-setup.ts'])],
     onUnhandledError: (error) => error.message !== POSTGRES_JS_CANCELLED_STREAM,
     maxWorkers: workers,
+    sequence: { sequencer: ProcessFilesFirst },
     projects: [
       { test: { name: 'node', include: inProcess, ...timeouts } },
       { test: { name: 'process', include: onLine(needProcess), ...timeouts } },
