@@ -49,7 +49,7 @@ export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     browser = await launchChromium();
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,6 +1,7 @@
 // Running the real entry points as child processes, with an environment the test controls fully.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { WAIT_MS } from './patience.ts';
 
 export interface Running {
   child: ChildProcess;
@@ -34,11 +35,14 @@ export function run(command: string, args: string[], env: Record<string, string>
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  // 'close' comes after the last byte of stdout and stderr was read, unlike 'exit': a line the process
+  // wrote just before it ended is still seen, however late the pipes drain on a busy machine.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return {
     child,
     output: () => output,
     exited,
-    waitForLine: (pattern, timeoutMs = 30_000) =>
+    waitForLine: (pattern, timeoutMs = WAIT_MS) =>
       new Promise((resolve, reject) => {
         const existing = output.split('\n').find((line) => pattern.test(line));
         if (existing !== undefined) return resolve(existing);
@@ -50,7 +54,10 @@ export function run(command: string, args: string[], env: Record<string, string>
             resolve(line);
           },
         });
-        void exited.then(() => setTimeout(() => reject(new Error(`exited before ${pattern}:\n${output}`)), 100));
+        void closed.then(() => {
+          clearTimeout(timer);
+          reject(new Error(`exited before ${pattern}:\n${output}`));
+        });
       }),
   };
 }
