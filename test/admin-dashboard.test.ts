@@ -201,7 +201,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
         '--disable-sync',
       ],
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -229,7 +229,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.locator('h1', { hasText: 'Overview' }).waitFor();
     expect(await page.locator('#notice').textContent()).toBe('');
     await page.close();
-  }, 60_000);
+  });
 
   it('filters show only their rows, counts link into the list, and paging reaches the last row', async () => {
     const failing = await eventsOfType(2, 'failed');
@@ -275,7 +275,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
         .map((id) => `acme/${id}`),
     );
     await page.close();
-  }, 90_000);
+  });
 
   it("shows an event's exact stored payload, and a replay that fails again as failed, with its reason", async () => {
     const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'ledger down', to: 'past_due' });
@@ -309,7 +309,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     ]);
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-replay-failed-1280.png`, fullPage: true });
     await page.close();
-  }, 60_000);
+  });
 
   it('a replay that works is shown as done and applied; a dead message is retried from its page', async () => {
     const { eventId, subscription } = await insertEvent(sql, {
@@ -332,7 +332,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await outboxRow(sql, message)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await operatorActionRows(sql, message)).toEqual([expect.objectContaining({ operator: 'ada' })]);
     await page.close();
-  }, 60_000);
+  });
 
   it('refreshes by itself every 30 s once asked to, keeping the filters', async () => {
     const { type } = await eventsOfType(1);
@@ -355,7 +355,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await page.locator('tr[data-event]').count()).toBe(2);
     expect(await page.isChecked('#auto-refresh')).toBe(true);
     await page.close();
-  }, 60_000);
+  });
 
   it('at 390x844 the first screen of the events list shows at least six whole events', async () => {
     // Events as an incident leaves them: failed, with an error, ids as long as Stripe's.
@@ -398,7 +398,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await page.locator('details.filter-fold > summary').textContent()).toContain('2 in use');
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-events-390x844-filters.png` });
     await page.close();
-  }, 60_000);
+  });
 
   it('fits 390 px without sideways scrolling, and 1280 px, on every page', async () => {
     const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'x'.repeat(300) });
@@ -428,5 +428,5 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
       }
       await page.close();
     }
-  }, 120_000);
+  });
 });

@@ -89,4 +89,4 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
   const messages =
     await sql`select 1 from outbox_messages where deduplication_key = ${`acme:${event.id}:subscription.changed`}`;
   expect(messages).toHaveLength(1);
-}, 60_000);
+});

@@ -46,4 +46,4 @@ it('npm start in async mode queues, applies on its schedule and stops cleanly', 
     service.child.kill('SIGTERM');
   }
   expect(await service.exited).toEqual({ code: 0, signal: null });
-}, 60_000);
+});

@@ -109,7 +109,7 @@ describe('chaos', () => {
       select (select count(*)::int from webhook_events where status = 'completed') as events,
              (select count(*)::int from subscriptions where provider_version = 1) as subscriptions`;
     expect(facts).toEqual({ events: 2000, subscriptions: 2000 });
-  }, 120_000);
+  });
 
   it('database connections cut mid-load: 503 while it cannot commit, never a 2xx for an unsaved event', async () => {
     const { sql, url, name } = cutDatabase;
@@ -171,7 +171,7 @@ describe('chaos', () => {
     } finally {
       await stop(service);
     }
-  }, 120_000);
+  });
 
   it('three services on one database, duplicates of 200 ids sprayed across them: 200 applications', async () => {
     const { sql, url } = racedDatabase;
@@ -195,7 +195,7 @@ describe('chaos', () => {
     } finally {
       await Promise.all(services.map(stop));
     }
-  }, 120_000);
+  });
 
   it('outbox target failing half the time for a while: every message published once per key, none lost', async () => {
     const { sql, url } = outboxDatabase;
@@ -240,5 +240,5 @@ describe('chaos', () => {
     expect(facts?.retried).toBeGreaterThan(0);
     expect(publishedByKey.size).toBe(300);
     expect([...publishedByKey.values()].every((count) => count === 1)).toBe(true);
-  }, 120_000);
+  });
 });

@@ -37,7 +37,7 @@ describe('npm run db:start', () => {
       server.child.kill('SIGINT');
     }
     expect(await server.exited).toEqual({ code: 0, signal: null });
-  }, 90_000);
+  });
 
   it('offers no development secret when a public key alone configures a sender, as npm start would not', async () => {
     const server = dbStart({ DATA_DIR: dataDir, DISCORD_WEBHOOK_PUBLIC_KEY: 'ab'.repeat(32) });
@@ -52,7 +52,7 @@ describe('npm run db:start', () => {
       server.child.kill('SIGINT');
     }
     expect(await server.exited).toEqual({ code: 0, signal: null });
-  }, 90_000);
+  });
 
   it('refuses to run beside DATABASE_URL, which already names the database', async () => {
     const refused = dbStart({ DATA_DIR: dataDir, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });

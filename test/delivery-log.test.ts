@@ -389,5 +389,5 @@ describe.skipIf(!hasChromium)("the dashboard's event page", () => {
       await browser.close();
       await close();
     }
-  }, 120_000);
+  });
 });

@@ -149,5 +149,5 @@ describe('npm start with bounded client time', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-  }, 60_000);
+  });
 });

@@ -189,7 +189,7 @@ describe('a NATS outage far longer than the backoff (through a proxy the test cu
       await shared.jsm.streams.delete(own);
       await sql`delete from outbox_messages`;
     }
-  }, 60_000);
+  });
 });
 
 describe("a message over the server's max_payload", () => {
@@ -258,5 +258,5 @@ describe('npm start with a NATS target', () => {
     } finally {
       await shared.jsm.streams.delete(own);
     }
-  }, 60_000);
+  });
 });

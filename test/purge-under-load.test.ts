@@ -82,5 +82,5 @@ describe('purge during full intake load', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-  }, 120_000);
+  });
 });

@@ -458,7 +458,7 @@ describe('the CLI', () => {
       ['ada', 'pause'],
       ['grace', 'resume'],
     ]);
-  }, 60_000);
+  });
 });
 
 /** What page.evaluate reads in the browser (the test's own types have no DOM). */
@@ -556,5 +556,5 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
     } finally {
       await browser.close();
     }
-  }, 90_000);
+  });
 });

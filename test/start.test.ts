@@ -37,7 +37,7 @@ describe('npm start', () => {
     expect(await service.exited).toEqual({ code: 0, signal: null });
     // The embedded server was stopped too, not left behind.
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
-  }, 90_000);
+  });
 
   it('with DATABASE_URL and pending migrations: exit 1 naming npm run db:migrate; serves after it', async () => {
     const { url } = unmigrated;
