@@ -9,10 +9,11 @@ import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, holdSubscriptionLock, subscriptionRow } from './helpers/facts.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const { db, sql, url, name } = await useTestDatabase();
 
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');

@@ -22,7 +22,7 @@ describe('npm run db:start', () => {
   it('serves a migrated embedded database until Ctrl-C, printing how to point the Worker at it', async () => {
     const server = dbStart({ DATA_DIR: dataDir });
     try {
-      const url = (await server.waitForLine(/^DATABASE_URL=/, 60_000)).slice('DATABASE_URL='.length);
+      const url = (await server.waitForLine(/^DATABASE_URL=/)).slice('DATABASE_URL='.length);
       const hyperdriveLine = await server.waitForLine(/CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE=/);
       expect(hyperdriveLine).toContain(`'${url}' npm run dev:worker -- --var ACME_WEBHOOK_SECRET:`);
       const sql = postgres(url, { max: 1, onnotice: () => {} });

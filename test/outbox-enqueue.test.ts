@@ -14,6 +14,7 @@ import { failingAfterDefault } from './helpers/handlers.ts';
 import { buildTestRelay, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { startSink } from './helpers/sink.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const { db, sql, url } = await useTestDatabase();
 const sink = await startSink();
@@ -188,9 +189,9 @@ describe('from webhook to target', () => {
       expect(response.status).toBe(200);
       const key = `acme:${event.id}:subscription.changed`;
       await expect
-        .poll(() => sink.requests.some((request) => request.headers['idempotency-key'] === key), { timeout: 10_000 })
+        .poll(() => sink.requests.some((request) => request.headers['idempotency-key'] === key), { timeout: WAIT_MS })
         .toBe(true);
-      await expect.poll(async () => (await messagesOf(event.id))[0]?.status, { timeout: 5_000 }).toBe('published');
+      await expect.poll(async () => (await messagesOf(event.id))[0]?.status, { timeout: WAIT_MS }).toBe('published');
     } finally {
       service.child.kill('SIGTERM');
     }

@@ -23,6 +23,7 @@ import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts'
 import { startListeningService } from './helpers/process.ts';
 import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const database = await useTestDatabase();
 const { sql } = database;
@@ -243,7 +244,7 @@ describe('npm start with a NATS target', () => {
               (await sql`select status::text as status from outbox_messages where deduplication_key = ${key}`)[0]
                 ?.status,
             {
-              timeout: 10_000,
+              timeout: WAIT_MS,
             },
           )
           .toBe('published');
