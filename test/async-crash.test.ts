@@ -7,9 +7,9 @@ import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, holdSubscriptionLock, subscriptionRow } from './helpers/facts.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
-import { WAIT_MS } from './helpers/patience.ts';
 
 const { db, sql, url, name } = await useTestDatabase();
 

@@ -7,8 +7,8 @@ import { expect, it } from 'vitest';
 import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
-import { startListeningService } from './helpers/process.ts';
 import { WAIT_MS } from './helpers/patience.ts';
+import { startListeningService } from './helpers/process.ts';
 
 const { sql, url } = await useTestDatabase();
 

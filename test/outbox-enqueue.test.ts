@@ -12,9 +12,9 @@ import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { failingAfterDefault } from './helpers/handlers.ts';
 import { buildTestRelay, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { startSink } from './helpers/sink.ts';
-import { WAIT_MS } from './helpers/patience.ts';
 
 const { db, sql, url } = await useTestDatabase();
 const sink = await startSink();

@@ -20,10 +20,10 @@ import {
 } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { startListeningService } from './helpers/process.ts';
 import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
-import { WAIT_MS } from './helpers/patience.ts';
 
 const database = await useTestDatabase();
 const { sql } = database;
