@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { patience, WAIT_MS } from './helpers/patience.ts';
 import { type Running, type ServiceUnderTest, startListeningService, startService } from './helpers/process.ts';
 
 const { url } = await useTestDatabase();
@@ -27,10 +28,10 @@ const freshDataDir = () => join(folder, `data-${++dataDirs}`);
  * The exit of a service expected to refuse. One still running after `ms` fails the test, stopped by
  * SIGTERM so that an embedded server it started stops with it (SIGKILL would orphan that server).
  */
-async function refusal(service: Running, ms = 15_000): Promise<{ code: number | null; lines: string[] }> {
+async function refusal(service: Running, ms = WAIT_MS): Promise<{ code: number | null; lines: string[] }> {
   const timers = [
     setTimeout(() => service.child.kill('SIGTERM'), ms),
-    setTimeout(() => service.child.kill('SIGKILL'), ms + 10_000),
+    setTimeout(() => service.child.kill('SIGKILL'), ms + patience(10_000)),
   ];
   const { code } = await service.exited;
   for (const timer of timers) clearTimeout(timer);
