@@ -125,6 +125,8 @@ describe('delivery log', () => {
       deliveryLog: log,
       config: { HANDLER_DEADLINE_MS: deadlineMs },
       // Holds the delivery past its deadline before the database write: answered 503, nothing stored.
+      // The pause is the subject; the deadline's timer was set first and expires first, so the order
+      // of the two holds on any machine.
       beforeStore: () => new Promise((resolve) => setTimeout(resolve, deadlineMs + 50)),
     });
     const event = acmeEvent();
@@ -231,6 +233,7 @@ describe('delivery log', () => {
     const late = await buildTestApp(db, {
       deliveryLog: log,
       config: { HANDLER_DEADLINE_MS: 30 },
+      // Slower than the deadline on purpose; the deadline's timer, set first, always expires first.
       beforeStore: () => new Promise((resolve) => setTimeout(resolve, 80)),
     });
     const github = await buildTestApp(db, {

@@ -197,6 +197,7 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
 
     const slow = await appWithLog({
       config: { HANDLER_DEADLINE_MS: 5 },
+      // Slower than the deadline on purpose; the deadline's timer, set first, always expires first.
       beforeStore: () => new Promise((resolve) => setTimeout(resolve, 50)),
     });
     const late = JSON.stringify(acmeEvent());

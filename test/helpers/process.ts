@@ -8,6 +8,7 @@ export interface Running {
   output: () => string;
   /** Resolves with the first output line that matches. */
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Resolves once the process has ended and its output has been read to the end. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -32,12 +33,11 @@ export function run(command: string, args: string[], env: Record<string, string>
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
+  // 'close', not 'exit': it comes after the last byte of stdout and stderr was read, so output() read
+  // once the process is over holds every line it wrote, however late the pipes drain on a busy machine.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => resolve({ code, signal })),
   );
-  // 'close' comes after the last byte of stdout and stderr was read, unlike 'exit': a line the process
-  // wrote just before it ended is still seen, however late the pipes drain on a busy machine.
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return {
     child,
     output: () => output,
@@ -54,7 +54,7 @@ export function run(command: string, args: string[], env: Record<string, string>
             resolve(line);
           },
         });
-        void closed.then(() => {
+        void exited.then(() => {
           clearTimeout(timer);
           reject(new Error(`exited before ${pattern}:\n${output}`));
         });
