@@ -13,6 +13,7 @@ import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/h
 import { DomainRejection } from '../src/lib/errors.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { openPage } from './helpers/browser.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
@@ -208,7 +209,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
   });
 
   async function signedIn(width = 1280, height = 900): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width, height } });
+    const page = await openPage(browser, { viewport: { width, height } });
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', TOKEN);
     await page.click('#sign-in button');
@@ -217,7 +218,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
   }
 
   it('says so when the token is wrong, and signs in with the right one', async () => {
-    const page = await browser.newPage();
+    const page = await openPage(browser);
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', 'a-wrong-token-of-some-length');
     await page.click('#sign-in button');
@@ -336,7 +337,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
 
   it('refreshes by itself every 30 s once asked to, keeping the filters', async () => {
     const { type } = await eventsOfType(1);
-    const page = await browser.newPage();
+    const page = await openPage(browser);
     await page.clock.install();
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', TOKEN);

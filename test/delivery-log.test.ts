@@ -14,7 +14,7 @@ import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -364,7 +364,7 @@ describe.skipIf(!hasChromium)("the dashboard's event page", () => {
     const browser = await launchChromium();
     try {
       for (const width of [1280, 390]) {
-        const page = await browser.newPage({ viewport: { width, height: 900 } });
+        const page = await openPage(browser, { viewport: { width, height: 900 } });
         await page.goto(`${origin}/admin`);
         await page.fill('#sign-in input[name="token"]', TOKEN);
         await page.click('#sign-in button');

@@ -22,7 +22,7 @@ import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -547,7 +547,7 @@ describe('the dashboard', () => {
       const browser = await launchChromium();
       try {
         for (const width of [1280, 390]) {
-          const page = await browser.newPage({ viewport: { width, height: 900 } });
+          const page = await openPage(browser, { viewport: { width, height: 900 } });
           await page.goto(`${origin}/admin`);
           await page.fill('#sign-in input[name="token"]', TOKEN);
           await page.click('#sign-in button');
