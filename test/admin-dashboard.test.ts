@@ -19,6 +19,7 @@ import { insertEvent } from './helpers/events.ts';
 import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 /** What page.evaluate reads in the browser (the test's own types have no DOM). */
 type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
@@ -245,14 +246,14 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.click('form.filters button');
     await page.waitForURL(/status=failed/);
     const rows = page.locator('tr[data-event]');
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count(), { timeout: WAIT_MS }).toBe(2);
     expect(await rows.locator('.status').allTextContents()).toEqual(['failed', 'failed']);
     expect(page.url()).toContain(`type=${encodeURIComponent(failing.type)}`);
 
     // Refresh keeps the filters (they are in the address).
     await page.click('#refresh');
     await page.locator('#notice', { hasText: 'Refreshed' }).waitFor();
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count(), { timeout: WAIT_MS }).toBe(2);
 
     // A status count is a link to the list filtered by that status.
     await page.click('nav.counts a:has(.s-parked)');
@@ -347,7 +348,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.locator('form.filters').waitFor();
     await page.fill('form.filters input[name="type"]', type);
     await page.click('form.filters button');
-    await expect.poll(() => page.locator('tr[data-event]').count()).toBe(1);
+    await expect.poll(() => page.locator('tr[data-event]').count(), { timeout: WAIT_MS }).toBe(1);
     await page.check('#auto-refresh');
     const { eventId } = await insertEvent(sql, { status: 'completed' });
     await sql`update webhook_events set event_type = ${type} where event_id = ${eventId}`;
