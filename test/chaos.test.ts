@@ -86,39 +86,45 @@ const outboxDatabase = await useTestDatabase();
 describe('chaos', () => {
   // Four thousand deliveries through two real services: on a busy 2-core machine that alone can take
   // longer than the suite's default limit, which stays for every other test.
-  it('SIGKILL mid-load: every 2xx is committed; redelivering all converges to one application each', async () => {
-    const { sql, url } = killedDatabase;
-    const list = deliveries(2000);
-    const first = await startListeningService(patientServiceEnv(url));
-    const answers = await send(
-      list,
-      16,
-      () => first.origin,
-      (_answer, done) => {
-        if (done === 600) first.child.kill('SIGKILL');
-      },
-    );
-    await first.exited;
+  it(
+    'SIGKILL mid-load: every 2xx is committed; redelivering all converges to one application each',
+    async () => {
+      const { sql, url } = killedDatabase;
+      const list = deliveries(2000);
+      const first = await startListeningService(patientServiceEnv(url));
+      const answers = await send(
+        list,
+        16,
+        () => first.origin,
+        (_answer, done) => {
+          if (done === 600) first.child.kill('SIGKILL');
+        },
+      );
+      await first.exited;
 
-    const acknowledged = answers.filter((a) => a.status === 200).map((a) => a.eventId);
-    expect(acknowledged.length).toBeGreaterThanOrEqual(600);
-    expect(answers.some((a) => a.status === 'no answer')).toBe(true);
-    const committed = await sql<{ event_id: string }[]>`select event_id from webhook_events where status = 'completed'`;
-    const committedIds = new Set(committed.map((row) => row.event_id));
-    expect(acknowledged.filter((id) => !committedIds.has(id))).toEqual([]);
+      const acknowledged = answers.filter((a) => a.status === 200).map((a) => a.eventId);
+      expect(acknowledged.length).toBeGreaterThanOrEqual(600);
+      expect(answers.some((a) => a.status === 'no answer')).toBe(true);
+      const committed = await sql<
+        { event_id: string }[]
+      >`select event_id from webhook_events where status = 'completed'`;
+      const committedIds = new Set(committed.map((row) => row.event_id));
+      expect(acknowledged.filter((id) => !committedIds.has(id))).toEqual([]);
 
-    const second = await startListeningService(patientServiceEnv(url));
-    try {
-      const redelivered = await send(list, 16, () => second.origin);
-      expect(redelivered.filter((a) => a.status !== 200)).toEqual([]);
-    } finally {
-      await stop(second);
-    }
-    const [facts] = await sql<{ events: number; subscriptions: number }[]>`
+      const second = await startListeningService(patientServiceEnv(url));
+      try {
+        const redelivered = await send(list, 16, () => second.origin);
+        expect(redelivered.filter((a) => a.status !== 200)).toEqual([]);
+      } finally {
+        await stop(second);
+      }
+      const [facts] = await sql<{ events: number; subscriptions: number }[]>`
       select (select count(*)::int from webhook_events where status = 'completed') as events,
              (select count(*)::int from subscriptions where provider_version = 1) as subscriptions`;
-    expect(facts).toEqual({ events: 2000, subscriptions: 2000 });
-  }, patience(300_000));
+      expect(facts).toEqual({ events: 2000, subscriptions: 2000 });
+    },
+    patience(300_000),
+  );
 
   it('database connections cut mid-load: 503 while it cannot commit, never a 2xx for an unsaved event', async () => {
     const { sql, url, name } = cutDatabase;
