@@ -13,11 +13,13 @@ import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/h
 import { DomainRejection } from '../src/lib/errors.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { openPage } from './helpers/browser.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 import { EXACT_NUMBERS, insertExactEvent } from './helpers/exact-payload.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 /** What page.evaluate reads in the browser (the test's own types have no DOM). */
 type BrowserGlobal = { document: { documentElement: { scrollWidth: number } } };
@@ -201,14 +203,14 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
         '--disable-sync',
       ],
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
   async function signedIn(width = 1280, height = 900): Promise<Page> {
-    const page = await browser.newPage({ viewport: { width, height } });
+    const page = await openPage(browser, { viewport: { width, height } });
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', TOKEN);
     await page.click('#sign-in button');
@@ -217,7 +219,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
   }
 
   it('says so when the token is wrong, and signs in with the right one', async () => {
-    const page = await browser.newPage();
+    const page = await openPage(browser);
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', 'a-wrong-token-of-some-length');
     await page.click('#sign-in button');
@@ -229,7 +231,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.locator('h1', { hasText: 'Overview' }).waitFor();
     expect(await page.locator('#notice').textContent()).toBe('');
     await page.close();
-  }, 60_000);
+  });
 
   it('filters show only their rows, counts link into the list, and paging reaches the last row', async () => {
     const failing = await eventsOfType(2, 'failed');
@@ -244,14 +246,14 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.click('form.filters button');
     await page.waitForURL(/status=failed/);
     const rows = page.locator('tr[data-event]');
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count(), { timeout: WAIT_MS }).toBe(2);
     expect(await rows.locator('.status').allTextContents()).toEqual(['failed', 'failed']);
     expect(page.url()).toContain(`type=${encodeURIComponent(failing.type)}`);
 
     // Refresh keeps the filters (they are in the address).
     await page.click('#refresh');
     await page.locator('#notice', { hasText: 'Refreshed' }).waitFor();
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count(), { timeout: WAIT_MS }).toBe(2);
 
     // A status count is a link to the list filtered by that status.
     await page.click('nav.counts a:has(.s-parked)');
@@ -275,7 +277,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
         .map((id) => `acme/${id}`),
     );
     await page.close();
-  }, 90_000);
+  });
 
   it("shows an event's exact stored payload, and a replay that fails again as failed, with its reason", async () => {
     const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'ledger down', to: 'past_due' });
@@ -309,7 +311,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     ]);
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-replay-failed-1280.png`, fullPage: true });
     await page.close();
-  }, 60_000);
+  });
 
   it('a replay that works is shown as done and applied; a dead message is retried from its page', async () => {
     const { eventId, subscription } = await insertEvent(sql, {
@@ -332,11 +334,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await outboxRow(sql, message)).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await operatorActionRows(sql, message)).toEqual([expect.objectContaining({ operator: 'ada' })]);
     await page.close();
-  }, 60_000);
+  });
 
   it('refreshes by itself every 30 s once asked to, keeping the filters', async () => {
     const { type } = await eventsOfType(1);
-    const page = await browser.newPage();
+    const page = await openPage(browser);
     await page.clock.install();
     await page.goto(`${await origin}/admin`);
     await page.fill('#sign-in input[name="token"]', TOKEN);
@@ -346,7 +348,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await page.locator('form.filters').waitFor();
     await page.fill('form.filters input[name="type"]', type);
     await page.click('form.filters button');
-    await expect.poll(() => page.locator('tr[data-event]').count()).toBe(1);
+    await expect.poll(() => page.locator('tr[data-event]').count(), { timeout: WAIT_MS }).toBe(1);
     await page.check('#auto-refresh');
     const { eventId } = await insertEvent(sql, { status: 'completed' });
     await sql`update webhook_events set event_type = ${type} where event_id = ${eventId}`;
@@ -355,7 +357,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await page.locator('tr[data-event]').count()).toBe(2);
     expect(await page.isChecked('#auto-refresh')).toBe(true);
     await page.close();
-  }, 60_000);
+  });
 
   it('at 390x844 the first screen of the events list shows at least six whole events', async () => {
     // Events as an incident leaves them: failed, with an error, ids as long as Stripe's.
@@ -398,7 +400,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     expect(await page.locator('details.filter-fold > summary').textContent()).toContain('2 in use');
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-events-390x844-filters.png` });
     await page.close();
-  }, 60_000);
+  });
 
   it('fits 390 px without sideways scrolling, and 1280 px, on every page', async () => {
     const { eventId } = await insertEvent(sql, { status: 'failed', lastError: 'x'.repeat(300) });
@@ -428,5 +430,5 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
       }
       await page.close();
     }
-  }, 120_000);
+  });
 });

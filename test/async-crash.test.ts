@@ -7,12 +7,13 @@ import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, holdSubscriptionLock, subscriptionRow } from './helpers/facts.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
 
 const { db, sql, url, name } = await useTestDatabase();
 
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
@@ -89,4 +90,4 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
   const messages =
     await sql`select 1 from outbox_messages where deduplication_key = ${`acme:${event.id}:subscription.changed`}`;
   expect(messages).toHaveLength(1);
-}, 60_000);
+});

@@ -7,6 +7,7 @@ import { expect, it } from 'vitest';
 import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { startListeningService } from './helpers/process.ts';
 
 const { sql, url } = await useTestDatabase();
@@ -29,7 +30,7 @@ it('npm start in async mode queues, applies on its schedule and stops cleanly', 
     expect(await response.json()).toEqual({ received: true, queued: true });
     expect(await eventRow(sql, event.id)).toBeDefined();
 
-    await expect.poll(async () => (await eventRow(sql, event.id))?.status, { timeout: 10_000 }).toBe('completed');
+    await expect.poll(async () => (await eventRow(sql, event.id))?.status, { timeout: WAIT_MS }).toBe('completed');
     expect(await subscriptionRow(sql, subscription)).toMatchObject({ status: 'active', provider_version: '2' });
     const key = `acme:${event.id}:subscription.changed`;
     await expect
@@ -37,7 +38,7 @@ it('npm start in async mode queues, applies on its schedule and stops cleanly', 
         async () =>
           (await sql`select status::text as status from outbox_messages where deduplication_key = ${key}`)[0]?.status,
         {
-          timeout: 10_000,
+          timeout: WAIT_MS,
         },
       )
       .toBe('published');
@@ -46,4 +47,4 @@ it('npm start in async mode queues, applies on its schedule and stops cleanly', 
     service.child.kill('SIGTERM');
   }
   expect(await service.exited).toEqual({ code: 0, signal: null });
-}, 60_000);
+});

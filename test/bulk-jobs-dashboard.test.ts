@@ -86,7 +86,7 @@ describe.skipIf(!hasChromium)('bulk jobs in headless chromium', () => {
     expect((await outboxRows(sql, ids)).every((message) => message.status === 'dead')).toBe(true);
     expect(await page.locator(`tr[data-job="${job.id}"] form[data-kind="cancel"]`).count()).toBe(0);
     await page.close();
-  }, 60_000);
+  });
 
   it('Replay all on the events list queues a job that a runner finishes; the page shows it done', async () => {
     const prefix = uniqueId('evt_dash');
@@ -110,7 +110,7 @@ describe.skipIf(!hasChromium)('bulk jobs in headless chromium', () => {
     await page.locator(`tr[data-job="${job.id}"] .status`, { hasText: 'done' }).waitFor();
     expect(await page.locator(`tr[data-job="${job.id}"] .progress`).textContent()).toContain('3 / 3');
     await page.close();
-  }, 60_000);
+  });
 
   it('fits 390 px without sideways scrolling, and 1280 px', async () => {
     const topic = uniqueId('dash_fit');
@@ -132,5 +132,5 @@ describe.skipIf(!hasChromium)('bulk jobs in headless chromium', () => {
       }
       await page.close();
     }
-  }, 120_000);
+  });
 });

@@ -19,6 +19,7 @@ import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, outboxRows } from './helpers/outbox.ts';
+import { patience } from './helpers/patience.ts';
 
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'admin-token-for-tests-0123456789';
@@ -302,7 +303,8 @@ describe('the cron step', () => {
         logger: createLogger({ level: 'info', now: () => new Date(), write: (line) => lines.push(line) }),
         expectedMigration,
       },
-      10_000,
+      // The slice's budget: only ever spent by a machine too slow for the suite, so it scales with it.
+      patience(10_000),
     );
     expect(outcome).toMatchObject({ finished: 1, stopped_by: 'idle' });
     expect(await jobRow(job.id)).toMatchObject({ status: 'done', processed: 3 });

@@ -134,7 +134,7 @@ describe('next to npm start, with nothing configured', () => {
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 
   it('send signs with the development secret npm start keeps in DATA_DIR, at PORT by default', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-send-'));

@@ -42,7 +42,7 @@ describe('outbox retry', () => {
       before_status: 'dead',
       after_status: 'pending',
     });
-  }, 60_000);
+  });
 
   it('retries several at once, one audit row each', async () => {
     const ids = await insertMessages(sql, 2, { status: 'dead', attempts: 3 });

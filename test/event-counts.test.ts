@@ -8,6 +8,7 @@ import { backfillEventCounts, backfillOutboxCounts } from '../src/db/event-count
 import { countEventsFromCounters, foldEventCounts, piecesOf } from '../src/ops/event-counts.ts';
 import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const { sql, db, url } = await useTestDatabase();
 
@@ -18,13 +19,16 @@ const writersOf = () =>
 /** Ends the writers and waits until the server has let their backends go (it does so just after). */
 async function endWriters(writers: postgres.Sql): Promise<void> {
   await writers.end();
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
-      where application_name = 'counted-writers'`;
-    if (row?.n === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('the writers’ backends did not end');
+  await expect
+    .poll(
+      async () =>
+        (
+          await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+            where application_name = 'counted-writers'`
+        )[0]?.n,
+      { timeout: WAIT_MS, interval: 25, message: 'the writers’ backends did not end' },
+    )
+    .toBe(0);
 }
 const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
 const HOUR = 3_600_000;

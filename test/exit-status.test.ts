@@ -26,11 +26,11 @@ describe.each(databases)('vitest run on %s', (_name, env) => {
     const { code, output } = await childRun('fails.fixture.ts', env);
     expect(output).toMatch(/Tests\s+1 failed/);
     expect(code).toBe(1);
-  }, 120_000);
+  });
 
   it('exits 0 when every test passes', async () => {
     const { code, output } = await childRun('passes.fixture.ts', env);
     expect(output).toMatch(/Tests\s+1 passed/);
     expect(code).toBe(0);
-  }, 120_000);
+  });
 });

@@ -14,6 +14,7 @@ import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
+import { patience, WAIT_MS } from './helpers/patience.ts';
 import { allSchemeSecrets, githubSender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -88,6 +89,22 @@ const transactionsOf = async (eventIds: string[]) =>
     (await sql`select count(distinct xmin::text)::int as n from webhook_events where event_id = any(${eventIds})`)[0]
       ?.n,
   );
+/** Resolves once some statement of this database waits for a lock. */
+async function lockWaited(): Promise<void> {
+  await expect
+    .poll(
+      async () =>
+        Number(
+          (
+            await sql`select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`
+          )[0]?.n,
+        ),
+      { timeout: WAIT_MS, interval: 10 },
+    )
+    .toBeGreaterThan(0);
+}
+
 const outboxFor = async (eventId: string) =>
   Number(
     (await sql`select count(*)::int as n from outbox_messages where deduplication_key like ${`acme:${eventId}:%`}`)[0]
@@ -262,6 +279,7 @@ describe('group commit', () => {
   });
 
   it('never commits a delivery already answered 503; the rest of its batch commits in the next one', async () => {
+    const GAPPED_DEADLINE_MS = patience(6000);
     const hold = deferred();
     const late = acmeEvent();
     let lateAnswered: Promise<unknown> = Promise.resolve();
@@ -276,14 +294,16 @@ describe('group commit', () => {
           await lateAnswered;
         },
       }),
-      { deadlineMs: 2000 },
+      { deadlineMs: GAPPED_DEADLINE_MS },
     );
     const first = send(h.test, blocker());
     await h.arrived(1);
     const lateAnswer = send(h.test, late);
     lateAnswered = lateAnswer;
     await h.arrived(2);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The pause is the subject: the others arrive half a deadline after the late one, so they still
+    // have half a deadline (seconds, scaled with the suite's patience) for their own batch once it expired.
+    await new Promise((resolve) => setTimeout(resolve, GAPPED_DEADLINE_MS / 2));
     const events = [acmeEvent({ data: { id: waiting, status: 'active' } }), acmeEvent()];
     const answers = events.map((event) => send(h.test, event));
     await h.arrived(4);
@@ -307,6 +327,7 @@ describe('group commit', () => {
   it('answers 503 to every member of a batch whose connection is cut, stores nothing, then recovers', async () => {
     const hold = deferred();
     const inside = deferred();
+    const gone = deferred();
     let backend = 0;
     const cut = uniqueId('sub');
     const h = await harness(
@@ -316,7 +337,8 @@ describe('group commit', () => {
           const [row] = await tx.execute<{ pid: number }>('select pg_backend_pid() as pid');
           backend = Number(row?.pid);
           inside.resolve();
-          await new Promise((resolve) => setTimeout(resolve, 300));
+          // Goes on only once its backend has exited: the next statement meets the cut connection.
+          await gone.promise;
         },
       }),
     );
@@ -329,6 +351,13 @@ describe('group commit', () => {
     await first;
     await inside.promise;
     await sql`select pg_terminate_backend(${backend})`;
+    await expect
+      .poll(async () => (await sql`select 1 from pg_stat_activity where pid = ${backend}`).length, {
+        timeout: WAIT_MS,
+        interval: 10,
+      })
+      .toBe(0);
+    gone.resolve();
 
     for (const answer of await Promise.all(answers))
       expect(answer).toEqual({ status: 503, body: '{"error":"unavailable"}' });
@@ -402,7 +431,8 @@ describe('group commit, async mode', () => {
       .catch(() => undefined);
     await locked.promise;
     const firstAnswer = send(test, first);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The first delivery's insert waits on the held row (and with it the only lane).
+    await lockWaited();
 
     const late = acmeEvent();
     expect(await send(test, late)).toEqual({ status: 503, body: '{"error":"unavailable"}' });
@@ -648,7 +678,8 @@ describe('group commit, what a batch decides for each member', () => {
     const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
     const hold = deferred();
     const held = delivery([item('apply', () => hold.promise)]);
-    const hurried = delivery([item('apply', undefined, 'gate')], 2500);
+    // Long enough for a busy machine to apply both and send COMMIT before it passes.
+    const hurried = delivery([item('apply', undefined, 'gate')], patience(5000));
     const patient = delivery([item('apply')], 20_000);
     const gate = await closeCommitGate();
     try {
@@ -677,7 +708,7 @@ describe('group commit, what a batch decides for each member', () => {
 
   it('answers a queued delivery whose deadline passes while its statement commits with the commit, never 503', async () => {
     const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 1 });
-    const queued = delivery([item('queue', undefined, 'gate')], 1500);
+    const queued = delivery([item('queue', undefined, 'gate')], patience(3000));
     const gate = await closeCommitGate();
     try {
       const answer = committer.submit(queued).then(
@@ -706,17 +737,18 @@ describe('group commit, what a batch decides for each member', () => {
     };
     const hold = deferred();
     const held = delivery([item('apply', () => hold.promise)]);
-    const hurried = delivery([item('apply', readLimit)], 4000);
-    const patient = delivery([item('apply', readLimit)], 60_000);
+    // Far apart, so that however long a busy machine takes to reach the batch, the limit tells them apart.
+    const hurried = delivery([item('apply', readLimit)], 20_000);
+    const patient = delivery([item('apply', readLimit)], 600_000);
     try {
       const answers = [held, hurried, patient].map((s) => committer.submit(s));
       hold.resolve();
       await Promise.all(answers);
-      // One batch of the two, bounded by about 30 s: not the hurried member's 2 s, nor all the patient one has.
+      // One batch of the two, bounded by about 300 s: not the hurried member's 10 s, nor all the patient one has.
       expect(limits).toHaveLength(2);
       for (const limit of limits) {
-        expect(limit).toBeGreaterThan(25_000);
-        expect(limit).toBeLessThanOrEqual(30_000);
+        expect(limit).toBeGreaterThan(250_000);
+        expect(limit).toBeLessThanOrEqual(300_000);
       }
     } finally {
       hold.resolve();

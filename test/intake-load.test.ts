@@ -1,12 +1,15 @@
 // The async worker defers to a saturated intake: the load the intake route reports, how long a batch
 // waits for it (bounded, so a backlog moves under sustained overload), and that it goes at once when
-// the intake is not saturated. Real timers with short bounds: the wait is what is under test.
-import { describe, expect, it } from 'vitest';
+// the intake is not saturated. The wait itself is measured on faked timers (deferToIntake's setTimeout
+// and performance.now), so its bounds are exact; the worker's passes run on real timers with bounds a
+// busy machine cannot miss.
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deferToIntake, IntakeLoad } from '../src/inbox/intake-load.ts';
 import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow } from './helpers/facts.ts';
+import { patience, WAIT_MS } from './helpers/patience.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -33,29 +36,41 @@ async function heldAsyncApp(intakeLoad: IntakeLoad) {
   });
   return { test, held, reached };
 }
+/** deferToIntake on faked timers: the milliseconds it reports are exactly those it let pass. */
+async function deferredOnFakeTimers(load: IntakeLoad, options: { maxWaitMs: number; pollMs: number }) {
+  if (!vi.isFakeTimers()) vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  const waited = deferToIntake(load, options);
+  await vi.runAllTimersAsync();
+  return waited;
+}
+
 describe('intake load', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('goes at once when the intake is below saturation', async () => {
     const load = new IntakeLoad(3);
     load.enter();
     load.enter();
-    expect(await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 })).toBeLessThan(50);
+    expect(await deferredOnFakeTimers(load, { maxWaitMs: 5000, pollMs: 5 })).toBe(0);
   });
 
   it('waits while saturated, and goes ahead after the bound even if it stays saturated', async () => {
-    const waited = await deferToIntake(saturated(2), { maxWaitMs: 120, pollMs: 5 });
-    expect(waited).toBeGreaterThanOrEqual(110);
-    expect(waited).toBeLessThan(1000);
+    expect(await deferredOnFakeTimers(saturated(2), { maxWaitMs: 120, pollMs: 5 })).toBe(120);
   });
 
   it('resumes soon after the load falls, without waiting out the bound', async () => {
     const load = saturated(2);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     setTimeout(() => {
       load.leave();
       load.leave();
     }, 60);
-    const waited = await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 });
-    expect(waited).toBeGreaterThanOrEqual(50);
-    expect(waited).toBeLessThan(1000);
+    // Within one poll of the load falling, nowhere near the bound.
+    const waited = await deferredOnFakeTimers(load, { maxWaitMs: 5000, pollMs: 5 });
+    expect(waited).toBeGreaterThanOrEqual(60);
+    expect(waited).toBeLessThanOrEqual(65);
   });
 
   it('counts a request pool as saturated at twice its connections, not at its size', async () => {
@@ -66,9 +81,9 @@ describe('intake load', () => {
       load.meanInFlightSinceLastLook();
     };
     inFlight(3);
-    expect(await deferToIntake(load, { maxWaitMs: 5000, pollMs: 5 })).toBeLessThan(50);
+    expect(await deferredOnFakeTimers(load, { maxWaitMs: 5000, pollMs: 5 })).toBe(0);
     inFlight(6);
-    expect(await deferToIntake(load, { maxWaitMs: 100, pollMs: 5 })).toBeGreaterThanOrEqual(90);
+    expect(await deferredOnFakeTimers(load, { maxWaitMs: 100, pollMs: 5 })).toBe(100);
   });
 
   it('averages the deliveries in flight over the time since the last look', () => {
@@ -115,19 +130,27 @@ describe('intake load', () => {
     // Saturated at one: a single delivery counted as load would make the worker wait.
     const intakeLoad = new IntakeLoad(1);
     const { test, held, reached } = await heldAsyncApp(intakeLoad);
-    // A byte at a time, as the attack sent them (every 20 ms here), until the test ends the upload.
+    // A byte at a time, as the attack sent them (every 20 ms here), as fast as the route reads them,
+    // until the test ends the upload. `pulls` counts the bytes the route has asked for.
     const uploads = Array.from({ length: 16 }, () => {
-      let ticker: NodeJS.Timeout | undefined;
-      let end = () => {};
+      const ended = deferred();
+      let pulls = 0;
       const body = new ReadableStream<Uint8Array>({
         start(controller) {
           controller.enqueue(new TextEncoder().encode('{'));
-          ticker = setInterval(() => controller.enqueue(new TextEncoder().encode(' ')), 20);
-          end = () => {
-            clearInterval(ticker);
+        },
+        async pull(controller) {
+          const more = await Promise.race([
+            new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 20)),
+            ended.promise.then(() => false),
+          ]);
+          if (more) {
+            pulls += 1;
+            controller.enqueue(new TextEncoder().encode(' '));
+          } else {
             controller.enqueue(new TextEncoder().encode('}'));
             controller.close();
-          };
+          }
         },
       });
       const answer = test.request('/webhooks/acme', {
@@ -136,20 +159,26 @@ describe('intake load', () => {
         headers: { 'content-type': 'application/json' },
         duplex: 'half',
       });
-      return { answer, end: () => end() };
+      return { answer, end: () => ended.resolve(), pulls: () => pulls };
     });
     try {
       intakeLoad.meanInFlightSinceLastLook();
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      // A window in which the route has been reading every one of them for several bytes.
+      await expect
+        .poll(() => Math.min(...uploads.map((upload) => upload.pulls())), { timeout: WAIT_MS })
+        .toBeGreaterThanOrEqual(3);
       // Without them: nothing in flight, over the whole window the worker looks at.
       expect(intakeLoad.inFlight).toBe(0);
       expect(intakeLoad.meanInFlightSinceLastLook()).toBe(0);
+      // A bound many seconds long: a worker that counted them would wait it out, one that goes at once
+      // reports a few milliseconds however busy the machine.
+      const maxDeferMs = patience(10_000);
       const { worker } = buildTestWorker(db, {
         intakeLoad,
         clock: Date.now,
-        settings: { maxDeferMs: 300, budgetMs: 400 },
+        settings: { maxDeferMs, budgetMs: 2 * maxDeferMs },
       });
-      expect((await worker.work()).deferredMs).toBeLessThan(100);
+      expect((await worker.work()).deferredMs).toBeLessThan(maxDeferMs);
 
       // A genuine delivery beside them is what counts, and all it counts.
       const genuine = deliver(test);
@@ -169,11 +198,14 @@ describe('intake load', () => {
     const test = await buildTestApp(db, { config: { PROCESSING_MODE: 'async' } });
     const event = acmeEvent();
     expect((await deliver(test, event)).status).toBe(202);
+    // A pass long beside the bound: however late a busy machine starts the other lanes, each waits
+    // for more than half of it.
+    const budgetMs = patience(2000);
     const { worker } = buildTestWorker(db, {
       intakeLoad: saturated(1),
       // The real clock: the pass's budget and the waits are measured in the same time.
       clock: Date.now,
-      settings: { maxDeferMs: 150, budgetMs: 400 },
+      settings: { maxDeferMs: 150, budgetMs },
     });
 
     const summary = await worker.work();
@@ -181,7 +213,7 @@ describe('intake load', () => {
     expect(summary.completed).toBe(summary.claimed);
     // The intake never stopped being saturated: the first lane waited out the bound, then went
     // ahead; the other three waited for the end of the pass.
-    expect(summary.deferredMs).toBeGreaterThanOrEqual(140 + 3 * 300);
+    expect(summary.deferredMs).toBeGreaterThanOrEqual(140 + (3 * budgetMs) / 2);
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
   });
 
@@ -191,13 +223,13 @@ describe('intake load', () => {
     const { worker } = buildTestWorker(db, {
       intakeLoad: saturated(1),
       clock: Date.now,
-      settings: { lanes: 3, batchSize: 5, maxDeferMs: 100, budgetMs: 450 },
+      settings: { lanes: 3, batchSize: 5, maxDeferMs: 500, budgetMs: 2250 },
     });
 
     const summary = await worker.work();
-    // About four batches of five at 100, 200, 300 and 400 ms, all by the first lane; three lanes
-    // going a batch per bound each would have moved about three times as many. At least one batch:
-    // a loaded machine may fit fewer than four into the budget.
+    // About four batches of five at 0.5, 1, 1.5 and 2 s, all by the first lane; three lanes going a
+    // batch per bound each would have moved all 40. At least one batch: a loaded machine may fit fewer
+    // than four into the budget, but not none into the 1.75 s after the first bound.
     expect(summary.claimed).toBeGreaterThanOrEqual(5);
     expect(summary.claimed).toBeLessThanOrEqual(25);
     // A batch claimed as the budget ran out is given back unstarted.

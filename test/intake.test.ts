@@ -10,6 +10,7 @@ import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, countEvents, eventRow, subscriptionRow } from './helpers/facts.ts';
 import { failingAfterDefault } from './helpers/handlers.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const database = await useTestDatabase();
 const { sql, db } = database;
@@ -152,7 +153,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
       await storeReached;
       abort.abort();
       expect(await lost).toBeInstanceOf(Error);
-      await expect.poll(async () => (await eventRow(sql, event.id))?.status).toBe('completed');
+      await expect.poll(async () => (await eventRow(sql, event.id))?.status, { timeout: WAIT_MS }).toBe('completed');
 
       const retry = await fetch(url, { method: 'POST', body, headers });
       expect(retry.status).toBe(200);

@@ -10,8 +10,11 @@ import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
 import { countEvents, subscriptionRow } from './helpers/facts.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 const { sql, db } = await useTestDatabase();
+/** The advisory lock the slow handler below waits on while the test holds it. */
+const LOCK_KEY = 3_303_303;
 const test = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
 const empty = await useEmptyDatabase();
 
@@ -95,7 +98,8 @@ describe('503 when the event cannot be committed in time', () => {
             async apply({ tx }) {
               await tx.execute(drizzleSql`insert into subscriptions (external_id, status, provider_version, updated_at)
                 values (${subscription}, 'active', 1, now())`);
-              await tx.execute(drizzleSql`select pg_sleep(1)`);
+              // Blocked for as long as the test holds this lock: past the deadline on any machine.
+              await tx.execute(drizzleSql`select pg_advisory_xact_lock(${LOCK_KEY})`);
             },
           }),
         },
@@ -103,15 +107,34 @@ describe('503 when the event cannot be committed in time', () => {
     });
     const event = acmeEvent();
     const body = JSON.stringify(event);
-    const started = Date.now();
-    const response = await slow.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
-    expect(Date.now() - started).toBeLessThan(900);
+    // Held on a connection of its own, outside any transaction, until the answer is in: the 503 came
+    // at the deadline, not when the handler's work ended (it cannot end while the lock is held).
+    const holder = await sql.reserve();
+    await holder`select pg_advisory_lock(${LOCK_KEY})`;
+    let response: Response;
+    try {
+      response = await slow.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+    } finally {
+      await holder`select pg_advisory_unlock(${LOCK_KEY})`;
+      holder.release();
+    }
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await response.text()).toBe('{"error":"unavailable"}');
 
-    // The transaction was still sleeping when we answered; once it wakes it must roll back.
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // The transaction was still blocked when we answered; once it wakes it must roll back. Woken: no
+    // other connection of this database is still inside a statement or a transaction.
+    await expect
+      .poll(
+        async () =>
+          (
+            await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()
+                and (state = 'active' or state like 'idle in transaction%')`
+          )[0]?.n,
+        { timeout: WAIT_MS },
+      )
+      .toBe(0);
     expect(await countEvents(sql, event.id)).toBe(0);
     expect(await subscriptionRow(sql, subscription)).toBeUndefined();
     const idle = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity

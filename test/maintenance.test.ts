@@ -1,7 +1,8 @@
 // The scheduled maintenance runner (src/ops/maintenance.ts): every step runs under its share of the
 // budget, a failing or overrunning step is logged and does not stop the others, and the database
-// readiness step against real databases.
-import { describe, expect, it } from 'vitest';
+// readiness step against real databases. The runner's shares are measured on faked timers
+// (setTimeout and performance.now), so what a step is given and when it is left behind are exact.
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/client.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
@@ -40,8 +41,16 @@ function step(name: string, work: (budgetMs: number) => Promise<Record<string, n
   return { definition, budgets };
 }
 
+/** The runner's timers and clock, faked: time passes only when the test lets it. */
+const fakeRunnerTimers = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+
 describe('runMaintenance', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('runs every step in order and logs each outcome with what the step reported', async () => {
+    fakeRunnerTimers();
     const { deps, lines, steps } = depsFor(db);
     const first = step('first', async () => ({ published: 3 }));
     const second = step('second', async () => undefined);
@@ -59,9 +68,9 @@ describe('runMaintenance', () => {
       expect.objectContaining({ level: 'info', step: 'first', outcome: 'ok', published: 3 }),
       expect.objectContaining({ level: 'info', step: 'second', outcome: 'ok' }),
     ]);
-    // Each step plans for 80% of an equal share of what is left.
+    // Each step plans for 80% of an equal share of what is left; no time passed during the first.
     expect(first.budgets[0]).toBe(4000);
-    expect(second.budgets[0]).toBeGreaterThan(7900);
+    expect(second.budgets[0]).toBe(8000);
     expect(lines.at(-1)).toMatchObject({ msg: 'maintenance run', cron: '* * * * *', steps: 2, failed: 0 });
   });
 
@@ -93,18 +102,25 @@ describe('runMaintenance', () => {
 
   it('moves on from a step that overruns its share, and the next one gets the time that is left', async () => {
     const { deps, steps } = depsFor(db);
+    fakeRunnerTimers();
     const stuck = step('stuck', () => sleep(2_000).then(() => undefined));
     const next = step('next', async () => undefined);
 
-    const started = Date.now();
-    await runMaintenance([stuck.definition, next.definition], deps, { budgetMs: 600 });
+    const started = performance.now();
+    let finishedAfterMs = Number.NaN;
+    const run = runMaintenance([stuck.definition, next.definition], deps, { budgetMs: 600 }).then(() => {
+      finishedAfterMs = performance.now() - started;
+    });
+    // Every timer fires in order, the stuck step's own 2 s last: the run ended at its share, before it.
+    await vi.runAllTimersAsync();
+    await run;
 
-    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(finishedAfterMs).toBe(300);
     expect(steps()).toEqual([
       expect.objectContaining({ step: 'stuck', outcome: 'overran', error: 'still running after 300 ms' }),
       expect.objectContaining({ step: 'next', outcome: 'ok' }),
     ]);
-    expect(next.budgets[0]).toBeLessThanOrEqual(240);
+    expect(next.budgets[0]).toBe(240);
   });
 
   it('skips the steps no time is left for, and says so', async () => {

@@ -12,6 +12,7 @@ import { inboxGauges } from '../src/ops/gauges.ts';
 import { countOutboxByStatus, listOutbox, messagesOfEvent } from '../src/ops/outbox-view.ts';
 import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { patience } from './helpers/patience.ts';
 
 const { sql } = await useTestDatabase({ statementTimeoutMs: 120_000 });
 const EVENTS = 400_000;
@@ -91,7 +92,7 @@ beforeAll(async () => {
     { id: string }[]
   >`select event_id as id from webhook_events order by received_at desc limit 1`;
   anEventId = event?.id ?? '';
-}, 300_000);
+}, patience(300_000));
 
 describe('operator reads at a month of events', () => {
   const lastWeek = { since: new Date(nowMs - 8 * DAY_MS), until: new Date(nowMs - 7 * DAY_MS) };

@@ -305,7 +305,7 @@ describe('the CLI', () => {
     expectNoSecret(json.output, 'the JSON');
     const api = JSON.parse((await getJson('/admin/api/destinations')).text) as { destinations: unknown[] };
     expect(JSON.parse(json.output)).toEqual(api.destinations);
-  }, 30_000);
+  });
 
   it('outbox list --destination: that destination’s rows only, with the column; another name is a usage error', async () => {
     const listed = await runCli(['outbox', 'list', '--destination', 'audit', '--json', '--limit', '100'], env);
@@ -320,7 +320,7 @@ describe('the CLI', () => {
     const refused = await runCli(['outbox', 'list', '--destination', 'removed'], env);
     expect(refused.code).toBe(2);
     expect(refused.output).toContain('not a configured destination');
-  }, 30_000);
+  });
 });
 
 describe('/metrics', () => {
@@ -460,7 +460,7 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
       await page.screenshot({ path: `${ARTIFACTS}/destinations-outbox-${width}.png` });
       await page.close();
     }
-  }, 60_000);
+  });
 
   it('pauses and resumes a destination from its page, after a confirmation, audited', async () => {
     const page = await browser.signedIn(TOKEN);
@@ -499,7 +499,7 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
       { operator: 'ada', action: 'resume', before_status: 'paused', after_status: 'active' },
     ]);
     await page.close();
-  }, 60_000);
+  });
 });
 
 describe('a bulk retry by destination', () => {

@@ -12,6 +12,7 @@ import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { failingAfterDefault } from './helpers/handlers.ts';
 import { buildTestRelay, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { startSink } from './helpers/sink.ts';
 
@@ -188,12 +189,12 @@ describe('from webhook to target', () => {
       expect(response.status).toBe(200);
       const key = `acme:${event.id}:subscription.changed`;
       await expect
-        .poll(() => sink.requests.some((request) => request.headers['idempotency-key'] === key), { timeout: 10_000 })
+        .poll(() => sink.requests.some((request) => request.headers['idempotency-key'] === key), { timeout: WAIT_MS })
         .toBe(true);
-      await expect.poll(async () => (await messagesOf(event.id))[0]?.status, { timeout: 5_000 }).toBe('published');
+      await expect.poll(async () => (await messagesOf(event.id))[0]?.status, { timeout: WAIT_MS }).toBe('published');
     } finally {
       service.child.kill('SIGTERM');
     }
     expect(await service.exited).toEqual({ code: 0, signal: null });
-  }, 60_000);
+  });
 });

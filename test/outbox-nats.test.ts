@@ -20,6 +20,7 @@ import {
 } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { startListeningService } from './helpers/process.ts';
 import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
@@ -189,7 +190,7 @@ describe('a NATS outage far longer than the backoff (through a proxy the test cu
       await shared.jsm.streams.delete(own);
       await sql`delete from outbox_messages`;
     }
-  }, 60_000);
+  });
 });
 
 describe("a message over the server's max_payload", () => {
@@ -243,7 +244,7 @@ describe('npm start with a NATS target', () => {
               (await sql`select status::text as status from outbox_messages where deduplication_key = ${key}`)[0]
                 ?.status,
             {
-              timeout: 10_000,
+              timeout: WAIT_MS,
             },
           )
           .toBe('published');
@@ -258,5 +259,5 @@ describe('npm start with a NATS target', () => {
     } finally {
       await shared.jsm.streams.delete(own);
     }
-  }, 60_000);
+  });
 });

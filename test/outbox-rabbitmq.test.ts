@@ -160,5 +160,5 @@ describe('a RabbitMQ outage far longer than the backoff (through a proxy the tes
         /^(timeout while disconnected|rabbitmq: (E[A-Z]+|connect E[A-Z]+|connection lost before the confirm|[A-Za-z]*Error))$/,
     });
     expect(probes).toBeGreaterThanOrEqual(OUTAGE_PROBES);
-  }, 60_000);
+  });
 });

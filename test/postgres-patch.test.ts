@@ -6,9 +6,12 @@
 import postgres from 'postgres';
 import { afterAll, expect, it } from 'vitest';
 import { useTestDatabase } from './helpers/database.ts';
+import { deferred } from './helpers/facts.ts';
 
 const { url } = await useTestDatabase();
-const client = postgres(url, { max: 2, fetch_types: false, onnotice: () => {} });
+/** Resolved when postgres.js has seen a connection close: the terminated backend's socket ended. */
+const closed = deferred();
+const client = postgres(url, { max: 2, fetch_types: false, onnotice: () => {}, onclose: () => closed.resolve() });
 afterAll(() => client.end({ timeout: 1 }));
 
 it('rejects queries on a reserved connection whose backend was terminated, and the process lives on', async () => {
@@ -17,7 +20,7 @@ it('rejects queries on a reserved connection whose backend was terminated, and t
   const reserved = await client.reserve();
   const [row] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
   await client`select pg_terminate_backend(${row?.pid ?? 0})`;
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await closed.promise;
 
   const codeOf = (query: Promise<unknown>) =>
     query.then(

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { patience, WAIT_MS } from './helpers/patience.ts';
 import { type Running, type ServiceUnderTest, startListeningService, startService } from './helpers/process.ts';
 
 const { url } = await useTestDatabase();
@@ -27,10 +28,10 @@ const freshDataDir = () => join(folder, `data-${++dataDirs}`);
  * The exit of a service expected to refuse. One still running after `ms` fails the test, stopped by
  * SIGTERM so that an embedded server it started stops with it (SIGKILL would orphan that server).
  */
-async function refusal(service: Running, ms = 15_000): Promise<{ code: number | null; lines: string[] }> {
+async function refusal(service: Running, ms = WAIT_MS): Promise<{ code: number | null; lines: string[] }> {
   const timers = [
     setTimeout(() => service.child.kill('SIGTERM'), ms),
-    setTimeout(() => service.child.kill('SIGKILL'), ms + 10_000),
+    setTimeout(() => service.child.kill('SIGKILL'), ms + patience(10_000)),
   ];
   const { code } = await service.exited;
   for (const timer of timers) clearTimeout(timer);
@@ -64,7 +65,7 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
     expect(lines[0]).toContain('DATABASE_URL');
     expect(lines[0]).toContain('EMBEDDED_DATABASE=allow');
     expect(existsSync(dataDir)).toBe(false);
-  }, 30_000);
+  });
 
   it('names DATABASE_URL first when no provider secret is set either', async () => {
     const dataDir = freshDataDir();
@@ -73,7 +74,7 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('DATABASE_URL');
     expect(existsSync(dataDir)).toBe(false);
-  }, 30_000);
+  });
 
   it('refuses an EMBEDDED_DATABASE other than allow, naming it, in any environment', async () => {
     const environments: Record<string, string>[] = [{ NODE_ENV: 'production' }, { DATABASE_URL: url }];
@@ -93,7 +94,7 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
       expect(lines[0]).not.toContain('yes');
       expect(existsSync(dataDir)).toBe(false);
     }
-  }, 60_000);
+  });
 
   it('the CLI refuses the same way instead of looking for an embedded server', async () => {
     const { code, output } = await runCli(['events', 'list'], { NODE_ENV: 'production' });
@@ -102,7 +103,7 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('DATABASE_URL');
     expect(lines[0]).toContain('EMBEDDED_DATABASE=allow');
-  }, 30_000);
+  });
 
   it('with EMBEDDED_DATABASE=allow: starts the embedded server, warns, and the CLI finds it', async () => {
     const dataDir = freshDataDir();
@@ -123,7 +124,7 @@ describe('NODE_ENV=production without DATABASE_URL', () => {
       await stop(service);
     }
     expect(service.output()).not.toContain(ACME_SECRET);
-  }, 90_000);
+  });
 });
 
 describe("the start-up line: enabled senders and acme's development secret", () => {
@@ -148,7 +149,7 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     }
     expect(service.output()).not.toContain(ACME_SECRET);
     expect(service.output()).not.toContain(GITHUB_SECRET);
-  }, 60_000);
+  });
 
   it('no sender secret outside production: in use, and acme is enabled', async () => {
     const dataDir = freshDataDir();
@@ -165,7 +166,7 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     } finally {
       await stop(service);
     }
-  }, 60_000);
+  });
 
   it('a real secret set: not in use, naming the variables that turned it off; acme answers 404', async () => {
     const publicJwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
@@ -193,7 +194,7 @@ describe("the start-up line: enabled senders and acme's development secret", () 
       await stop(service);
     }
     expect(service.output()).not.toContain(GITHUB_SECRET);
-  }, 60_000);
+  });
 
   it('a variable that names no sender is warned about by name, and alone it is no secret in production', async () => {
     const service = await startListeningService({
@@ -223,7 +224,7 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     expect(refused.code).toBe(1);
     expect(refused.lines).toHaveLength(1);
     expect(refused.lines[0]).toContain('no provider secret');
-  }, 60_000);
+  });
 
   it('a variable that names no sender alone leaves the development secret in use outside production', async () => {
     const service = await startListeningService({
@@ -241,7 +242,7 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     } finally {
       await stop(service);
     }
-  }, 60_000);
+  });
 
   it("the CLI's send signs with the development secret exactly when start-up would use it", async () => {
     const dataDir = freshDataDir();
@@ -255,5 +256,5 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     expect(code).toBe(1);
     expect(output).toContain('acme: no secret: set ACME_WEBHOOK_SECRET');
     expect(output).not.toContain('development-secret-VALUE');
-  }, 30_000);
+  });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { acmeEvent, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { patience } from './helpers/patience.ts';
 import { startListeningService } from './helpers/process.ts';
 
 const { sql, db, url } = await useTestDatabase();
@@ -28,6 +29,9 @@ describe('purge during full intake load', () => {
     const service = await startListeningService({
       DATABASE_URL: url,
       ACME_WEBHOOK_SECRET: TEST_SECRET,
+      // A delivery slowed by a busy CPU must not be answered 503: whether the purge delayed one is
+      // read from the lock waits below, not from the clock.
+      HANDLER_DEADLINE_MS: String(patience(30_000)),
     });
     try {
       const events = Array.from({ length: 600 }, () =>
@@ -35,31 +39,45 @@ describe('purge during full intake load', () => {
       );
       let next = 0;
       const statuses: number[] = [];
-      const latencies: number[] = [];
       const deliver = async () => {
         for (let index = next++; index < events.length; index = next++) {
           const body = JSON.stringify(events[index]);
-          const started = performance.now();
           const response = await fetch(`${service.origin}/webhooks/acme`, {
             method: 'POST',
             body,
             headers: await signedHeaders(body, { timestamp: Math.floor(Date.now() / 1000) }),
           });
           await response.text();
-          latencies.push(performance.now() - started);
           statuses.push(response.status);
         }
       };
+      // What "never delays" stands for, whatever the machine's speed: no statement of this database is
+      // ever seen waiting for a lock (the purge's rows and the deliveries' never meet). A relation
+      // extension wait is inserts growing the table, not the purge.
+      const lockWaits: string[] = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const rows = await sql<{ wait: string; query: string }[]>`select wait_event as wait, query
+            from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'
+              and wait_event <> 'extend'`;
+          lockWaits.push(...rows.map((row) => `${row.wait}: ${row.query}`));
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })();
       const purging = purgeByRetention(
         db,
         { PAYLOAD_RETENTION_DAYS: 7, EVENT_RETENTION_DAYS: 30 },
         { nowMs: () => Date.now(), budgetMs: 60_000, batchSize: 500 },
       );
-      const [summary] = await Promise.all([purging, ...Array.from({ length: 16 }, deliver)]);
+      const [summary] = await Promise.all([purging, ...Array.from({ length: 16 }, deliver)]).finally(() => {
+        sampling = false;
+      });
+      await sampler;
 
+      // Every one answered 200 within the service's request deadline, and none waited on the purge.
       expect(statuses.filter((status) => status !== 200)).toEqual([]);
-      // Well inside the 5 s request deadline: the purge's batches never blocked the intake.
-      expect(Math.max(...latencies)).toBeLessThan(2500);
+      expect(lockWaits).toEqual([]);
       expect(summary).toMatchObject({ rowsDeleted: 6000, payloadsNulled: 500, stoppedBy: 'drained' });
 
       const [facts] = await sql<{ fresh: number; old: number; nulled: number; waiting: number }[]>`
@@ -82,5 +100,5 @@ describe('purge during full intake load', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-  }, 120_000);
+  });
 });

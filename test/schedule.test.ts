@@ -1,10 +1,10 @@
 // The in-process schedule the Node entry runs the relay on: one run at a time, failures logged and
 // survived, interval 0 is off, and stop() waits for the run in progress (so the database can close).
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/lib/logger.ts';
 import { type ScheduleOptions, startSchedule } from '../src/ops/schedule.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { deferred } from './helpers/facts.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 
 /** A schedule every 5 ms with fixed jitter; its log lines are kept for assertions. */
 function schedule(run: ScheduleOptions['run'], overrides: Partial<ScheduleOptions> = {}) {
@@ -14,26 +14,45 @@ function schedule(run: ScheduleOptions['run'], overrides: Partial<ScheduleOption
 }
 
 describe('startSchedule', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // The schedule's timers are faked and each run lasts until the test ends it, so "no second run
+  // while one is in progress" holds over as many intervals as the test lets pass, on any machine.
   it('never overlaps runs, and stop() waits for the one in progress', async () => {
+    vi.useFakeTimers();
     let active = 0;
     let maxActive = 0;
-    let runs = 0;
-    let finished = 0;
+    const runs: Array<ReturnType<typeof deferred>> = [];
     const running = schedule(async () => {
-      runs += 1;
+      const run = deferred();
+      runs.push(run);
       active += 1;
       maxActive = Math.max(maxActive, active);
-      await sleep(30);
+      await run.promise;
       active -= 1;
-      finished += 1;
     });
-    await sleep(100);
-    await running.stop();
-    expect(runs).toBeGreaterThanOrEqual(2);
+    // A thousand intervals while the first run is in progress: no second one starts.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toHaveLength(1);
+    runs[0]?.resolve();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toHaveLength(2);
+
+    let stopped = false;
+    const stopping = running.stop().then(() => {
+      stopped = true;
+    });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(stopped).toBe(false);
+    runs[1]?.resolve();
+    await stopping;
+    expect(active).toBe(0);
+    // Stopped: however long the schedule waits now, no run starts again.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toHaveLength(2);
     expect(maxActive).toBe(1);
-    expect(finished).toBe(runs);
-    await sleep(50);
-    expect(runs).toBe(finished);
   });
 
   it('logs a failed run by class and keeps going', async () => {
@@ -45,7 +64,7 @@ describe('startSchedule', () => {
       },
       { name: 'relay' },
     );
-    await expect.poll(() => runs).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => runs, { timeout: WAIT_MS }).toBeGreaterThanOrEqual(2);
     await running.stop();
     expect(JSON.parse(running.lines[0] ?? '{}')).toMatchObject({
       level: 'error',
@@ -56,6 +75,7 @@ describe('startSchedule', () => {
   });
 
   it('does nothing with an interval of 0', async () => {
+    vi.useFakeTimers();
     let runs = 0;
     const running = schedule(
       async () => {
@@ -63,7 +83,8 @@ describe('startSchedule', () => {
       },
       { intervalMs: 0 },
     );
-    await sleep(30);
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(5_000);
     await running.stop();
     expect(runs).toBe(0);
   });
@@ -76,7 +97,7 @@ describe('startSchedule', () => {
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
       aborted = signal.aborted;
     });
-    await expect.poll(() => started).toBe(true);
+    await expect.poll(() => started, { timeout: WAIT_MS }).toBe(true);
     await running.stop();
     expect(aborted).toBe(true);
   });

@@ -15,7 +15,7 @@ import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
-import { ARTIFACTS, hasChromium, launchChromium, serveLocally } from './helpers/browser.ts';
+import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
@@ -458,7 +458,7 @@ describe('the CLI', () => {
       ['ada', 'pause'],
       ['grace', 'resume'],
     ]);
-  }, 60_000);
+  });
 });
 
 /** What page.evaluate reads in the browser (the test's own types have no DOM). */
@@ -476,7 +476,7 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     const browser = await launchChromium();
     try {
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
       await page.goto(`${origin}/admin/senders`);
       await page.fill('#sign-in input[name="token"]', TOKEN);
       await page.click('#sign-in button');
@@ -556,5 +556,5 @@ describe.skipIf(!hasChromium)('the dashboard in headless chromium', () => {
     } finally {
       await browser.close();
     }
-  }, 90_000);
+  });
 });

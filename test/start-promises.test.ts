@@ -62,7 +62,7 @@ describe('retention against the senders’ retry windows', () => {
     });
     expect(output).toContain('EVENT_RETENTION_DAYS: shorter than the retry window');
     expect(output).toContain('stripe (3)');
-  }, 30_000);
+  });
 
   it('keeps every sender’s window in docs/providers.md, and the code’s figures, in step', () => {
     const documented = Object.fromEntries(
@@ -87,7 +87,7 @@ describe('low-entropy secrets and tokens', () => {
     expect(output).toContain('ADMIN_TOKEN: low entropy');
     expect(output).not.toContain(ZERO_KEY);
     expect(output).not.toContain(ONE_CHARACTER_TOKEN);
-  }, 30_000);
+  });
 
   it('starts in development with a warning for each, and for a retention shorter than a retry window', async () => {
     const service = await startListeningService({
@@ -107,7 +107,7 @@ describe('low-entropy secrets and tokens', () => {
     } finally {
       await stopped(service);
     }
-  }, 60_000);
+  });
 });
 
 describe('secrets and keys from files', () => {
@@ -126,14 +126,14 @@ describe('secrets and keys from files', () => {
     } finally {
       await stopped(service);
     }
-  }, 60_000);
+  });
 
   it('refuses a file of blank lines and spaces, naming the variable', async () => {
     const blankFile = join(folder, 'blank');
     await writeFile(blankFile, '\n  \n\t\n');
     const output = await refusal({ GITHUB_WEBHOOK_SECRET_FILE: blankFile });
     expect(output).toContain('GITHUB_WEBHOOK_SECRET_FILE: the file holds no secret');
-  }, 30_000);
+  });
 
   it('reads <NAME>_WEBHOOK_PUBLIC_KEY_FILE like every `_FILE`: the sender is enabled', async () => {
     const { publicKey } = generateKeyPairSync('ed25519');
@@ -150,7 +150,7 @@ describe('secrets and keys from files', () => {
     } finally {
       await stopped(service);
     }
-  }, 60_000);
+  });
 });
 
 describe('a signed URL that can never verify', () => {
@@ -160,5 +160,5 @@ describe('a signed URL that can never verify', () => {
       TWILIO_WEBHOOK_URL: 'https://hooks.example.com/webhooks/twilio?tenant=1',
     });
     expect(output).toContain('TWILIO_WEBHOOK_URL: must have no query string');
-  }, 30_000);
+  });
 });

@@ -70,13 +70,13 @@ describe('secrets from files', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-  }, 60_000);
+  });
 
   it('refuses an ADMIN_TOKEN outside the bearer syntax, naming it and not its value', async () => {
     const output = await refusal({ DATABASE_URL: url, ADMIN_TOKEN: 'admin-token-0123456789!' });
     expect(output).toContain('ADMIN_TOKEN');
     expect(output).not.toContain('admin-token-0123456789!');
-  }, 30_000);
+  });
 });
 
 /** A server that answers every connection's start-up message with a FATAL ErrorResponse. */
@@ -147,5 +147,5 @@ describe('database start-up failures, by cause', () => {
     expect(output).toContain('DATABASE_URL');
     expect(output).not.toContain('TypeError');
     expect(output).not.toContain(PASSWORD);
-  }, 30_000);
+  });
 });

@@ -24,7 +24,7 @@ describe('npm start', () => {
   it('with nothing set: embedded PostgreSQL, a development secret and a curl that gets 200', async () => {
     const service = startService({ PORT: '0', DATA_DIR: dataDir });
     try {
-      const curl = await service.waitForLine(/^curl /, 60_000);
+      const curl = await service.waitForLine(/^curl /);
       const first = await exec('sh', ['-c', curl]);
       expect(first.stdout).toBe('{"received":true}');
       const again = await exec('sh', ['-c', curl]);
@@ -37,7 +37,7 @@ describe('npm start', () => {
     expect(await service.exited).toEqual({ code: 0, signal: null });
     // The embedded server was stopped too, not left behind.
     expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
-  }, 90_000);
+  });
 
   it('with DATABASE_URL and pending migrations: exit 1 naming npm run db:migrate; serves after it', async () => {
     const { url } = unmigrated;

@@ -16,5 +16,5 @@ describe('the Worker bundle', () => {
     expect(paths.filter((path) => path.includes('/zod/v4/locales/'))).toEqual(['node_modules/zod/v4/locales/en.js']);
     // Only what workerd itself provides: the driver's socket and its nodejs_compat modules.
     expect(bundle.runtimeImports.every((module) => /^(cloudflare|node):/.test(module))).toBe(true);
-  }, 60_000);
+  });
 });

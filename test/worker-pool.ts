@@ -69,6 +69,9 @@ export async function workerPoolOptions({ inject }: PoolContext): Promise<PoolOp
       bindings: {
         ACME_WEBHOOK_SECRET: TEST_SECRET,
         LOG_LEVEL: 'silent',
+        // The suite's one timing setting, for the limits test/helpers/patience.ts derives inside workerd
+        // (nodejs_compat puts string bindings in process.env).
+        ...(process.env.TEST_TIMEOUT_SCALE === undefined ? {} : { TEST_TIMEOUT_SCALE: process.env.TEST_TIMEOUT_SCALE }),
         OUTBOX_TARGET_URL: inject('workerOutboxSinkUrl'),
         // Not an OTEL_* name: the Worker traces only where a test sets OTEL_EXPORTER_OTLP_ENDPOINT to it.
         OTLP_RECEIVER_URL: inject('workerOtlpReceiverUrl'),

@@ -18,6 +18,7 @@ import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
 import type { Publisher } from '../../src/outbox/publishers/publisher.ts';
 import type { TestDatabase } from './database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './outbox.ts';
+import { patience, WAIT_MS } from './patience.ts';
 
 export const SHARED_NATS = 'nats://127.0.0.1:4222';
 export const SHARED_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
@@ -32,7 +33,7 @@ export interface Consumed {
   headers: Record<string, string>;
 }
 
-async function untilAccepting(port: number, timeoutMs = 15_000): Promise<void> {
+async function untilAccepting(port: number, timeoutMs = WAIT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {
@@ -139,7 +140,7 @@ export async function readNatsStream(nc: NatsConnection, stream: string): Promis
   if (state.messages === 0) return [];
   const consumer = await jetstream(nc).consumers.get(stream);
   const read: Consumed[] = [];
-  const messages = await consumer.fetch({ max_messages: state.messages, expires: 5000 });
+  const messages = await consumer.fetch({ max_messages: state.messages, expires: WAIT_MS });
   for await (const message of messages) {
     const headers: Record<string, string> = {};
     for (const [name, values] of message.headers ?? []) headers[name] = values[0] ?? '';
@@ -262,7 +263,7 @@ export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
  * A publish's and a connection's timeout in these tests: long enough for a loaded CI machine, so a
  * slow acknowledgement is not mistaken for the failure a test provokes.
  */
-export const BROKER_TEST_TIMEOUT = { timeoutMs: 5000 } as const;
+export const BROKER_TEST_TIMEOUT = { timeoutMs: patience(5000) } as const;
 
 /** Publishers as the Node entry builds them for target URLs, all closed with the file. */
 export function publishersForFile(): (target: string) => Publisher {

@@ -5,9 +5,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import type { DatabaseEnv } from '../../src/db/client.ts';
+import { WAIT_MS } from './patience.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = 'test/artifacts';
@@ -32,6 +33,17 @@ export async function serveLocally(app: Hono<DatabaseEnv>): Promise<{ origin: st
   };
 }
 
+/**
+ * A new page whose waits (a locator, a click, a navigation) give up after WAIT_MS rather than
+ * Playwright's 30 s: a page on a busy machine is slow, not broken.
+ */
+export async function openPage(browser: Browser, options: BrowserContextOptions = {}): Promise<Page> {
+  const page = await browser.newPage(options);
+  page.setDefaultTimeout(WAIT_MS);
+  page.setDefaultNavigationTimeout(WAIT_MS);
+  return page;
+}
+
 /** Debian's chromium, headless, with the flags every dashboard test runs it with. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
@@ -49,7 +61,7 @@ export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     browser = await launchChromium();
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -58,7 +70,7 @@ export function useBrowser(app: Hono<DatabaseEnv>): DashboardBrowser {
     origin,
     async signedIn(token, width = 1280, height = 900) {
       if (browser === undefined) throw new Error('the browser did not start');
-      const page = await browser.newPage({ viewport: { width, height } });
+      const page = await openPage(browser, { viewport: { width, height } });
       await page.goto(`${await origin}/admin`);
       await page.fill('#sign-in input[name="token"]', token);
       await page.click('#sign-in button');

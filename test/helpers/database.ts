@@ -5,6 +5,7 @@ import postgres from 'postgres';
 import { afterAll, inject } from 'vitest';
 import { connectDatabase, type DatabaseHandle } from '../../src/db/client.ts';
 import { databaseUrl } from './database-url.ts';
+import { WAIT_MS } from './patience.ts';
 
 export interface TestDatabase {
   /** The product's handle (Drizzle over postgres.js), as an entry point would build it. */
@@ -16,13 +17,16 @@ export interface TestDatabase {
 }
 
 export async function createDatabase(admin: postgres.Sql, name: string, template: string): Promise<void> {
-  // Two files copying the template at the same instant can collide (55006); try again shortly.
-  for (let attempt = 0; ; attempt++) {
+  // Two files copying the template at the same instant can collide (55006); try again shortly. Bounded
+  // by time, not by a count of attempts: with many files starting at once on a busy machine, the
+  // template can stay in use for longer than a fixed number of short retries.
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
     try {
       await admin.unsafe(`create database ${name} template ${template}`);
       return;
     } catch (error) {
-      if (attempt >= 20 || (error as { code?: string }).code !== '55006') throw error;
+      if (Date.now() > deadline || (error as { code?: string }).code !== '55006') throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
     }
   }

@@ -1,12 +1,14 @@
 // Running the real entry points as child processes, with an environment the test controls fully.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { WAIT_MS } from './patience.ts';
 
 export interface Running {
   child: ChildProcess;
   output: () => string;
   /** Resolves with the first output line that matches. */
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Resolves once the process has ended and its output has been read to the end. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -31,14 +33,16 @@ export function run(command: string, args: string[], env: Record<string, string>
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
+  // 'close', not 'exit': it comes after the last byte of stdout and stderr was read, so output() read
+  // once the process is over holds every line it wrote, however late the pipes drain on a busy machine.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => resolve({ code, signal })),
   );
   return {
     child,
     output: () => output,
     exited,
-    waitForLine: (pattern, timeoutMs = 30_000) =>
+    waitForLine: (pattern, timeoutMs = WAIT_MS) =>
       new Promise((resolve, reject) => {
         const existing = output.split('\n').find((line) => pattern.test(line));
         if (existing !== undefined) return resolve(existing);
@@ -50,7 +54,10 @@ export function run(command: string, args: string[], env: Record<string, string>
             resolve(line);
           },
         });
-        void exited.then(() => setTimeout(() => reject(new Error(`exited before ${pattern}:\n${output}`)), 100));
+        void exited.then(() => {
+          clearTimeout(timer);
+          reject(new Error(`exited before ${pattern}:\n${output}`));
+        });
       }),
   };
 }

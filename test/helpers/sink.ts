@@ -4,6 +4,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { afterAll } from 'vitest';
+import { WAIT_MS } from './patience.ts';
 
 export interface SinkRequest {
   method: string;
@@ -118,7 +119,7 @@ export async function startSink(): Promise<Sink> {
       };
       return release;
     },
-    waitForRequests: (count, timeoutMs = 15_000) =>
+    waitForRequests: (count, timeoutMs = WAIT_MS) =>
       new Promise((resolve, reject) => {
         if (requests.length >= count) return resolve();
         const timer = setTimeout(

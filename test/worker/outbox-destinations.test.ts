@@ -8,6 +8,7 @@ import postgres from 'postgres';
 import { afterAll, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
 import { acmeEvent, signedHeaders, uniqueId } from '../helpers/acme.ts';
+import { WAIT_MS } from '../helpers/patience.ts';
 
 const sql = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
 afterAll(() => sql.end());
@@ -19,9 +20,9 @@ interface Received {
   idempotencyKey: string;
 }
 
-/** What the sink got for these keys (directly, or through the queue's consumer), once it has all of them (or 15 s). */
+/** What the sink got for these keys (directly, or through the queue's consumer), once it has all of them (or WAIT_MS). */
 async function receivedFor(keys: ReadonlySet<string>): Promise<Received[]> {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const received = (await (await fetch(new URL('/received', sinkUrl))).json()) as Received[];
     const ours = received.filter((message) => keys.has(message.idempotencyKey));

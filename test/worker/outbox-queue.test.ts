@@ -9,6 +9,7 @@ import postgres from 'postgres';
 import { afterAll, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
 import { contractBody, insertMessages, outboxRows } from '../helpers/outbox.ts';
+import { WAIT_MS } from '../helpers/patience.ts';
 
 const sql = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
 afterAll(() => sql.end());
@@ -21,9 +22,9 @@ interface Received {
   body: string;
 }
 
-/** What the consumer Worker handed to the sink for these keys, once it has all of them (or 15 s). */
+/** What the consumer Worker handed to the sink for these keys, once it has all of them (or WAIT_MS). */
 async function consumedFor(keys: ReadonlySet<string>): Promise<Received[]> {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const received = (await (await fetch(new URL('/received', sinkUrl))).json()) as Received[];
     const ours = received.filter((message) => keys.has(message.idempotencyKey));
