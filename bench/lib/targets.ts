@@ -11,7 +11,8 @@ export const targetMark = (met: boolean): string => (met ? 'met' : 'MISSED');
 export function verdict(failures: readonly string[], misses: readonly string[]): boolean {
   const strict = strictTargets();
   for (const miss of misses) console.error(`MISSED: ${miss}${strict ? ' (BENCH_STRICT=1: fails the run)' : ''}`);
-  if (misses.length > 0 && !strict) console.error('(missed targets are reported, not failed; BENCH_STRICT=1 fails them)');
+  if (misses.length > 0 && !strict)
+    console.error('(missed targets are reported, not failed; BENCH_STRICT=1 fails them)');
   for (const failure of failures) console.error(`FAILED: ${failure}`);
   return failures.length === 0 && (misses.length === 0 || !strict);
 }

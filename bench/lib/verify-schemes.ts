@@ -51,7 +51,14 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
   return {
     acme: scheme(
       acmeSecret,
-      bodyOf({ id: 'evt_1', type: 'invoice.paid', api_version: '2024-06-01', created: nowSeconds, version: 1, data: {} }),
+      bodyOf({
+        id: 'evt_1',
+        type: 'invoice.paid',
+        api_version: '2024-06-01',
+        created: nowSeconds,
+        version: 1,
+        data: {},
+      }),
       (body) => ({
         'x-acme-timestamp': timestamp,
         'x-acme-signature': hmac(acmeSecret, `${timestamp}.`, body).toString('hex'),
@@ -69,7 +76,9 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
     stripe: scheme(
       stripeSecret,
       bodyOf({ id: 'evt_1', object: 'event', type: 'invoice.paid', created: nowSeconds, data: { object: {} } }),
-      (body) => ({ 'stripe-signature': `t=${timestamp},v1=${hmac(stripeSecret, `${timestamp}.`, body).toString('hex')}` }),
+      (body) => ({
+        'stripe-signature': `t=${timestamp},v1=${hmac(stripeSecret, `${timestamp}.`, body).toString('hex')}`,
+      }),
     ),
     github: scheme(githubSecret, bodyOf({ action: 'opened', issue: { number: 1 } }), (body) => ({
       'x-hub-signature-256': `sha256=${hmac(githubSecret, body).toString('hex')}`,
