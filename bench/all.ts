@@ -4,9 +4,8 @@
 // could not complete fails the run; a missed target shows MISSED in the table and fails the run only
 // with BENCH_STRICT=1 (which every benchmark also reads, bench/lib/targets.ts).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runContext, writeResult } from './lib/results.ts';
+import { newestResult, runContext, writeResult } from './lib/results.ts';
 import { REPO_ROOT } from './lib/service.ts';
 import { formatTable, round } from './lib/stats.ts';
 import { targetMark, verdict } from './lib/targets.ts';
@@ -32,27 +31,6 @@ const steps: Step[] = [
   { name: 'bundle', script: 'bench/bundle.ts' },
   { name: 'startup', script: 'bench/startup.ts' },
 ];
-
-const resultsFolder = join(REPO_ROOT, 'bench', 'results');
-
-/** The newest result of `name` written after `since`, or undefined when the benchmark wrote none. */
-function newestResult(name: string, since: number): Json | undefined {
-  const files = readdirSync(resultsFolder, { withFileTypes: true })
-    .filter((entry) => entry.isFile() && entry.name.startsWith(`${name}-`) && entry.name.endsWith('.json'))
-    .map((entry) => join(resultsFolder, entry.name));
-  let newest: { at: number; json: Json } | undefined;
-  for (const file of files) {
-    const json = JSON.parse(readFileSync(file, 'utf8')) as Json;
-    const at = Date.parse(String(json.startedAt ?? '')) || statTime(file);
-    if (at >= since && (newest === undefined || at > newest.at)) newest = { at, json };
-  }
-  return newest?.json;
-}
-
-function statTime(file: string): number {
-  const stamp = /-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z)\.json$/.exec(file)?.[1];
-  return stamp === undefined ? 0 : Date.parse(stamp.replace(/T(\d{2})-(\d{2})-(\d{2})/, 'T$1:$2:$3'));
-}
 
 const get = (json: Json | undefined, ...path: string[]): unknown =>
   path.reduce<unknown>(
