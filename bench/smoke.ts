@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { newestResult } from './lib/results.ts';
-import { REPO_ROOT, tail } from './lib/service.ts';
+import { buildOnce, REPO_ROOT, tail } from './lib/service.ts';
 
 const DEFAULT_SERVER = 'postgres://postgres@127.0.0.1:5432/postgres';
 const server = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_SERVER;
@@ -231,6 +231,8 @@ async function main(): Promise<boolean> {
     `bench:smoke: ${selected.length} benchmarks at tiny sizes, ${jobs} at a time, on ${new URL(server).host}`,
   );
   try {
+    // Once for all: several benchmarks building dist/ at once would each pay for it.
+    buildOnce();
     const outcomes = await runAll(selected, jobs);
     const failed = outcomes.filter((outcome) => !outcome.ok);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);

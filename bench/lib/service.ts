@@ -92,9 +92,12 @@ function groupAlive(pgid: number | undefined): boolean {
 
 let built = false;
 
-/** `npm run build`, once per benchmark process: the figures are of the sources as they are now. */
+/**
+ * `npm run build`, once per benchmark process: the figures are of the sources as they are now.
+ * BENCH_SKIP_BUILD=1 says a caller (bench:smoke) has just built them for every benchmark it runs.
+ */
 export function buildOnce(): void {
-  if (built) return;
+  if (built || process.env.BENCH_SKIP_BUILD === '1') return;
   execFileSync(process.execPath, ['bin/build.js'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   built = true;
 }
