@@ -8,7 +8,8 @@
 // against HEAD without the guide's handler (SMOKE_AB_SEED=1 includes it; its first run installs
 // express and pg). all.ts is not run: it is these benchmarks at full size.
 //
-// Prints one line per benchmark with its duration, then a pass/fail line; exits 1 when any failed,
+// Prints one line per benchmark with its duration and the CPU its processes used (PostgreSQL's and the
+// brokers' not included), then a pass/fail line; exits 1 when any failed,
 // with the tail of its output. Needs PostgreSQL (BENCH_DATABASE_URL, else DATABASE_URL, else
 // postgres://postgres@127.0.0.1:5432/postgres) and the brokers bench:outbox publishes to; wrk is used
 // when installed, else the bench's own Node load generator. SMOKE_JOBS (2): benchmarks run at once
@@ -18,6 +19,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { reapedChildrenCpuTicks, ticksToMs } from './lib/proc.ts';
 import { newestResult } from './lib/results.ts';
 import { buildOnce, REPO_ROOT, tail } from './lib/service.ts';
 
@@ -144,8 +146,16 @@ interface Outcome {
   step: Step;
   ok: boolean;
   seconds: number;
+  /** CPU of the benchmark's process tree (not PostgreSQL's nor the brokers'), in seconds. */
+  cpuSeconds: number;
   detail: string;
 }
+
+/**
+ * The reaped children's CPU at the last exit seen: each exit's increase since then is that child's
+ * tree, as the children are reaped one at a time.
+ */
+let childrenCpuTicks = 0;
 
 async function runStep(step: Step): Promise<Outcome> {
   const started = performance.now();
@@ -167,12 +177,15 @@ async function runStep(step: Step): Promise<Outcome> {
   } finally {
     closeSync(out);
   }
+  const ticksNow = reapedChildrenCpuTicks();
+  const cpuSeconds = ticksToMs(ticksNow - childrenCpuTicks) / 1000;
+  childrenCpuTicks = ticksNow;
   const seconds = (performance.now() - started) / 1000;
   const written = step.result === undefined || newestResult(step.result, since) !== undefined;
   const ok = code === 0 && written;
   const detail =
     code !== 0 ? `exit ${code ?? 'signal'}` : written ? '' : `no bench/results/${step.result}-*.json written`;
-  return { step, ok, seconds, detail: ok ? '' : `${detail}\n${tail(log, 25).replace(/^/gm, '      | ')}` };
+  return { step, ok, seconds, cpuSeconds, detail: ok ? '' : `${detail}\n${tail(log, 25).replace(/^/gm, '      | ')}` };
 }
 
 /** Runs the steps `jobs` at a time, each once the step it reads from has passed. */
@@ -190,7 +203,13 @@ async function runAll(selected: readonly Step[], jobs: number): Promise<Outcome[
       if (step === undefined) break;
       const needed = step.after === undefined ? undefined : outcomes.get(step.after);
       if (needed !== undefined && !needed.ok) {
-        outcomes.set(step.name, { step, ok: false, seconds: 0, detail: `not run: ${step.after} failed` });
+        outcomes.set(step.name, {
+          step,
+          ok: false,
+          seconds: 0,
+          cpuSeconds: 0,
+          detail: `not run: ${step.after} failed`,
+        });
         printOutcome(outcomes.get(step.name) as Outcome);
         continue;
       }
@@ -208,7 +227,9 @@ async function runAll(selected: readonly Step[], jobs: number): Promise<Outcome[
 }
 
 function printOutcome(outcome: Outcome): void {
-  const line = `  ${outcome.ok ? 'ok  ' : 'FAIL'}  ${outcome.seconds.toFixed(1).padStart(6)} s  ${outcome.step.name}`;
+  const line =
+    `  ${outcome.ok ? 'ok  ' : 'FAIL'}  ${outcome.seconds.toFixed(1).padStart(6)} s` +
+    `  (CPU ${outcome.cpuSeconds.toFixed(1).padStart(5)} s)  ${outcome.step.name}`;
   console.log(outcome.ok ? line : `${line}  ${outcome.detail}`);
 }
 
@@ -235,13 +256,15 @@ async function main(): Promise<boolean> {
   try {
     // Once for all: several benchmarks building dist/ at once would each pay for it.
     buildOnce();
+    childrenCpuTicks = reapedChildrenCpuTicks();
     const outcomes = await runAll(selected, jobs);
     const failed = outcomes.filter((outcome) => !outcome.ok);
-    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const cpu = outcomes.reduce((sum, outcome) => sum + outcome.cpuSeconds, 0).toFixed(1);
+    const seconds = `${((performance.now() - started) / 1000).toFixed(1)} s, CPU ${cpu} s`;
     console.log(
       failed.length === 0
-        ? `bench:smoke: PASS, ${outcomes.length} of ${selected.length} benchmarks completed in ${seconds} s`
-        : `bench:smoke: FAIL, ${failed.map((outcome) => outcome.step.name).join(', ')} failed (${seconds} s)`,
+        ? `bench:smoke: PASS, ${outcomes.length} of ${selected.length} benchmarks completed in ${seconds}`
+        : `bench:smoke: FAIL, ${failed.map((outcome) => outcome.step.name).join(', ')} failed (${seconds})`,
     );
     return failed.length === 0 && outcomes.length === selected.length;
   } finally {

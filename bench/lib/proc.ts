@@ -39,6 +39,15 @@ function readStat(pid: number, path = `/proc/${pid}/stat`): ProcStat {
   return { ppid: field(4), pgrp: field(5), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
 }
 
+/**
+ * CPU ticks of this process's children that have exited and been waited for, their own children
+ * included: read around a child's exit, what a whole child process tree cost.
+ */
+export function reapedChildrenCpuTicks(): number {
+  const stat = readStat(process.pid);
+  return stat.cutime + stat.cstime;
+}
+
 export interface CpuTicks {
   user: number;
   system: number;
