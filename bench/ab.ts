@@ -443,7 +443,7 @@ async function main(): Promise<boolean> {
     const cell = (value: number | undefined) => (value === undefined ? '-' : String(value));
     console.log(
       `\n${formatTable(
-        `bench:ab: head (working tree) vs base (${config.ref}, ${base.sha.slice(0, 12)}), medians of ${config.rounds} rounds, seed / base / head`,
+        `bench:ab: head (working tree) vs base (${config.ref}, ${base.sha.slice(0, 12)}), medians of ${config.rounds} round${config.rounds === 1 ? '' : 's'}, seed / base / head`,
         summary.map((row) => ({
           label: `${row.mode} ${row.label}`,
           value: `${cell(row.seed)} / ${cell(row.base)} / ${cell(row.head)}`,
