@@ -4,8 +4,9 @@
 // answer (signature, parse, per-event validation, one insert statement, commit) for 1,000 events, or
 // as many as fit, with no handler (rows `ignored`) and with a handler that runs one statement per
 // event; both against HANDLER_DEADLINE_MS (5000). Signed with node:crypto, not the service's code.
-// Uses BENCH_DATABASE_URL when set (a fresh database on it), else an embedded server.
-import { createHash, createHmac, generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+// Checks every event was stored once. Environment: BENCH_DATABASE_URL (a fresh database on it, else
+// an embedded server), BENCH_BATCH_EVENTS (1000 per delivery at most), BENCH_BATCH_RUNS (5).
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,152 +19,16 @@ import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { defaultGaugeSources } from '../src/ops/metrics-routes.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { batchProviders, batchSenders } from './lib/batch-senders.ts';
 import { freshDatabase } from './lib/database.ts';
+import { intFromEnv } from './lib/env.ts';
+import { runContext, writeResult } from './lib/results.ts';
 import { round } from './lib/stats.ts';
 
 const MAX_BODY_BYTES = 262_144;
 const DEADLINE_MS = 5000;
-const EVENTS = 1000;
-const RUNS = Number(process.env.BENCH_BATCH_RUNS ?? 5);
-const URL_SIGNED = 'https://hooks.example.com/webhooks/';
-
-const hmac = (hash: string, key: string, text: string, encoding: 'hex' | 'base64') =>
-  createHmac(hash, key).update(text).digest(encoding);
-const ecdsa = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-
-interface Sender {
-  name: string;
-  /** One realistic event, with a fresh id. */
-  event(now: number): object;
-  body(events: readonly string[]): string;
-  headers(body: string, now: number): Record<string, string>;
-  type: string;
-}
-
-const iso = (now: number) => new Date(now * 1000).toISOString();
-const secret = 'bench-secret';
-const senders: readonly Sender[] = [
-  {
-    name: 'hubspot',
-    type: 'contact.propertyChange',
-    event: (now) => ({
-      eventId: Math.floor(Math.random() * 2 ** 52),
-      subscriptionId: 2_345_678,
-      portalId: 62_515,
-      appId: 1_160_452,
-      occurredAt: now * 1000,
-      subscriptionType: 'contact.propertyChange',
-      attemptNumber: 0,
-      objectId: 123_456_789_012,
-      propertyName: 'lifecyclestage',
-      propertyValue: 'customer',
-      changeSource: 'CRM_UI',
-      sourceId: 'userId:12345678',
-    }),
-    body: (events) => `[${events.join(',')}]`,
-    headers: (body, now) => ({
-      'x-hubspot-request-timestamp': String(now * 1000),
-      'x-hubspot-signature-v3': hmac('sha256', secret, `POST${URL_SIGNED}hubspot${body}${now * 1000}`, 'base64'),
-    }),
-  },
-  {
-    name: 'line',
-    type: 'message',
-    event: (now) => ({
-      type: 'message',
-      message: { type: 'text', id: '468789577898262530', quoteToken: 'q3Plxr4AgKd...', text: 'Hello, world' },
-      webhookEventId: `01${randomUUID().replaceAll('-', '').toUpperCase().slice(0, 24)}`,
-      deliveryContext: { isRedelivery: false },
-      timestamp: now * 1000,
-      source: { type: 'user', userId: 'U4af4980629b4d1c8f0c5d2c5e4a5e9a1' },
-      replyToken: 'b60d432864f44d079f6d8efe86cf404b',
-      mode: 'active',
-    }),
-    body: (events) => `{"destination":"Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","events":[${events.join(',')}]}`,
-    headers: (body) => ({ 'x-line-signature': hmac('sha256', secret, body, 'base64') }),
-  },
-  {
-    name: 'sendgrid',
-    type: 'delivered',
-    event: (now) => ({
-      email: 'example.recipient@example.com',
-      timestamp: now,
-      'smtp-id': '<14c5d75ce93.dfd.64b469@ismtpd-555>',
-      event: 'delivered',
-      category: ['cat facts'],
-      sg_event_id: randomUUID().replaceAll('-', ''),
-      sg_message_id: '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0',
-      response: '250 OK',
-      ip: '168.1.1.1',
-      tls: 1,
-      marketing_campaign_id: 12_345,
-    }),
-    body: (events) => `[${events.join(',')}]`,
-    headers: (body, now) => ({
-      'x-twilio-email-event-webhook-timestamp': String(now),
-      'x-twilio-email-event-webhook-signature': sign('sha256', Buffer.from(`${now}${body}`), ecdsa.privateKey).toString(
-        'base64',
-      ),
-    }),
-  },
-  {
-    name: 'gocardless',
-    type: 'payments.confirmed',
-    event: (now) => ({
-      id: `EV${randomUUID().replaceAll('-', '').slice(0, 12).toUpperCase()}`,
-      created_at: iso(now),
-      resource_type: 'payments',
-      action: 'confirmed',
-      links: { payment: 'PM00017EXAMPLE', organisation: 'OR0000EXAMPLE' },
-      details: {
-        origin: 'gocardless',
-        cause: 'payment_confirmed',
-        description: 'Enough time has passed since the payment was submitted for the banks to return an error.',
-        bank_account_id: 'BA0000EXAMPLE',
-      },
-      metadata: {},
-      resource_metadata: { order_dispatch_date: '2024-06-01' },
-    }),
-    body: (events) => `{"events":[${events.join(',')}],"meta":{"webhook_id":"WB${randomUUID().slice(0, 12)}"}}`,
-    headers: (body) => ({ 'webhook-signature': hmac('sha256', secret, body, 'hex') }),
-  },
-  {
-    name: 'twilio',
-    type: 'com.twilio.messaging.message.delivered',
-    event: (now) => ({
-      specversion: '1.0',
-      type: 'com.twilio.messaging.message.delivered',
-      source:
-        '/2010-04-01/Accounts/ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/Messages/SMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.json',
-      id: `EZ${randomUUID().replaceAll('-', '')}`,
-      dataschema: 'https://events-schemas.twilio.com/Messaging.MessageStatus/2',
-      datacontenttype: 'application/json',
-      time: iso(now),
-      data: {
-        messageSid: 'SMxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
-        accountSid: 'ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
-        messagingServiceSid: 'MGxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
-        to: '+15017122661',
-        from: '+15557122661',
-        timestamp: iso(now),
-        eventName: 'com.twilio.messaging.message.delivered',
-        messageStatus: 'DELIVERED',
-        errorCode: null,
-        numSegments: 1,
-      },
-    }),
-    body: (events) => `[${events.join(',')}]`,
-    headers: (body) => ({
-      'x-twilio-signature': hmac(
-        'sha1',
-        secret,
-        `${URL_SIGNED}twilio?bodySHA256=${createHash('sha256').update(body).digest('hex')}`,
-        'base64',
-      ),
-    }),
-  },
-];
+const EVENTS = intFromEnv('BENCH_BATCH_EVENTS', 1000, 1);
+const RUNS = intFromEnv('BENCH_BATCH_RUNS', 5, 1);
 
 /** A handler that runs one statement per event in the delivery's transaction: the least a real one does. */
 const oneStatement = defineHandler({
@@ -172,20 +37,17 @@ const oneStatement = defineHandler({
     await tx.execute(sql`select 1`);
   },
 });
-const handled: HandlerMap = Object.fromEntries(senders.map((sender) => [sender.name, { [sender.type]: oneStatement }]));
+const handled: HandlerMap = Object.fromEntries(
+  batchSenders.map((sender) => [sender.name, { [sender.type]: oneStatement }]),
+);
 
+const startedAt = new Date();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 const database = await freshDatabase(mkdtempSync(join(tmpdir(), 'bench-batches-')));
 const handle = connectDatabase({ url: database.url, maxConnections: 10, statementTimeoutMs: DEADLINE_MS });
 try {
-  const enabledProviders = await enableProviders(
-    Object.fromEntries(senders.filter((s) => s.name !== 'sendgrid').map((s) => [s.name, [secret]])),
-    {
-      publicKeys: { sendgrid: [ecdsa.publicKey.export({ format: 'der', type: 'spki' }).toString('base64')] },
-      urls: { hubspot: `${URL_SIGNED}hubspot`, twilio: `${URL_SIGNED}twilio` },
-    },
-  );
+  const enabledProviders = await batchProviders();
   const appWith = (handlers: HandlerMap) =>
     createApp({
       db: handle.db,
@@ -209,7 +71,7 @@ try {
     });
   const apps = { ignored: appWith({}), handled: appWith(handled) };
   const rows: Record<string, string | number>[] = [];
-  for (const sender of senders) {
+  for (const sender of batchSenders) {
     const now = Math.floor(Date.now() / 1000);
     const eventBytes = Buffer.byteLength(JSON.stringify(sender.event(now)));
     const envelope = Buffer.byteLength(sender.body([]));
@@ -248,6 +110,18 @@ try {
   console.log(`batch deliveries, median of ${RUNS} runs each, database ${database.kind}\n`);
   console.log(`| ${columns.join(' | ')} |\n|${columns.map(() => ' --- |').join('')}`);
   for (const row of rows) console.log(`| ${columns.map((column) => row[column]).join(' | ')} |`);
+  // Every event of every delivery stored once: a lost or merged one is a wrong answer, not a slow one.
+  const stored = new Map(
+    (
+      await handle.db.execute<{ provider: string; n: number }>(
+        sql`select provider, count(*)::int as n from webhook_events group by provider`,
+      )
+    ).map((row) => [row.provider, row.n]),
+  );
+  const lost = rows.filter((row) => stored.get(String(row.sender)) !== Number(row.events_sent) * RUNS * 2);
+  if (lost.length > 0) throw new Error(`stored rows do not match the events sent: ${JSON.stringify([...stored])}`);
+  const file = writeResult('batches', startedAt, { context: runContext(), runs: RUNS, database: database.kind, rows });
+  console.log(`\nwritten to ${file}`);
 } finally {
   await handle.close();
   await database.dispose();

@@ -4,13 +4,16 @@
 // index (pg_statio_*, counted per database, so other work on the server does not show), the WAL
 // records, full-page images and bytes (pg_stat_wal, the whole server: run it on a quiet one) and the
 // checkpoints meanwhile. Environment: BENCH_DATABASE_URL (the server), FILLED
-// (bench_scale_10000000), ROUNDS (3 a side), EVENTS (20000 a round, after 2000 warm-up each).
+// (bench_scale_10000000), ROUNDS (3 a side), EVENTS (20000 a round), WARMUP (2000 each, first).
+// Every answer must be a 200 (else the run fails); the rounds go to bench/results/intake-io-*.json.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { signedAcmeEvent } from './lib/acme.ts';
+import { intFromEnv } from './lib/env.ts';
+import { runContext, writeResult } from './lib/results.ts';
 import { scaleServer, throwAwayName } from './lib/scale-databases.ts';
 import { intakeServiceEnv, startService } from './lib/service.ts';
 import { intakeLoad } from './lib/wrk.ts';
@@ -21,8 +24,12 @@ const emptyName = throwAwayName('bench_io_empty');
 const emptyUrl = await server.create(emptyName);
 const secret = randomBytes(16).toString('hex');
 const tmp = mkdtempSync(join(tmpdir(), 'intake-io-'));
-const rounds = Number(process.env.ROUNDS ?? 3);
-const count = Number(process.env.EVENTS ?? 20000);
+const rounds = intFromEnv('ROUNDS', 3, 1);
+const count = intFromEnv('EVENTS', 20000, 1);
+const warmup = intFromEnv('WARMUP', 2000, 1);
+const startedAt = new Date();
+const results: Record<string, unknown>[] = [];
+const failures: string[] = [];
 
 async function snapshot(url: string) {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -53,19 +60,24 @@ const services = {
     stderrFile: join(tmp, 'f.err'),
   }),
 };
-const run = (origin: string, n: number) => {
+const run = async (origin: string, n: number) => {
   const runId = randomBytes(4).toString('hex');
   const nowSeconds = Math.floor(Date.now() / 1000);
-  return intakeLoad({
+  const result = await intakeLoad({
     origin,
     concurrency: 32,
     request: (index) => signedAcmeEvent({ secret, runId, index, nowSeconds }),
     prepared: n + 640,
     count: n,
   });
+  const refused = Object.entries(result.statuses).filter(([status, n]) => status !== '200' && n > 0);
+  if (refused.length > 0 || result.errors > 0) {
+    failures.push(`${origin}: answers ${JSON.stringify(result.statuses)}, ${result.errors} errors`);
+  }
+  return result;
 };
 try {
-  for (const side of ['empty', 'filled'] as const) await run(services[side].origin, 2000);
+  for (const side of ['empty', 'filled'] as const) await run(services[side].origin, warmup);
   for (let r = 0; r < rounds; r++) {
     for (const side of ['empty', 'filled'] as const) {
       const url = side === 'empty' ? emptyUrl : filledUrl;
@@ -73,6 +85,13 @@ try {
       const result = await run(services[side].origin, count);
       const after = await snapshot(url);
       const per = (a: number, b: number) => ((a - b) / count).toFixed(2);
+      results.push({
+        round: r,
+        side,
+        eventsPerSecond: result.eventsPerSecond,
+        p99Ms: result.p99Ms,
+        walBytesPerEvent: Number(per(Number(after.wal?.bytes), Number(before.wal?.bytes))),
+      });
       const lines = [...after.idx.entries()]
         .map(([name, v]) => {
           const b = before.idx.get(name) ?? { hit: 0, read: 0 };
@@ -91,9 +110,13 @@ try {
         );
     }
   }
+  const file = writeResult('intake-io', startedAt, { context: runContext(), rounds, count, results, failures });
+  console.log(`written to ${file}`);
 } finally {
   await services.empty.stop();
   await services.filled.stop();
   await server.drop(emptyName);
   await server.stop();
 }
+for (const failure of failures) console.error(`FAILED: ${failure}`);
+process.exit(failures.length === 0 ? 0 : 1);

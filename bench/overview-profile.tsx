@@ -3,7 +3,8 @@
 // other read the overview route makes, alone and together as the route sends them, and rendering the
 // page, p50 and p99 of N one at a time after 3 warm-up calls; with EXPLAIN=1 also every statement
 // readOverview sends, planned and run five times on one connection, the last EXPLAIN (ANALYZE,
-// BUFFERS) printed. Environment: PROFILE_URL (the database), RANGE=hour|day (day), N (30).
+// BUFFERS) printed. Environment: PROFILE_URL (the database), RANGE=hour|day (day), N (30). The
+// timings go to bench/results/overview-profile-*.json.
 import postgres from 'postgres';
 import { OverviewPage } from '../src/admin/dashboard/overview-page.tsx';
 import { connectDatabase } from '../src/db/client.ts';
@@ -11,11 +12,16 @@ import { listDestinations } from '../src/ops/destinations-view.ts';
 import { listEvents } from '../src/ops/events.ts';
 import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
 import { activePauses } from '../src/ops/sender-pauses.ts';
+import { intFromEnv } from './lib/env.ts';
+import { runContext, writeResult } from './lib/results.ts';
+import { round } from './lib/stats.ts';
 
 const url = process.env.PROFILE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench_scale_10000000';
 const { db, close } = connectDatabase({ url, maxConnections: 10, statementTimeoutMs: 30_000 });
 const range = process.env.RANGE === 'hour' ? { bucketMs: 60_000, buckets: 60 } : { bucketMs: 15 * 60_000, buckets: 96 };
-const N = Number(process.env.N ?? 30);
+const N = intFromEnv('N', 30, 1);
+const startedAt = new Date();
+const timings: Array<{ label: string; p50Ms: number; p99Ms: number }> = [];
 
 const pct = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -30,6 +36,7 @@ async function time(label: string, fn: () => Promise<unknown>) {
     xs.push(performance.now() - t0);
   }
   console.log(`${label.padEnd(40)} p50 ${pct(xs, 0.5).toFixed(1)} p99 ${pct(xs, 0.99).toFixed(1)} ms`);
+  timings.push({ label, p50Ms: round(pct(xs, 0.5), 1), p99Ms: round(pct(xs, 0.99), 1) });
 }
 
 /** No configured destination: the route's read of their state and backlog, for none. */
@@ -90,3 +97,5 @@ if (process.env.EXPLAIN === '1') {
   await spy.end();
 }
 await close();
+const file = writeResult('overview-profile', startedAt, { context: runContext(), range, n: N, timings });
+console.log(`written to ${file}`);

@@ -14,7 +14,7 @@
 // BENCH_SCALE_EVENTS (10000000), BENCH_SCALE_REUSE=1 (take `bench_scale_<events>` as it is when a
 // previous run filled it, and keep it), BENCH_SCALE_KEEP=1 (keep the filled database),
 // BENCH_SCALE_FILL_JOBS (2 days filled at once), BENCH_SCALE_INTAKE_EVENTS (40000 timed a round, after
-// 2000 warm-up), BENCH_SCALE_INTAKE_ROUNDS (3 a side, alternating), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
+// BENCH_SCALE_INTAKE_WARMUP, 2000, warm-up), BENCH_SCALE_INTAKE_ROUNDS (3 a side, alternating), BENCH_CONCURRENCY (32), BENCH_SCALE_REQUESTS (30 timed per read, after
 // BENCH_SCALE_WARMUP, by default 6 per connection of DB_POOL_MAX: a connection pays for its first runs of a
 // statement, docs/scaling.md; the slowest warm-up request is reported beside p99), BENCH_SCALE_READ_BUDGET_MS (60000: a read slower than that stops after 5),
 // BENCH_SCALE_PURGE_BUDGET_MS (60000, the schedule's), BENCH_LOG_LEVEL (info), DB_POOL_MAX (10),
@@ -52,7 +52,6 @@ const TARGETS = {
 };
 const SERVICE_APPLICATION = 'webhook-inbox';
 const PAYLOAD_RETENTION_DAYS = 7;
-const WARMUP_EVENTS = 2000;
 const MIN_ANSWERS_DURING_PASS = 1000;
 
 function settings() {
@@ -67,6 +66,7 @@ function settings() {
       process.env.BENCH_SCALE_FILL_ONLY === '1',
     fillJobs: intFromEnv('BENCH_SCALE_FILL_JOBS', 2, 1),
     intakeEvents: intFromEnv('BENCH_SCALE_INTAKE_EVENTS', 40_000, 100),
+    intakeWarmup: intFromEnv('BENCH_SCALE_INTAKE_WARMUP', 2000, 1),
     intakeRounds: intFromEnv('BENCH_SCALE_INTAKE_ROUNDS', 3, 1),
     concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
     requests: intFromEnv('BENCH_SCALE_REQUESTS', 30, 1),
@@ -228,10 +228,10 @@ async function alternateIntake(
   secrets: Secrets,
 ): Promise<{ empty: IntakeRun[]; filled: IntakeRun[]; comparison: IntakeComparison }> {
   console.log(
-    `intake: ${WARMUP_EVENTS} warm-up each, then ${config.intakeRounds} rounds a side of ${config.intakeEvents} ` +
+    `intake: ${config.intakeWarmup} warm-up each, then ${config.intakeRounds} rounds a side of ${config.intakeEvents} ` +
       `(${config.loader}), alternating`,
   );
-  for (const side of [empty, filled]) await fixedIntake(side.service, config, secrets.acme, WARMUP_EVENTS);
+  for (const side of [empty, filled]) await fixedIntake(side.service, config, secrets.acme, config.intakeWarmup);
   const runs = { empty: [] as IntakeRun[], filled: [] as IntakeRun[] };
   for (let round = 0; round < config.intakeRounds; round++) {
     for (const side of [empty, filled]) {

@@ -17,6 +17,7 @@ import { createRelay, DEFAULT_CONCURRENCY, type Relay, relaySettings } from '../
 import { undiciPost } from '../../src/outbox/undici-post.ts';
 import { startSinkProcess } from './sink.ts';
 import { round } from './stats.ts';
+import { targetMark } from './targets.ts';
 
 export const ISOLATION_TARGET_RATIO = 0.9;
 const HEALTHY = 'healthy';
@@ -165,7 +166,7 @@ export async function measureIsolation(
   }
 }
 
-/** The scenario's rows for the bench's table, and its failures. */
+/** The scenario's rows for the bench's table, and its missed targets. */
 export function isolationReport(figures: IsolationFigures, timeoutMs: number) {
   const rate = (value: number) => `${round(value, 0)} msg/s`;
   const rows = [
@@ -177,15 +178,15 @@ export function isolationReport(figures: IsolationFigures, timeoutMs: number) {
     {
       label: 'isolation: beside refusing',
       value: rate(figures.refusingMessagesPerSecond),
-      note: `ratio ${round(figures.refusingRatio, 3)} (target >= ${ISOLATION_TARGET_RATIO}); ${figures.downAttempts.refusing} publishes to the down one`,
+      note: `ratio ${round(figures.refusingRatio, 3)} (target >= ${ISOLATION_TARGET_RATIO}: ${targetMark(figures.refusingRatio >= ISOLATION_TARGET_RATIO)}); ${figures.downAttempts.refusing} publishes to the down one`,
     },
     {
       label: 'isolation: beside timing out',
       value: rate(figures.timingOutMessagesPerSecond),
-      note: `ratio ${round(figures.timingOutRatio, 3)}; OUTBOX_TIMEOUT_MS ${timeoutMs}; ${figures.downAttempts.timingOut} publishes to the down one`,
+      note: `ratio ${round(figures.timingOutRatio, 3)} (${targetMark(figures.timingOutRatio >= ISOLATION_TARGET_RATIO)}); OUTBOX_TIMEOUT_MS ${timeoutMs}; ${figures.downAttempts.timingOut} publishes to the down one`,
     },
   ];
-  const failures = [
+  const misses = [
     ...(figures.refusingRatio < ISOLATION_TARGET_RATIO
       ? [`isolation: ratio beside a refusing destination ${round(figures.refusingRatio, 3)}`]
       : []),
@@ -193,5 +194,5 @@ export function isolationReport(figures: IsolationFigures, timeoutMs: number) {
       ? [`isolation: ratio beside a silent destination ${round(figures.timingOutRatio, 3)}`]
       : []),
   ];
-  return { rows, failures };
+  return { rows, misses };
 }

@@ -21,6 +21,8 @@ export function ticksToMs(ticks: number): number {
 
 interface ProcStat {
   ppid: number;
+  /** Process group id. */
+  pgrp: number;
   utime: number;
   stime: number;
   /** CPU of children that exited and were waited for. */
@@ -34,7 +36,16 @@ function readStat(pid: number, path = `/proc/${pid}/stat`): ProcStat {
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state) of proc(5).
   const field = (n: number) => Number(fields[n - 3]);
-  return { ppid: field(4), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
+  return { ppid: field(4), pgrp: field(5), utime: field(14), stime: field(15), cutime: field(16), cstime: field(17) };
+}
+
+/**
+ * CPU ticks of this process's children that have exited and been waited for, their own children
+ * included: read around a child's exit, what a whole child process tree cost.
+ */
+export function reapedChildrenCpuTicks(): number {
+  const stat = readStat(process.pid);
+  return stat.cutime + stat.cstime;
 }
 
 export interface CpuTicks {
@@ -78,6 +89,24 @@ export function processTreeCpuTicks(parentPid: number): number {
     try {
       const stat = readStat(Number(entry));
       if (stat.ppid === parentPid) total += stat.utime + stat.stime;
+    } catch {
+      // The process ended between readdir and read.
+    }
+  }
+  return total;
+}
+
+/**
+ * CPU ticks of every live process in a process group: a server started through `npm start` (npm, a
+ * shell, node), each measured whatever the depth of its tree.
+ */
+export function processGroupCpuTicks(pgid: number): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readStat(Number(entry));
+      if (stat.pgrp === pgid) total += stat.utime + stat.stime;
     } catch {
       // The process ended between readdir and read.
     }

@@ -18,6 +18,17 @@ export interface ServiceOptions {
   nodeArgs?: readonly string[];
   /** What node runs, from the repository's root: `npm start`'s script unless another server is measured. */
   script?: readonly string[];
+  /** Another program than this Node to run with `script` as its arguments (`npm` with `start`). */
+  command?: string;
+  /** Where it runs: the repository's root unless another checkout (or server) is measured. */
+  cwd?: string;
+  /**
+   * A process group of its own, stopped as a whole: `npm start` is npm, maybe a shell, then node,
+   * and SIGTERM to npm alone would leave the server running. `pid` is then the group's id.
+   */
+  processGroup?: boolean;
+  /** What answers "up": by default GET /healthz with a 2xx; a server without /healthz says otherwise. */
+  ready?: { path: string; accept: (status: number) => boolean };
   startTimeoutMs?: number;
 }
 
@@ -43,29 +54,50 @@ export function tail(file: string, lines = 20): string {
   }
 }
 
-async function waitForHealth(origin: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+const HEALTHZ = { path: '/healthz', accept: (status: number) => status >= 200 && status < 300 };
+
+async function waitForHealth(
+  origin: string,
+  child: ChildProcess,
+  timeoutMs: number,
+  ready: NonNullable<ServiceOptions['ready']>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`the service exited during start-up (code ${child.exitCode ?? child.signalCode})`);
     }
     try {
-      const response = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(1000) });
+      const response = await fetch(`${origin}${ready.path}`, { signal: AbortSignal.timeout(1000) });
       await response.arrayBuffer();
-      if (response.ok) return;
+      if (ready.accept(response.status)) return;
     } catch {
       // Not listening yet.
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`the service did not answer /healthz within ${timeoutMs} ms`);
+  throw new Error(`the service did not answer ${ready.path} within ${timeoutMs} ms`);
+}
+
+/** Whether any process of the group `pgid` is still there (signal 0 checks without sending). */
+function groupAlive(pgid: number | undefined): boolean {
+  if (pgid === undefined) return false;
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 let built = false;
 
-/** `npm run build`, once per benchmark process: the figures are of the sources as they are now. */
+/**
+ * `npm run build`, once per benchmark process: the figures are of the sources as they are now.
+ * BENCH_SKIP_BUILD=1 says a caller (bench:smoke) has just built them for every benchmark it runs.
+ */
 export function buildOnce(): void {
-  if (built) return;
+  if (built || process.env.BENCH_SKIP_BUILD === '1') return;
   execFileSync(process.execPath, ['bin/build.js'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   built = true;
 }
@@ -77,10 +109,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const stderr = openSync(options.stderrFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...(options.script ?? ['bin/start.js'])], {
-      cwd: REPO_ROOT,
+    const args = [...(options.nodeArgs ?? []), ...(options.script ?? ['bin/start.js'])];
+    child = spawn(options.command ?? process.execPath, args, {
+      cwd: options.cwd ?? REPO_ROOT,
       env: { ...process.env, ...options.env, PORT: String(port) },
       stdio: ['ignore', stdout, stderr],
+      detached: options.processGroup === true,
     });
   } finally {
     // The child holds its own copies of the descriptors.
@@ -91,10 +125,21 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const origin = `http://127.0.0.1:${port}`;
   const stop = async (timeoutMs = 15_000): Promise<number | null> => {
     if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        if (options.processGroup && child.pid !== undefined) process.kill(-child.pid, name);
+        else child.kill(name);
+      } catch {
+        // Already gone.
+      }
+    };
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), timeoutMs);
     try {
-      return await exit;
+      const code = await exit;
+      // npm may exit before the server it started has finished its orderly shutdown.
+      while (options.processGroup && groupAlive(child.pid)) await new Promise((resolve) => setTimeout(resolve, 50));
+      return code;
     } finally {
       clearTimeout(timer);
     }
@@ -102,7 +147,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   try {
     if (child.pid === undefined) throw new Error('the service could not be spawned');
-    await waitForHealth(origin, child, options.startTimeoutMs ?? 30_000);
+    await waitForHealth(origin, child, options.startTimeoutMs ?? 30_000, options.ready ?? HEALTHZ);
   } catch (error) {
     await stop(5_000);
     const detail = tail(options.stderrFile) || tail(options.stdoutFile);

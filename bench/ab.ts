@@ -1,0 +1,480 @@
+// `npm run bench:ab -- <ref>`: the working tree ("head") against another commit ("base") and the design
+// guide's handler ("seed", ../shared/bench/seed-express), in alternating rounds on one machine, so a
+// change's effect on the intake is read from one run's ratios rather than from figures taken on
+// different days. The base is `git archive`d into ~/.cache/webhook-inbox/bench-ab/<sha> and installed
+// there once (its node_modules a link to the working tree's when the lock files are byte-identical,
+// else `npm ci`), then built if it has a build script; the seed is copied next to it and installed
+// once too. Each server runs as shared/bench/compare-intake.mjs runs it (`npm start` with
+// NODE_ENV=production and LOG_LEVEL=warn after `npm run -s db:migrate`; the seed with `node
+// server.mjs`), each on a fresh database of its own, with unique acme events signed ahead at 32
+// connections (wrk when installed, else bench/lib/load.ts). Each round sends the seed, then base and
+// head in an order that alternates (AB, BA, …); in async mode (PROCESSING_MODE=async) a service's
+// round lasts until every event it accepted is `completed`: "applied". CPU per event is the server's
+// process group, alone and with every postgres process on the machine (so it is only as clean as the
+// server is quiet). Prints each round and, per mode, the medians and head/base of the medians; writes
+// bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
+// stored and applied once, a server that would not start.
+//
+// Environment: ROUNDS (5), REQUESTS (4000 a round and server), AB_WARMUP (REQUESTS, capped at 2000, per
+// server and mode), MODES (sync,async), BENCH_CONCURRENCY (32), BENCH_DATABASE_URL or DATABASE_URL (the
+// server to create the throw-away databases on; postgres://postgres@127.0.0.1:5432/postgres),
+// BENCH_LOADER=node, BENCH_AB_CACHE (~/.cache/webhook-inbox/bench-ab). `--no-seed` leaves the guide's
+// handler out (no express/pg install: for bench:smoke); the default run includes it.
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import postgres from 'postgres';
+import { signedAcmeEvent } from './lib/acme.ts';
+import { intFromEnv } from './lib/env.ts';
+import { commandCpuTicks, processGroupCpuTicks, ticksToMs } from './lib/proc.ts';
+import { runContext, writeResult } from './lib/results.ts';
+import { buildOnce, REPO_ROOT, type RunningService, startService, tail } from './lib/service.ts';
+import { formatTable, round } from './lib/stats.ts';
+import { intakeLoad, wrkAvailable } from './lib/wrk.ts';
+
+const MODES = ['sync', 'async'] as const;
+type Mode = (typeof MODES)[number];
+type Label = 'seed' | 'base' | 'head';
+const APPLY_TIMEOUT_MS = 120_000;
+const SEED_SOURCE = join(REPO_ROOT, '..', 'shared', 'bench', 'seed-express');
+const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+function settings() {
+  const argv = process.argv.slice(2);
+  const positional = argv.filter((arg) => !arg.startsWith('--'));
+  const unknown = argv.filter((arg) => arg.startsWith('--') && arg !== '--no-seed');
+  if (positional.length !== 1 || unknown.length > 0) {
+    throw new Error('usage: npm run bench:ab -- <ref> [--no-seed]  (e.g. main, HEAD~3, a sha)');
+  }
+  const requests = intFromEnv('REQUESTS', 4000, 1);
+  const modes = (process.env.MODES || MODES.join(',')).split(',').map((mode) => mode.trim());
+  const unknownModes = modes.filter((mode) => !(MODES as readonly string[]).includes(mode));
+  if (unknownModes.length > 0 || modes.length === 0) throw new Error(`MODES takes sync and/or async, got "${modes}"`);
+  return {
+    ref: positional[0] as string,
+    seed: !argv.includes('--no-seed'),
+    rounds: intFromEnv('ROUNDS', 5, 1),
+    requests,
+    warmup: intFromEnv('AB_WARMUP', Math.min(requests, 2000), 0),
+    modes: modes as Mode[],
+    concurrency: intFromEnv('BENCH_CONCURRENCY', 32, 1),
+    adminUrl: process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_ADMIN_URL,
+    cache: process.env.BENCH_AB_CACHE || join(homedir(), '.cache', 'webhook-inbox', 'bench-ab'),
+  };
+}
+type Settings = ReturnType<typeof settings>;
+
+/** Runs a command to completion with its output in a log file; a failure quotes the log's tail. */
+function run(command: string, args: readonly string[], cwd: string, log: string, env: Record<string, string> = {}) {
+  try {
+    execFileSync(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 256 * 1024 * 1024,
+    });
+  } catch (error) {
+    const output = error as { stdout?: Buffer; stderr?: Buffer };
+    writeFileSync(log, `${output.stdout?.toString() ?? ''}${output.stderr?.toString() ?? ''}`);
+    throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${tail(log, 30)}`);
+  }
+}
+
+/**
+ * A directory made once per key: `make` fills a scratch folder that is renamed into place only when
+ * it succeeded, so an interrupted install is never taken for a finished one.
+ */
+function cachedDirectory(cache: string, key: string, make: (dir: string) => void): { dir: string; cached: boolean } {
+  const dir = join(cache, key);
+  if (existsSync(join(dir, '.bench-ab-ready'))) return { dir, cached: true };
+  mkdirSync(cache, { recursive: true });
+  const scratch = `${dir}.partial-${process.pid}`;
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch);
+  try {
+    make(scratch);
+    writeFileSync(join(scratch, '.bench-ab-ready'), `${new Date().toISOString()}\n`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(scratch, dir);
+  } catch (error) {
+    rmSync(scratch, { recursive: true, force: true });
+    throw error;
+  }
+  return { dir, cached: false };
+}
+
+function git(args: readonly string[]): string {
+  return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+/** The base commit as a built checkout of its own, made once per sha. */
+function baseCheckout(config: Settings): { dir: string; sha: string; cached: boolean; linkedModules: boolean } {
+  const sha = git(['rev-parse', '--verify', `${config.ref}^{commit}`]);
+  const made = cachedDirectory(config.cache, sha, (dir) => {
+    const archive = join(dir, '.archive.tar');
+    git(['archive', '--format=tar', `--output=${archive}`, sha]);
+    execFileSync('tar', ['-xf', archive, '-C', dir]);
+    rmSync(archive);
+    const log = join(dir, '.install.log');
+    const sameLock = readFileSync(join(dir, 'package-lock.json')).equals(
+      readFileSync(join(REPO_ROOT, 'package-lock.json')),
+    );
+    if (sameLock) {
+      symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+    } else {
+      console.log(`base ${sha.slice(0, 12)}: its package-lock.json differs, npm ci (once; cached)`);
+      run('npm', ['ci', '--no-audit', '--no-fund'], dir, log);
+    }
+    const scripts = (
+      JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }
+    ).scripts;
+    if (scripts?.build !== undefined) run('npm', ['run', '-s', 'build'], dir, log);
+  });
+  // A link when the lock files matched at install time, whether now or on the run that made the cache.
+  const linkedModules = lstatSync(join(made.dir, 'node_modules'), { throwIfNoEntry: false })?.isSymbolicLink() === true;
+  return { sha, dir: made.dir, cached: made.cached, linkedModules };
+}
+
+/** The guide's handler copied out of shared/ (read-only) and installed, once per version of its files. */
+function seedCheckout(config: Settings): { dir: string; cached: boolean } {
+  if (!existsSync(join(SEED_SOURCE, 'server.mjs'))) throw new Error(`no guide's handler at ${SEED_SOURCE}`);
+  const digest = createHash('sha256');
+  for (const file of readdirSync(SEED_SOURCE).sort()) digest.update(file).update(readFileSync(join(SEED_SOURCE, file)));
+  return cachedDirectory(config.cache, `seed-express-${digest.digest('hex').slice(0, 16)}`, (dir) => {
+    cpSync(SEED_SOURCE, dir, { recursive: true });
+    // The copy keeps shared/'s read-only modes, and npm must write beside the files.
+    chmodSync(dir, 0o755);
+    for (const file of readdirSync(dir)) chmodSync(join(dir, file), 0o644);
+    run('npm', ['ci', '--no-audit', '--no-fund'], dir, join(dir, '.install.log'));
+  });
+}
+
+interface Server {
+  label: Label;
+  /** Fresh database `url` made ready for this server (its migrations, or the seed's schema). */
+  prepare(url: string, logDir: string): Promise<void>;
+  start(url: string, mode: Mode, secret: string, logDir: string): Promise<RunningService>;
+}
+
+function checkoutServer(label: 'base' | 'head', dir: string): Server {
+  return {
+    label,
+    prepare: async (url, logDir) =>
+      run('npm', ['run', '-s', 'db:migrate'], dir, join(logDir, `${label}.migrate.log`), { DATABASE_URL: url }),
+    start: (url, mode, secret, logDir) =>
+      startService({
+        command: 'npm',
+        script: ['start'],
+        cwd: dir,
+        processGroup: true,
+        env: {
+          DATABASE_URL: url,
+          ACME_WEBHOOK_SECRET: secret,
+          NODE_ENV: 'production',
+          LOG_LEVEL: 'warn',
+          PROCESSING_MODE: mode,
+          DATA_DIR: join(logDir, `${label}-${mode}-data`),
+        },
+        stdoutFile: join(logDir, `${label}-${mode}.stdout.log`),
+        stderrFile: join(logDir, `${label}-${mode}.stderr.log`),
+        startTimeoutMs: 60_000,
+      }),
+  };
+}
+
+function seedServer(dir: string): Server {
+  return {
+    label: 'seed',
+    prepare: async (url) => {
+      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        await sql.unsafe(readFileSync(join(dir, 'schema.sql'), 'utf8'));
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    },
+    start: (url, mode, secret, logDir) =>
+      startService({
+        script: ['server.mjs'],
+        cwd: dir,
+        processGroup: true,
+        env: { DATABASE_URL: url, WEBHOOK_SECRET: secret },
+        stdoutFile: join(logDir, `seed-${mode}.stdout.log`),
+        stderrFile: join(logDir, `seed-${mode}.stderr.log`),
+        // No /healthz: any answer short of a server error means it listens.
+        ready: { path: '/', accept: (status) => status < 500 },
+      }),
+  };
+}
+
+interface Figures {
+  eventsPerSecond: number;
+  /** Events over the load plus the wait until the last one was completed (sync: the same). */
+  appliedPerSecond: number;
+  p99Ms: number;
+  serviceCpuMsPerEvent: number;
+  withPostgresCpuMsPerEvent: number;
+  accepted: number;
+  loader: string;
+}
+
+/** The run's events in a server's webhook_events (both schemas have it) and their subscriptions. */
+async function storedOf(sql: postgres.Sql, runId: string) {
+  const [row] = await sql<{ completed: number; waiting: number; subscriptions: number }[]>`
+    select
+      (select count(*)::int from webhook_events where event_id like ${`evt_${runId}_%`} and status = 'completed')
+        as completed,
+      (select count(*)::int from webhook_events where event_id like ${`evt_${runId}_%`} and status <> 'completed')
+        as waiting,
+      (select count(*)::int from subscriptions where external_id like ${`sub_${runId}_%`}) as subscriptions`;
+  if (row === undefined) throw new Error('the count query returned no row');
+  return row;
+}
+
+/** One load of `count` unique events against `service`, checked: every answer 2xx, each event applied once. */
+async function measure(
+  label: Label,
+  service: RunningService,
+  sql: postgres.Sql,
+  config: Settings,
+  secret: string,
+  count: number,
+): Promise<Figures> {
+  const runId = randomBytes(4).toString('hex');
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  let cpuAtStart: { service: number; postgres: number } | undefined;
+  const load = await intakeLoad({
+    origin: service.origin,
+    concurrency: config.concurrency,
+    request: (index) => signedAcmeEvent({ secret, runId, index, nowSeconds }),
+    // wrk keeps every connection busy until it is interrupted: a margin past `count`.
+    prepared: count + config.concurrency * 20,
+    count,
+    // Signing ahead happens before the first answer: not the server's CPU, not its time.
+    onStarted: () => {
+      cpuAtStart = { service: processGroupCpuTicks(service.pid), postgres: commandCpuTicks('postgres') };
+    },
+  });
+  const loadEnded = performance.now();
+  const accepted = (load.statuses['200'] ?? 0) + (load.statuses['202'] ?? 0);
+  if (accepted !== load.answered || load.errors > 0) {
+    throw new Error(`${label}: ${JSON.stringify(load.statuses)} for ${load.answered} answers, ${load.errors} errors`);
+  }
+  // Until every event it took is completed (at once in sync mode and for the seed).
+  const deadline = loadEnded + APPLY_TIMEOUT_MS;
+  let stored = await storedOf(sql, runId);
+  while (stored.completed < accepted || stored.waiting > 0) {
+    if (performance.now() > deadline) throw new Error(`${label}: ${JSON.stringify(stored)} for ${accepted} accepted`);
+    await sleep(20);
+    stored = await storedOf(sql, runId);
+  }
+  const appliedMs = load.elapsedMs + (performance.now() - loadEnded);
+  const serviceTicks = processGroupCpuTicks(service.pid);
+  const postgresTicks = commandCpuTicks('postgres');
+  if (stored.subscriptions !== stored.completed) {
+    throw new Error(`${label}: ${stored.subscriptions} subscriptions for ${stored.completed} completed events`);
+  }
+  const start = cpuAtStart ?? { service: serviceTicks, postgres: postgresTicks };
+  const serviceMs = ticksToMs(serviceTicks - start.service);
+  const postgresMs = ticksToMs(postgresTicks - start.postgres);
+  return {
+    eventsPerSecond: load.eventsPerSecond,
+    appliedPerSecond: round(accepted / (appliedMs / 1000), 1),
+    p99Ms: load.p99Ms,
+    serviceCpuMsPerEvent: round(serviceMs / accepted, 3),
+    withPostgresCpuMsPerEvent: round((serviceMs + postgresMs) / accepted, 3),
+    accepted,
+    loader: load.loader,
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
+
+const ratio = (numerator: number | undefined, denominator: number | undefined) =>
+  numerator === undefined || denominator === undefined || denominator === 0 ? 'n/a' : round(numerator / denominator, 2);
+
+type RoundResult = { round: number; order: Label[] } & Partial<Record<Label, Figures>>;
+
+/** One mode: a fresh database and a server for each contender, a warm-up, then the rounds. */
+async function runMode(mode: Mode, servers: readonly Server[], config: Settings, logDir: string) {
+  const admin = postgres(config.adminUrl, { max: 1, onnotice: () => {} });
+  const tag = randomBytes(4).toString('hex');
+  const secret = randomBytes(24).toString('hex');
+  const names: string[] = [];
+  const running: Array<{ server: Server; service: RunningService; sql: postgres.Sql }> = [];
+  try {
+    for (const server of servers) {
+      const name = `bench_ab_${server.label}_${mode}_${tag}`;
+      await admin.unsafe(`create database "${name}"`);
+      names.push(name);
+      const url = new URL(config.adminUrl);
+      url.pathname = `/${name}`;
+      await server.prepare(url.toString(), logDir);
+      const service = await server.start(url.toString(), mode, secret, logDir);
+      running.push({ server, service, sql: postgres(url.toString(), { max: 1, onnotice: () => {} }) });
+    }
+    if (config.warmup > 0) {
+      for (const entry of running) {
+        await measure(entry.server.label, entry.service, entry.sql, config, secret, config.warmup);
+      }
+    }
+    const rounds: RoundResult[] = [];
+    for (let index = 0; index < config.rounds; index++) {
+      const contenders = running.filter((entry) => entry.server.label !== 'seed');
+      // AB, BA, AB…: a machine that drifts during the run favours neither side.
+      if (index % 2 === 1) contenders.reverse();
+      const order = [...running.filter((entry) => entry.server.label === 'seed'), ...contenders];
+      const result: RoundResult = { round: index + 1, order: order.map((entry) => entry.server.label) };
+      for (const entry of order) {
+        result[entry.server.label] = await measure(
+          entry.server.label,
+          entry.service,
+          entry.sql,
+          config,
+          secret,
+          config.requests,
+        );
+      }
+      rounds.push(result);
+      console.log(describeRound(mode, result));
+    }
+    return rounds;
+  } finally {
+    for (const entry of running) {
+      await entry.sql.end({ timeout: 5 });
+      await entry.service.stop();
+    }
+    for (const name of names) await admin.unsafe(`drop database if exists "${name}" with (force)`);
+    await admin.end({ timeout: 5 });
+  }
+}
+
+function describeRound(mode: Mode, result: RoundResult): string {
+  const { seed, base, head } = result;
+  const figure = (label: Label, figures: Figures | undefined) =>
+    figures === undefined
+      ? ''
+      : `${label} ${figures.eventsPerSecond}/s` +
+        (mode === 'async' && label !== 'seed' ? ` (applied ${figures.appliedPerSecond}/s)` : '') +
+        `, ${figures.serviceCpuMsPerEvent} CPU ms/ev (${figures.withPostgresCpuMsPerEvent} with PostgreSQL), p99 ${figures.p99Ms} ms`;
+  const ratios = [
+    ...(seed === undefined
+      ? []
+      : [
+          `base/seed ${ratio(base?.eventsPerSecond, seed.eventsPerSecond)}`,
+          `head/seed ${ratio(head?.eventsPerSecond, seed.eventsPerSecond)}`,
+        ]),
+    `head/base ${ratio(head?.eventsPerSecond, base?.eventsPerSecond)}`,
+  ];
+  const lines = result.order.map((label) => `    ${figure(label, result[label])}`);
+  return `${mode} round ${result.round} (${result.order.join(', ')}): ${ratios.join(', ')}\n${lines.join('\n')}`;
+}
+
+/** Medians over the rounds of each contender, and head/base of the medians. */
+function summarize(mode: Mode, rounds: readonly RoundResult[]) {
+  const medianOf = (label: Label, field: keyof Omit<Figures, 'loader'>) => {
+    const values = rounds.map((result) => result[label]?.[field]).filter((value) => value !== undefined);
+    return values.length === 0 ? undefined : round(median(values), 3);
+  };
+  const fields = [
+    ['eventsPerSecond', mode === 'async' ? 'accepted events/s' : 'events/s'],
+    ...(mode === 'async' ? [['appliedPerSecond', 'applied events/s'] as const] : []),
+    ['withPostgresCpuMsPerEvent', 'CPU ms/event with PostgreSQL'],
+    ['serviceCpuMsPerEvent', 'CPU ms/event, server alone'],
+    ['p99Ms', 'p99 ms'],
+  ] as const;
+  return fields.map(([field, label]) => {
+    const seed = medianOf('seed', field);
+    const base = medianOf('base', field);
+    const head = medianOf('head', field);
+    return { mode, field, label, seed, base, head, headOverBase: ratio(head, base) };
+  });
+}
+
+async function main(): Promise<boolean> {
+  const config = settings();
+  const startedAt = new Date();
+  const logDir = mkdtempSync(join(tmpdir(), 'bench-ab-'));
+  chmodSync(logDir, 0o755);
+  const failures: string[] = [];
+  try {
+    const base = baseCheckout(config);
+    console.log(
+      `base ${config.ref} = ${base.sha.slice(0, 12)} in ${base.dir}` +
+        `${base.cached ? ' (cached)' : ''}${base.linkedModules ? ', node_modules linked' : ''}`,
+    );
+    buildOnce();
+    console.log(`head: the working tree at ${REPO_ROOT}, built`);
+    const servers: Server[] = [];
+    if (config.seed) {
+      const seed = seedCheckout(config);
+      console.log(`seed: the guide's handler in ${seed.dir}${seed.cached ? ' (cached)' : ''}`);
+      servers.push(seedServer(seed.dir));
+    }
+    servers.push(checkoutServer('base', base.dir), checkoutServer('head', REPO_ROOT));
+    const loader = wrkAvailable() ? 'wrk' : 'node';
+    console.log(
+      `${config.rounds} rounds of ${config.requests} events (after ${config.warmup} warm-up) per server and mode, ` +
+        `${config.concurrency} connections, loader ${loader}, modes ${config.modes.join(', ')}`,
+    );
+    const byMode: Partial<Record<Mode, RoundResult[]>> = {};
+    for (const mode of config.modes) byMode[mode] = await runMode(mode, servers, config, logDir);
+    const summary = config.modes.flatMap((mode) => summarize(mode, byMode[mode] ?? []));
+    const cell = (value: number | undefined) => (value === undefined ? '-' : String(value));
+    console.log(
+      `\n${formatTable(
+        `bench:ab: head (working tree) vs base (${config.ref}, ${base.sha.slice(0, 12)}), medians of ${config.rounds} round${config.rounds === 1 ? '' : 's'}, seed / base / head`,
+        summary.map((row) => ({
+          label: `${row.mode} ${row.label}`,
+          value: `${cell(row.seed)} / ${cell(row.base)} / ${cell(row.head)}`,
+          note: `head/base ${row.headOverBase}`,
+        })),
+      )}`,
+    );
+    const file = writeResult('ab', startedAt, {
+      startedAt: startedAt.toISOString(),
+      context: runContext(),
+      base: { ref: config.ref, sha: base.sha, linkedModules: base.linkedModules },
+      settings: { ...config, loader },
+      rounds: byMode,
+      summary,
+      failures,
+    });
+    console.log(`\nwritten to ${file}`);
+  } catch (error) {
+    failures.push(error instanceof Error ? error.message : String(error));
+  } finally {
+    if (failures.length > 0) console.error(`server logs kept in ${logDir}`);
+    else rmSync(logDir, { recursive: true, force: true });
+  }
+  for (const failure of failures) console.error(`FAILED: ${failure}`);
+  return failures.length === 0;
+}
+
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  },
+);
