@@ -96,7 +96,7 @@ const slowestScheme = (publicKey: boolean) =>
 const misses: string[] = [];
 const target = (label: string, text: string, value: number | undefined, met: (value: number) => boolean) => {
   if (value === undefined) return `${text}: n/a`;
-  if (!met(value)) misses.push(`${label}: ${value} (${text})`);
+  if (!met(value)) misses.push(`${label}: ${round(value, 1)} (${text})`);
   return `${text}: ${targetMark(met(value))}`;
 };
 const schemeRate = (rate: { scheme: string; perCpuSecond: number } | undefined) =>
