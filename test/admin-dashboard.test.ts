@@ -3,6 +3,7 @@
 // their rows, paging reaches the last row, an event's page shows the exact stored payload, a replay
 // that fails again is shown as failed (and one that works as done), keyboard navigation works, and
 // at 390 px nothing scrolls sideways. Screenshots at 1280 and 390 px go to test/artifacts/.
+// Needs a process: headless Chromium renders the dashboard's pages.
 import { existsSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { NODE_LINE_FILES, nodeTestFiles, processFiles, processReason } from './tiers.ts';
 
 /** What starts a process from a test file: the process helpers, the browser, child_process. */
-const STARTS_A_PROCESS = /helpers\/process\.ts|helpers\/browser\.ts|node:child_process|runCliProcess/;
+const STARTS_A_PROCESS = /helpers\/process\.ts|helpers\/browser\.ts|playwright-core|node:child_process|runCliProcess/;
 
 describe('the test tiers', () => {
   it('mark every file that starts a process, and only those, with a reason', () => {
