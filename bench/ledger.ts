@@ -11,9 +11,10 @@
 // - PostgreSQL CPU: the same runs' backends (pg_stat_activity on the bench database) give the total
 //   per delivery; each step's own statements are then replayed on one backend, in batches of the size
 //   the run produced (the mean intake batch; the worker's batch; the delivery log's rows per flush),
-//   and that backend's run time read. Layers are added one at a time and alternated in rounds (claim
-//   with counter triggers disabled, enabled, + domain write, + outbox with its triggers disabled,
-//   enabled), so a step's cost is a difference of medians. The gates' cost is one query per TTL per
+//   and that backend's run time read. Five layers alternate batch by batch (the claim, uncounted and
+//   counted; + the domain write, counted; + the outbox, uncounted and counted: counter triggers off
+//   on a second backend, session_replication_role replica), so a step's cost is a difference of layers (splitLayers). The
+//   delivery log is its flush of a run's worth of records; the gates' cost is one query per TTL per
 //   process, divided by the deliveries of that time. What the replays do not explain (connection
 //   chatter, background schedules, noise) is the rest.
 //
@@ -280,49 +281,55 @@ async function applyChanges(tx: Executor, events: readonly ReplayEvent[], announ
 
 type Layer = {
   name: string;
-  /** Counter triggers on webhook_events / outbox_messages. */
-  eventTriggers: boolean;
-  outboxTriggers: boolean;
+  /** Whether the counter triggers fire (session_replication_role origin) or not (replica). */
+  counters: boolean;
   /** Setup outside the measured backend (another connection), then the measured work. */
   prepare?: (admin: postgres.Sql, events: readonly ReplayEvent[]) => Promise<void>;
   run: (db: Database, events: readonly ReplayEvent[]) => Promise<void>;
 };
 
-async function setTriggers(admin: postgres.Sql, table: string, enabled: boolean): Promise<void> {
-  await admin.unsafe(`alter table ${table} ${enabled ? 'enable' : 'disable'} trigger user`);
+/**
+ * A second probe whose counter triggers never fire (session_replication_role replica: as a replica
+ * applies changes, ordinary triggers do not run). Set once: changing it flushes the session's plan
+ * cache, and DDL (DISABLE TRIGGER) would flush every session's, so uncounted layers run here and
+ * counted ones on the first probe, each backend keeping its plans.
+ */
+async function openUncountedProbe(url: string): Promise<Probe> {
+  const probe = await openProbe(url);
+  await executePrepared(probe.db, sql`select set_config('session_replication_role', 'replica', false)`);
+  return probe;
 }
 
-/** Each layer's backend nanoseconds per delivery: the median over rounds, layers alternated in each. */
+/**
+ * Each layer's backend nanoseconds per delivery: layers alternate batch by batch, so drift in the
+ * machine's load falls on all of them alike; the median of the rounds' means.
+ */
 async function replayLayers(
   admin: postgres.Sql,
-  probe: Probe,
+  probes: { counted: Probe; uncounted: Probe },
   layers: readonly Layer[],
   batch: number,
   deliveries: number,
 ): Promise<Map<string, number>> {
   const batches = Math.max(2, Math.ceil(deliveries / batch));
   const samples = new Map<string, number[]>(layers.map((layer) => [layer.name, []]));
+  const runLayer = async (layer: Layer) => {
+    const events = replayEvents(batch);
+    await layer.prepare?.(admin, events);
+    const probe = layer.counters ? probes.counted : probes.uncounted;
+    const before = runNsOf([probe.pid]).get(probe.pid) ?? 0;
+    await layer.run(probe.db, events);
+    return (runNsOf([probe.pid]).get(probe.pid) ?? 0) - before;
+  };
+  // Unmeasured: every statement prepared and planned.
+  for (const layer of layers) await runLayer(layer);
   for (let r = 0; r < settings.replayRounds; r++) {
-    for (const layer of layers) {
-      await setTriggers(admin, 'webhook_events', layer.eventTriggers);
-      await setTriggers(admin, 'outbox_messages', layer.outboxTriggers);
-      // One unmeasured batch: plans are cached again after the DDL.
-      const warm = replayEvents(batch);
-      await layer.prepare?.(admin, warm);
-      await layer.run(probe.db, warm);
-      let ns = 0;
-      for (let b = 0; b < batches; b++) {
-        const events = replayEvents(batch);
-        await layer.prepare?.(admin, events);
-        const before = runNsOf([probe.pid]).get(probe.pid) ?? 0;
-        await layer.run(probe.db, events);
-        ns += (runNsOf([probe.pid]).get(probe.pid) ?? 0) - before;
-      }
-      samples.get(layer.name)?.push(ns / (batches * batch));
+    const ns = layers.map(() => 0);
+    for (let b = 0; b < batches; b++) {
+      for (const [index, layer] of layers.entries()) ns[index] = (ns[index] ?? 0) + (await runLayer(layer));
     }
+    for (const [index, layer] of layers.entries()) samples.get(layer.name)?.push((ns[index] ?? 0) / (batches * batch));
   }
-  await setTriggers(admin, 'webhook_events', true);
-  await setTriggers(admin, 'outbox_messages', true);
   return new Map([...samples].map(([name, values]) => [name, median(values)]));
 }
 
@@ -338,11 +345,11 @@ function syncLayers(): Layer[] {
       });
     };
   return [
-    { name: 'claim', eventTriggers: false, outboxTriggers: false, run: transaction('none') },
-    { name: '+event counters', eventTriggers: true, outboxTriggers: false, run: transaction('none') },
-    { name: '+domain write', eventTriggers: true, outboxTriggers: false, run: transaction('change') },
-    { name: '+outbox', eventTriggers: true, outboxTriggers: false, run: transaction('announce') },
-    { name: '+outbox counters', eventTriggers: true, outboxTriggers: true, run: transaction('announce') },
+    { name: 'claim', counters: false, run: transaction('none') },
+    { name: 'claim, counted', counters: true, run: transaction('none') },
+    { name: 'claim, domain write, counted', counters: true, run: transaction('change') },
+    { name: 'claim, domain write, outbox', counters: false, run: transaction('announce') },
+    { name: 'claim, domain write, outbox, counted', counters: true, run: transaction('announce') },
   ];
 }
 
@@ -352,8 +359,8 @@ function asyncIntakeLayers(): Layer[] {
     await insertOrTakeBackAll(db, arriving(events, { status: 'received', availableAt: new Date() }));
   };
   return [
-    { name: 'claim', eventTriggers: false, outboxTriggers: false, run: store },
-    { name: '+event counters', eventTriggers: true, outboxTriggers: false, run: store },
+    { name: 'claim', counters: false, run: store },
+    { name: 'claim, counted', counters: true, run: store },
   ];
 }
 
@@ -388,12 +395,31 @@ function workerLayers(): Layer[] {
     });
   };
   return [
-    { name: 'worker', eventTriggers: false, outboxTriggers: false, prepare, run: batch('none') },
-    { name: '+event counters', eventTriggers: true, outboxTriggers: false, prepare, run: batch('none') },
-    { name: '+domain write', eventTriggers: true, outboxTriggers: false, prepare, run: batch('change') },
-    { name: '+outbox', eventTriggers: true, outboxTriggers: false, prepare, run: batch('announce') },
-    { name: '+outbox counters', eventTriggers: true, outboxTriggers: true, prepare, run: batch('announce') },
+    { name: 'claim', counters: false, prepare, run: batch('none') },
+    { name: 'claim, counted', counters: true, prepare, run: batch('none') },
+    { name: 'claim, domain write, counted', counters: true, prepare, run: batch('change') },
+    { name: 'claim, domain write, outbox', counters: false, prepare, run: batch('announce') },
+    { name: 'claim, domain write, outbox, counted', counters: true, prepare, run: batch('announce') },
   ];
+}
+
+/**
+ * Each step's share of the layers' costs: the claim alone; the domain write as what it adds to a
+ * counted claim; the outbox as what it adds beyond both, uncounted; the counters as what the triggers
+ * add to the whole (absent layers read 0: the async intake has only the first two).
+ */
+function splitLayers(layers: ReadonlyMap<string, number>) {
+  const at = (name: string) => layers.get(name) ?? 0;
+  const claim = at('claim');
+  if (!layers.has('claim, domain write, outbox'))
+    return { claim, counters: at('claim, counted') - claim, domain: 0, outbox: 0 };
+  const domain = at('claim, domain write, counted') - at('claim, counted');
+  return {
+    claim,
+    domain,
+    outbox: at('claim, domain write, outbox') - claim - domain,
+    counters: at('claim, domain write, outbox, counted') - at('claim, domain write, outbox'),
+  };
 }
 
 /** The delivery log's flush (delivery-log.ts writeDeliveries) of `perFlush` records of stored events. */
@@ -483,12 +509,14 @@ async function ledgerFor(database: BenchDatabase, admin: postgres.Sql, mode: Mod
   const postgresTotal = median(runs.map((run) => run.postgresNs));
 
   const probe = await openProbe(database.url);
+  const uncounted = await openUncountedProbe(database.url);
+  const probes = { counted: probe, uncounted };
   const postgres = new Map<Step, number>();
   const replayed: Record<string, number> = {};
   try {
     const intake = await replayLayers(
       admin,
-      probe,
+      probes,
       mode === 'sync' ? syncLayers() : asyncIntakeLayers(),
       intakeBatch,
       settings.events,
@@ -498,22 +526,21 @@ async function ledgerFor(database: BenchDatabase, admin: postgres.Sql, mode: Mod
     // backlog gate's count must meet the few a running service has, not these.
     await admin`delete from webhook_events where status = 'received'`;
     await admin.unsafe('vacuum webhook_events');
-    const at = (layers: Map<string, number>, name: string) => layers.get(name) ?? 0;
-    postgres.set('claim (inbox insert, group commit)', at(intake, 'claim'));
-    let counters = at(intake, '+event counters') - at(intake, 'claim');
+    const intakeSplit = splitLayers(intake);
+    postgres.set('claim (inbox insert, group commit)', intakeSplit.claim);
+    let counters = intakeSplit.counters;
     if (mode === 'sync') {
-      postgres.set('domain write', at(intake, '+domain write') - at(intake, '+event counters'));
-      postgres.set('outbox', at(intake, '+outbox') - at(intake, '+domain write'));
-      counters += at(intake, '+outbox counters') - at(intake, '+outbox');
+      postgres.set('domain write', intakeSplit.domain);
+      postgres.set('outbox', intakeSplit.outbox);
     } else {
       const workerBatch = Math.min(DEFAULT_WORKER_BATCH_SIZE, settings.events);
-      const worker = await replayLayers(admin, probe, workerLayers(), workerBatch, settings.events);
+      const worker = await replayLayers(admin, probes, workerLayers(), workerBatch, settings.events);
       for (const [name, ns] of worker) replayed[`worker ${name}`] = ns;
-      postgres.set('async worker (lock, complete)', at(worker, 'worker'));
-      postgres.set('domain write', at(worker, '+domain write') - at(worker, '+event counters'));
-      postgres.set('outbox', at(worker, '+outbox') - at(worker, '+domain write'));
-      counters +=
-        at(worker, '+event counters') - at(worker, 'worker') + at(worker, '+outbox counters') - at(worker, '+outbox');
+      const workerSplit = splitLayers(worker);
+      postgres.set('async worker (lock, complete)', workerSplit.claim);
+      postgres.set('domain write', workerSplit.domain);
+      postgres.set('outbox', workerSplit.outbox);
+      counters += workerSplit.counters;
     }
     postgres.set('event and outbox counters (triggers)', counters);
     postgres.set('delivery log', await deliveryLogPerDelivery(probe, perFlush, settings.events));
@@ -522,6 +549,7 @@ async function ledgerFor(database: BenchDatabase, admin: postgres.Sql, mode: Mod
     postgres.set('pause and backlog gates', (gateNs * 1000) / GATE_TTL_MS / acceptedPerSecond);
   } finally {
     await probe.close();
+    await uncounted.close();
   }
   const explained = sum(postgres.values());
   postgres.set('the rest (HTTP, hono, framework, GC)', postgresTotal - explained);
