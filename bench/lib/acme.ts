@@ -10,6 +10,9 @@ export interface AcmeEventOptions {
   index: number;
   nowSeconds: number;
   type?: string;
+  /** The subscription it changes (default: one of its own) and the version it carries (default 1). */
+  subscription?: string;
+  version?: number;
 }
 
 export function acmeSignature(secret: string, timestamp: string, body: Buffer): string {
@@ -25,8 +28,8 @@ export function signedAcmeEvent(options: AcmeEventOptions): PreparedRequest {
       type: options.type ?? 'subscription.updated',
       api_version: '2024-06-01',
       created: nowSeconds,
-      version: 1,
-      data: { id: `sub_${runId}_${index}`, status: 'active' },
+      version: options.version ?? 1,
+      data: { id: options.subscription ?? `sub_${runId}_${index}`, status: 'active' },
     }),
   );
   return {

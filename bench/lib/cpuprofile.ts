@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-interface CallFrame {
+export interface CallFrame {
   functionName: string;
   url: string;
   lineNumber: number;
@@ -71,19 +71,64 @@ function ranked(totals: Map<string, number>, totalMs: number, limit: number): Ho
     .map(([name, ms]) => ({ name, ms: Math.round(ms), share: totalMs > 0 ? ms / totalMs : 0 }));
 }
 
-export function summarizeCpuProfile(file: string, root: string, limit = 25): ProfileSummary {
+/** Sampled µs from `fromUs` to `toUs` (CLOCK_MONOTONIC µs, as V8's profile timestamps and process.hrtime). */
+export interface SampleWindow {
+  fromUs: number;
+  toUs: number;
+}
+
+/**
+ * A profile's nodes by id, each node's parent, and the sampled time (µs) of each node as the leaf
+ * (only of samples inside `window` when one is given).
+ */
+function readProfile(file: string, window?: SampleWindow) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   const parents = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
-
   // A sample's time is the delta to the next sample (V8's own convention in DevTools).
   const selfUs = new Map<number, number>();
+  let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    if (window !== undefined && (at < window.fromUs || at > window.toUs)) continue;
     const id = profile.samples[i] as number;
     const delta = profile.timeDeltas[i + 1] ?? 0;
     selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
   }
+  return { nodes, parents, selfUs };
+}
+
+/**
+ * Busy time (ms, idle excluded) split into buckets: each sample goes to the bucket `classify` names
+ * for the first frame it recognises walking from the leaf towards the root, else to `fallback(leaf)`.
+ */
+export function attributeCpuProfile(
+  file: string,
+  classify: (frame: CallFrame) => string | undefined,
+  fallback: (leaf: CallFrame) => string,
+  window?: SampleWindow,
+): { busyMs: number; byBucket: Map<string, number> } {
+  const { nodes, parents, selfUs } = readProfile(file, window);
+  const byBucket = new Map<string, number>();
+  let busyUs = 0;
+  for (const [id, us] of selfUs) {
+    const leaf = nodes.get(id)?.callFrame;
+    if (leaf === undefined || leaf.functionName === '(idle)') continue;
+    let bucket: string | undefined;
+    for (let at: number | undefined = id; at !== undefined && bucket === undefined; at = parents.get(at)) {
+      const frame = nodes.get(at)?.callFrame;
+      if (frame !== undefined) bucket = classify(frame);
+    }
+    bucket ??= fallback(leaf);
+    byBucket.set(bucket, (byBucket.get(bucket) ?? 0) + us / 1000);
+    busyUs += us;
+  }
+  return { busyMs: busyUs / 1000, byBucket };
+}
+
+export function summarizeCpuProfile(file: string, root: string, limit = 25): ProfileSummary {
+  const { nodes, parents, selfUs } = readProfile(file);
 
   const selfByFunction = new Map<string, number>();
   const selfByModule = new Map<string, number>();

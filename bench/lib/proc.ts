@@ -188,3 +188,35 @@ export function startCpuMeter(servicePid: number, postmasterPid: number | undefi
     machineBusyShare: machineBusyShare(machineBefore, machineCpu()),
   });
 }
+
+/**
+ * Nanoseconds each thread of a process has run, summed by thread name (/proc/<pid>/task/<tid>/comm:
+ * `node` for the event loop, `libuv-worker` for the pool Web Crypto runs on, `V8 DefaultWorke` for
+ * GC and compiler helpers): nanosecond resolution, where utime/stime count 10 ms ticks.
+ */
+export function runNsByThreadName(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const { runNs } = threadSchedule(pid, Number(tid));
+      byName.set(name, (byName.get(name) ?? 0) + runNs);
+    } catch {
+      // The thread ended between readdir and read.
+    }
+  }
+  return byName;
+}
+
+/** Nanoseconds each of `pids` has run (one thread each: PostgreSQL backends); a pid gone reads 0. */
+export function runNsOf(pids: Iterable<number>): Map<number, number> {
+  const byPid = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      byPid.set(pid, threadSchedule(pid).runNs);
+    } catch {
+      byPid.set(pid, 0);
+    }
+  }
+  return byPid;
+}

@@ -134,7 +134,7 @@ export class DeliveryReport {
 
   /** One delivery-log record per event, all with the delivery's answer, time and trace. */
   #logDelivery(
-    events: readonly { event: InboxEvent; outcome: DeliveryLogOutcome }[],
+    events: readonly { event: InboxEvent; outcome: DeliveryLogOutcome; attempt?: number | undefined }[],
     statusCode: number,
     durationMs: number,
   ): void {
@@ -142,7 +142,7 @@ export class DeliveryReport {
     const traceId = this.#carried?.traceId;
     if (log === undefined || traceId === undefined) return;
     const deliveredAt = new Date(this.#arrivedAt);
-    for (const { event, outcome } of events) {
+    for (const { event, outcome, attempt } of events) {
       log.add({
         provider: event.provider,
         eventId: event.eventId,
@@ -152,6 +152,8 @@ export class DeliveryReport {
         statusCode,
         outcome,
         durationMs,
+        // Attempt 1 of a stored outcome: this delivery wrote the row (a duplicate has no attempt).
+        firstStore: attempt === 1,
       });
     }
   }

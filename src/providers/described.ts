@@ -36,6 +36,7 @@ import type {
   Delivery,
   UnauthorizedReason,
   Verification,
+  VerificationOptions,
   VerificationTime,
   WebhookProvider,
 } from './types.ts';
@@ -354,7 +355,7 @@ interface Presented {
   delivery: Delivery;
   header: Header;
   keys: readonly VerifyKey[];
-  time: VerificationTime;
+  time: VerificationOptions;
 }
 
 /** Signatures present, few enough, time fresh, then every signature under every signing key. */
@@ -385,7 +386,7 @@ async function authenticateSignature(
   if (content === null) return { failure: 'headers_missing' };
   // Stryker disable next-line ConditionalExpression: without a token no key is a token key, so filtering them out changes nothing
   const signingKeys = compiled.description.token === undefined ? keys : keys.filter((key) => !TOKEN_KEYS.has(key));
-  const valid = await verifyWithAnyKey(signingKeys, read.signatures, content);
+  const valid = await verifyWithAnyKey(signingKeys, read.signatures, content, time.nativeHmac);
   return valid ? { timestamp: signedTime.time, idSigned } : { failure: 'signature_mismatch' };
 }
 
@@ -487,7 +488,7 @@ async function verify(
   compiled: Compiled,
   delivery: Delivery,
   keys: readonly VerifyKey[],
-  time: VerificationTime,
+  time: VerificationOptions,
 ): Promise<Verification> {
   const { description, schema } = compiled;
   const headers = headersOf(description, delivery.headers);
