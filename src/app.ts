@@ -19,10 +19,7 @@ import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
 export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
-  Pick<
-    Partial<AppDeps>,
-    'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer' | 'nativeHmac'
-  > & {
+  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer'> & {
     /** The app's settings, and the outbox destinations its handlers route messages to. */
     config: AppDeps['config'] & Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>;
   };

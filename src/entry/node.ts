@@ -36,7 +36,6 @@ import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
-import { nodeHmacVerify } from './node-hmac.ts';
 import { processMetrics } from './process-metrics.ts';
 import { tracingFromEnv } from './tracing-node.ts';
 import type { Tracing } from './tracing-sdk.ts';
@@ -216,7 +215,6 @@ async function main(): Promise<void> {
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
     deliveryLog,
     tracer: tracing.tracer,
-    nativeHmac: nodeHmacVerify,
   });
   // Every background job of the process: jittered, one run at a time, stopped before the pools close.
   const schedule = (options: Pick<ScheduleOptions, 'name' | 'intervalMs' | 'run'>) =>

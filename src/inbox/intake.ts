@@ -17,7 +17,6 @@ import { printableLine } from '../lib/text.ts';
 import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
-import type { NativeHmacVerify } from '../providers/verify.ts';
 import { backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
@@ -68,8 +67,6 @@ export interface IntakeDeps {
   deliveryLog?: DeliveryLog;
   /** Spans for each delivery (src/lib/tracing.ts); absent: `noTracing`. */
   tracer?: Tracer;
-  /** The runtime's own HMAC, cheaper than Web Crypto's (Node); absent: Web Crypto verifies every key. */
-  nativeHmac?: NativeHmacVerify;
 }
 
 type IntakeEnv = {
@@ -239,7 +236,6 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const verified = await provider.verify(delivery, keys, {
         nowSeconds: Math.floor(deps.clock() / 1000),
         toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
-        nativeHmac: deps.nativeHmac,
       });
       span.setAttributes({ 'webhook.verification': verified.outcome });
       return verified;

@@ -36,7 +36,6 @@ import type {
   Delivery,
   UnauthorizedReason,
   Verification,
-  VerificationOptions,
   VerificationTime,
   WebhookProvider,
 } from './types.ts';
@@ -355,7 +354,7 @@ interface Presented {
   delivery: Delivery;
   header: Header;
   keys: readonly VerifyKey[];
-  time: VerificationOptions;
+  time: VerificationTime;
 }
 
 /** Signatures present, few enough, time fresh, then every signature under every signing key. */
@@ -386,7 +385,7 @@ async function authenticateSignature(
   if (content === null) return { failure: 'headers_missing' };
   // Stryker disable next-line ConditionalExpression: without a token no key is a token key, so filtering them out changes nothing
   const signingKeys = compiled.description.token === undefined ? keys : keys.filter((key) => !TOKEN_KEYS.has(key));
-  const valid = await verifyWithAnyKey(signingKeys, read.signatures, content, time.nativeHmac);
+  const valid = await verifyWithAnyKey(signingKeys, read.signatures, content);
   return valid ? { timestamp: signedTime.time, idSigned } : { failure: 'signature_mismatch' };
 }
 
@@ -488,7 +487,7 @@ async function verify(
   compiled: Compiled,
   delivery: Delivery,
   keys: readonly VerifyKey[],
-  time: VerificationOptions,
+  time: VerificationTime,
 ): Promise<Verification> {
   const { description, schema } = compiled;
   const headers = headersOf(description, delivery.headers);

@@ -11,9 +11,7 @@ export const HMAC_BYTES: Readonly<Record<HmacHash, number>> = { 'SHA-1': 20, 'SH
 
 export function importHmacKey(secret: string | Bytes, hash: HmacHash = 'SHA-256'): Promise<VerifyKey> {
   const raw = typeof secret === 'string' ? utf8(secret) : secret;
-  // Extractable so a runtime's own HMAC can use the key (verify.ts NativeHmacVerify; Node deprecates
-  // reading a non-extractable one). The secret is already in the process's configuration.
-  return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash }, true, ['sign', 'verify']);
+  return crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash }, false, ['sign', 'verify']);
 }
 
 export async function signHmac(key: VerifyKey, data: Bytes): Promise<Bytes> {

@@ -3,7 +3,7 @@
 import type { ExactJson } from '../lib/json.ts';
 import type { CredentialKind } from '../sender-variables.ts';
 import type { Bytes } from './encoding.ts';
-import type { NativeHmacVerify, VerifyKey } from './verify.ts';
+import type { VerifyKey } from './verify.ts';
 
 export interface Delivery {
   /** The request body exactly as received. */
@@ -21,11 +21,6 @@ export interface Delivery {
 export interface VerificationTime {
   nowSeconds: number;
   toleranceSeconds: number;
-}
-
-/** The time, and the runtime's own HMAC where it has a cheaper one than Web Crypto (verify.ts). */
-export interface VerificationOptions extends VerificationTime {
-  nativeHmac?: NativeHmacVerify | undefined;
 }
 
 /** What a verified, validated delivery tells us. */
@@ -97,7 +92,7 @@ export interface WebhookProvider {
    * request. Rejects, naming the provider and never a value, when they cannot be used.
    */
   importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly VerifyKey[]>;
-  verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationOptions): Promise<Verification>;
+  verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification>;
   /**
    * Whether this code knows the schema version of a stored payload: asked again when a parked event
    * is replayed, after a deploy may have taught it the version. Absent: every version is known.

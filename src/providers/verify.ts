@@ -8,14 +8,6 @@ import type { Bytes } from './encoding.ts';
  */
 export type VerifyKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
 
-/**
- * A runtime's own HMAC check, used instead of Web Crypto's where the runtime passes one in (Node:
- * src/entry/node-hmac.ts, about a tenth of crypto.subtle.verify's CPU per delivery, without its
- * promise and thread-pool hop). True or false as crypto.subtle.verify would answer, comparing in
- * constant time; undefined for a key it cannot use, which Web Crypto then verifies.
- */
-export type NativeHmacVerify = (key: VerifyKey, signature: Bytes, data: Bytes) => boolean | undefined;
-
 /** A decoded signature and the key algorithm it is meant for (`HMAC`, `Ed25519`, `ECDSA`). */
 export interface Signature {
   algorithm: string;
@@ -31,22 +23,19 @@ function verifyParams(key: VerifyKey): Parameters<typeof crypto.subtle.verify>[0
  * True when any of `signatures` verifies `data` under any of `keys` of its algorithm (rotation on
  * our side, several signatures on the sender's). Every pair is tried, whatever the earlier ones
  * answered, and crypto.subtle.verify compares in constant time. A verify that throws (a key the
- * runtime cannot use that way) counts as a mismatch, never as a valid signature. HMAC keys go
- * through `nativeHmac` when the runtime gave one.
+ * runtime cannot use that way) counts as a mismatch, never as a valid signature.
  */
 export async function verifyWithAnyKey(
   keys: readonly VerifyKey[],
   signatures: readonly Signature[],
   data: Bytes,
-  nativeHmac?: NativeHmacVerify,
 ): Promise<boolean> {
   let valid = false;
   for (const key of keys) {
     for (const signature of signatures) {
       if (signature.algorithm !== key.algorithm.name) continue;
       try {
-        const native = key.algorithm.name === 'HMAC' ? nativeHmac?.(key, signature.bytes, data) : undefined;
-        if (native ?? (await crypto.subtle.verify(verifyParams(key), key, signature.bytes, data))) valid = true;
+        if (await crypto.subtle.verify(verifyParams(key), key, signature.bytes, data)) valid = true;
       } catch {
         // Not valid: see above.
       }
