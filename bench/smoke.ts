@@ -2,7 +2,7 @@
 // completes (exits 0 and writes its result), not how fast anything is: a benchmark that has rotted
 // shows up here in a minute rather than on the day someone needs its figures. Runs, in order:
 // intake.ts (sync, under --cpu-prof), profile-summary.ts (on that profile), intake.ts --mode async
-// (intake-async.ts), storm.ts, floor.ts, outbox.ts (HTTP sink and the NATS, RabbitMQ and Redis
+// (intake-async.ts), ledger.ts (sync and async), storm.ts, floor.ts, outbox.ts (HTTP sink and the NATS, RabbitMQ and Redis
 // brokers), verify.ts, bundle.ts, startup.ts, batches.ts, scale.ts (a 3,000-event fill, kept for
 // the next two), intake-io.ts and overview-profile.tsx (on that fill, dropped afterwards), and ab.ts
 // against HEAD without the guide's handler (SMOKE_AB_SEED=1 includes it; its first run installs
@@ -67,6 +67,12 @@ const steps: Step[] = [
     args: () => ['--mode', 'async'],
     env: { ...intakeEnv, BENCH_PACED_EVENTS: '100', WORKER_INTERVAL_MS: '50' },
     result: 'intake-async',
+  },
+  {
+    name: 'ledger',
+    script: 'bench/ledger.ts',
+    env: { EVENTS: '200', ROUNDS: '1', REPLAY_ROUNDS: '1' },
+    result: 'ledger',
   },
   { name: 'storm', script: 'bench/storm.ts', env: { STORM_IDS: '20', STORM_REPEATS: '5' }, result: 'storm' },
   {
