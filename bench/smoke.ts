@@ -19,6 +19,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { exitWhenDone } from './lib/exit.ts';
 import { reapedChildrenCpuTicks, ticksToMs } from './lib/proc.ts';
 import { newestResult } from './lib/results.ts';
 import { buildOnce, REPO_ROOT, tail } from './lib/service.ts';
@@ -279,10 +280,4 @@ async function main(): Promise<boolean> {
   }
 }
 
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  },
-);
+exitWhenDone(main);

