@@ -12,7 +12,7 @@
 // brokers' not included), then a pass/fail line; exits 1 when any failed,
 // with the tail of its output. Needs PostgreSQL (BENCH_DATABASE_URL, else DATABASE_URL, else
 // postgres://postgres@127.0.0.1:5432/postgres) and the brokers bench:outbox publishes to; wrk is used
-// when installed, else the bench's own Node load generator. SMOKE_JOBS (2): benchmarks run at once
+// when installed, else the bench's own Node load generator. SMOKE_JOBS (3): benchmarks run at once
 // (their figures do not matter here); SMOKE_ONLY: a comma-separated subset of the names printed.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
@@ -50,6 +50,26 @@ interface Step {
 
 const intakeEnv = { BENCH_EVENTS: '200', BENCH_WARMUP: '50', BENCH_LOG_LEVEL: 'warn' };
 const steps: Step[] = [
+  // The longest first, so the last to finish is a short one.
+  {
+    name: 'ab',
+    script: 'bench/ab.ts',
+    args: () => ['HEAD', ...(process.env.SMOKE_AB_SEED === '1' ? [] : ['--no-seed'])],
+    env: { ROUNDS: '1', REQUESTS: '200', AB_WARMUP: '0' },
+    result: 'ab',
+  },
+  {
+    name: 'ledger',
+    script: 'bench/ledger.ts',
+    env: { EVENTS: '200', ROUNDS: '1', REPLAY_ROUNDS: '1' },
+    result: 'ledger',
+  },
+  {
+    name: 'startup',
+    script: 'bench/startup.ts',
+    env: { STARTUP_ROUNDS: '1', STARTUP_IDLE_MS: '0', STARTUP_VARIANTS: 'built' },
+    result: 'startup',
+  },
   {
     name: 'intake',
     script: 'bench/intake.ts',
@@ -68,12 +88,6 @@ const steps: Step[] = [
     args: () => ['--mode', 'async'],
     env: { ...intakeEnv, BENCH_PACED_EVENTS: '100', WORKER_INTERVAL_MS: '50' },
     result: 'intake-async',
-  },
-  {
-    name: 'ledger',
-    script: 'bench/ledger.ts',
-    env: { EVENTS: '200', ROUNDS: '1', REPLAY_ROUNDS: '1' },
-    result: 'ledger',
   },
   { name: 'storm', script: 'bench/storm.ts', env: { STORM_IDS: '20', STORM_REPEATS: '5' }, result: 'storm' },
   {
@@ -97,12 +111,6 @@ const steps: Step[] = [
     result: 'verify',
   },
   { name: 'bundle', script: 'bench/bundle.ts', result: 'bundle' },
-  {
-    name: 'startup',
-    script: 'bench/startup.ts',
-    env: { STARTUP_ROUNDS: '1', STARTUP_IDLE_MS: '0' },
-    result: 'startup',
-  },
   {
     name: 'batches',
     script: 'bench/batches.ts',
@@ -139,13 +147,6 @@ const steps: Step[] = [
     env: { PROFILE_URL: urlOf(scaleDatabase), N: '2' },
     result: 'overview-profile',
     after: 'scale',
-  },
-  {
-    name: 'ab',
-    script: 'bench/ab.ts',
-    args: () => ['HEAD', ...(process.env.SMOKE_AB_SEED === '1' ? [] : ['--no-seed'])],
-    env: { ROUNDS: '1', REQUESTS: '200', AB_WARMUP: '0' },
-    result: 'ab',
   },
 ];
 
@@ -254,7 +255,7 @@ async function main(): Promise<boolean> {
   const unknown = only.filter((name) => !steps.some((step) => step.name === name));
   if (unknown.length > 0) throw new Error(`SMOKE_ONLY: no benchmark named ${unknown.join(', ')}`);
   const selected = only.length === 0 ? steps : steps.filter((step) => only.includes(step.name));
-  const jobs = Number(process.env.SMOKE_JOBS || 2);
+  const jobs = Number(process.env.SMOKE_JOBS || 3);
   if (!Number.isInteger(jobs) || jobs < 1) throw new Error('SMOKE_JOBS must be a whole number >= 1');
   const started = performance.now();
   console.log(
