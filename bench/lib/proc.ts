@@ -78,22 +78,33 @@ export function threadSchedule(pid: number, tid = pid): { runNs: number; waitNs:
 }
 
 /**
- * CPU ticks of a parent and its direct children, including children already reaped: a server such as
- * PostgreSQL forks a process per connection, and a backend that exits mid-run must still count.
+ * utime + stime of every live process for which `counts` holds, read from /proc; a process that ends
+ * between the listing and the read is skipped.
  */
-export function processTreeCpuTicks(parentPid: number): number {
-  const parent = readStat(parentPid);
-  let total = parent.utime + parent.stime + parent.cutime + parent.cstime;
+function liveCpuTicks(counts: (pid: number, stat: ProcStat) => boolean): number {
+  let total = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readStat(Number(entry));
-      if (stat.ppid === parentPid) total += stat.utime + stat.stime;
+      const pid = Number(entry);
+      const stat = readStat(pid);
+      if (counts(pid, stat)) total += stat.utime + stat.stime;
     } catch {
       // The process ended between readdir and read.
     }
   }
   return total;
+}
+
+/**
+ * CPU ticks of a parent and its direct children, including children already reaped: a server such as
+ * PostgreSQL forks a process per connection, and a backend that exits mid-run must still count.
+ */
+export function processTreeCpuTicks(parentPid: number): number {
+  const parent = readStat(parentPid);
+  return (
+    parent.utime + parent.stime + parent.cutime + parent.cstime + liveCpuTicks((_, stat) => stat.ppid === parentPid)
+  );
 }
 
 /**
@@ -101,17 +112,7 @@ export function processTreeCpuTicks(parentPid: number): number {
  * shell, node), each measured whatever the depth of its tree.
  */
 export function processGroupCpuTicks(pgid: number): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readStat(Number(entry));
-      if (stat.pgrp === pgid) total += stat.utime + stat.stime;
-    } catch {
-      // The process ended between readdir and read.
-    }
-  }
-  return total;
+  return liveCpuTicks((_, stat) => stat.pgrp === pgid);
 }
 
 /**
@@ -119,18 +120,7 @@ export function processGroupCpuTicks(pgid: number): number {
  * on this machine (beam.smp, nats-server, redis-server), whoever started it.
  */
 export function commandCpuTicks(command: string): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== command) continue;
-      const stat = readStat(Number(entry));
-      total += stat.utime + stat.stime;
-    } catch {
-      // The process ended between readdir and read.
-    }
-  }
-  return total;
+  return liveCpuTicks((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command);
 }
 
 /** VmHWM (peak resident set size) in KiB. */
