@@ -19,7 +19,10 @@
 // server and mode), MODES (sync,async), BENCH_CONCURRENCY (32), BENCH_DATABASE_URL or DATABASE_URL (the
 // server to create the throw-away databases on; postgres://postgres@127.0.0.1:5432/postgres),
 // BENCH_LOADER=node, BENCH_AB_CACHE (~/.cache/webhook-inbox/bench-ab). `--no-seed` leaves the guide's
-// handler out (no express/pg install: for bench:smoke); the default run includes it.
+// handler out (no express/pg install: for bench:smoke); the default run includes it. For finding where
+// a difference comes from: AB_CPU_PROF=<dir> (V8 CPU profiles of base and head), AB_HEAD_SQL and
+// AB_BASE_SQL (SQL run on a contender's database after its migrations: a schema change priced before
+// its migration is written; `npm run bench:ab -- HEAD` with AB_HEAD_SQL compares the change alone).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -173,11 +176,39 @@ interface Server {
   start(url: string, mode: Mode, secret: string, logDir: string): Promise<RunningService>;
 }
 
+/**
+ * AB_CPU_PROF=<dir>: each base and head server writes V8 CPU profiles to <dir>/<label>-<mode>/ (npm's
+ * own process writes a small one beside it), to compare where the two builds spend their time under
+ * the same load.
+ */
+function cpuProfileOptions(label: 'base' | 'head', mode: Mode): Record<string, string> {
+  const dir = process.env.AB_CPU_PROF;
+  if (!dir) return {};
+  return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(dir, `${label}-${mode}`)}` };
+}
+
+/**
+ * AB_HEAD_SQL / AB_BASE_SQL: SQL run on that contender's database after its migrations, to price a
+ * schema change before writing its migration (`AB_HEAD_SQL='drop index …' npm run bench:ab -- HEAD`).
+ */
+async function experimentSql(label: 'base' | 'head', url: string): Promise<void> {
+  const statements = process.env[label === 'head' ? 'AB_HEAD_SQL' : 'AB_BASE_SQL'];
+  if (!statements) return;
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(statements);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
 function checkoutServer(label: 'base' | 'head', dir: string): Server {
   return {
     label,
-    prepare: async (url, logDir) =>
-      run('npm', ['run', '-s', 'db:migrate'], dir, join(logDir, `${label}.migrate.log`), { DATABASE_URL: url }),
+    prepare: async (url, logDir) => {
+      run('npm', ['run', '-s', 'db:migrate'], dir, join(logDir, `${label}.migrate.log`), { DATABASE_URL: url });
+      await experimentSql(label, url);
+    },
     start: (url, mode, secret, logDir) =>
       startService({
         command: 'npm',
@@ -191,6 +222,7 @@ function checkoutServer(label: 'base' | 'head', dir: string): Server {
           LOG_LEVEL: 'warn',
           PROCESSING_MODE: mode,
           DATA_DIR: join(logDir, `${label}-${mode}-data`),
+          ...cpuProfileOptions(label, mode),
         },
         stdoutFile: join(logDir, `${label}-${mode}.stdout.log`),
         stderrFile: join(logDir, `${label}-${mode}.stderr.log`),

@@ -1,6 +1,6 @@
 // The portable service: a Hono app built once from its dependencies, with no runtime imports, so
 // Node, Workers and the tests all serve the very same routes. Each request's database is bound to
-// its context here (`c.var.db`), so state the routes keep (the backlog gate's count) outlives it.
+// its context here (`c.get('db')`), so state the routes keep (the backlog gate's count) outlives it.
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { adminRoutes } from './admin/routes.ts';

@@ -172,7 +172,7 @@ const DOCUMENT_INFO = {
   security: [{ bearer: [] }],
 };
 
-/** What the admin API and the dashboard need besides each request's database (`c.var.db`). */
+/** What the admin API and the dashboard need besides each request's database (`c.get('db')`). */
 export interface AdminDeps extends SenderRoutesDeps, DestinationViewDeps, DestinationRoutesDeps {
   handlers: HandlerMap;
   clock: Clock;
@@ -200,14 +200,14 @@ export function adminApiRoutes(deps: AdminDeps) {
     const query = c.req.valid('query');
     const filter = { ...query, ...timeRange(query, deps.clock()) };
     const [page, counts] = await Promise.all([
-      listEvents(c.var.db, filter),
-      query.cursor === undefined ? countEventsByStatus(c.var.db, filter) : undefined,
+      listEvents(c.get('db'), filter),
+      query.cursor === undefined ? countEventsByStatus(c.get('db'), filter) : undefined,
     ]);
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
 
   const showEvent = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }, payload: boolean) => {
-    const db = c.var.db;
+    const db = c.get('db');
     const [event, messages, deliveries] = await Promise.all([
       getEvent(db, key, { payload }),
       messagesOfEvent(db, key),
@@ -245,12 +245,12 @@ export function adminApiRoutes(deps: AdminDeps) {
     };
   };
   api.openapi(routes.replay, async (c) =>
-    c.json(await replayOne(c.var.db, c.req.valid('param'), actingOperator(c, c.req.valid('json').operator)), 200),
+    c.json(await replayOne(c.get('db'), c.req.valid('param'), actingOperator(c, c.req.valid('json').operator)), 200),
   );
   api.openapi(routes.replayByQuery, async (c) => {
     const { provider, event_id: eventId } = c.req.valid('query');
     const operator = actingOperator(c, c.req.valid('json').operator);
-    return c.json(await replayOne(c.var.db, { provider, eventId }, operator), 200);
+    return c.json(await replayOne(c.get('db'), { provider, eventId }, operator), 200);
   });
 
   api.openapi(routes.listOutbox, async (c) => {
@@ -261,8 +261,8 @@ export function adminApiRoutes(deps: AdminDeps) {
     }
     const filter = { ...query, ...timeRange(query, deps.clock()) };
     const [page, counts] = await Promise.all([
-      listOutbox(c.var.db, filter),
-      query.cursor === undefined ? countOutboxByStatus(c.var.db, filter) : undefined,
+      listOutbox(c.get('db'), filter),
+      query.cursor === undefined ? countOutboxByStatus(c.get('db'), filter) : undefined,
     ]);
     return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
@@ -271,10 +271,10 @@ export function adminApiRoutes(deps: AdminDeps) {
     const { id } = c.req.valid('param');
     // Not a uuid cannot name a message: the same 404 as an unknown one.
     const payload = c.req.valid('query').payload === 'true';
-    const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload }) : undefined;
+    const message = isMessageId(id) ? await getOutboxMessage(c.get('db'), id, { payload }) : undefined;
     if (message === undefined) throw new AppError('not_found');
     if (payload) logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    const siblings = await siblingsOf(c.var.db, message);
+    const siblings = await siblingsOf(c.get('db'), message);
     return exactJson(c, { message: outboxJson(message), destinations: siblings.map(outcomeJson) });
   });
 
@@ -282,14 +282,14 @@ export function adminApiRoutes(deps: AdminDeps) {
     const { id } = c.req.valid('param');
     if (!isMessageId(id)) throw new AppError('not_found');
     const operator = actingOperator(c, c.req.valid('json').operator);
-    const result = await retryOutbox(operatorContext(c.var.db), { ids: [id], operator });
-    const message = result.kind === 'retried' ? await getOutboxMessage(c.var.db, id) : undefined;
+    const result = await retryOutbox(operatorContext(c.get('db')), { ids: [id], operator });
+    const message = result.kind === 'retried' ? await getOutboxMessage(c.get('db'), id) : undefined;
     if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
     return c.json({ retried: result.ids.length === 1, message: outboxJson(message) }, 200);
   });
 
   api.openapi(routes.stats, async (c) => {
-    const counts = await statusCounts(c.var.db);
+    const counts = await statusCounts(c.get('db'));
     return c.json(
       {
         events: counts.events,

@@ -110,7 +110,7 @@ export function registerDestinationRoutes(api: OpenAPIHono<DatabaseEnv>, deps: D
     const { name } = c.req.valid('param');
     const body = c.req.valid('json');
     const operator = actingOperator(c, body.operator);
-    const result = await pauseDestination(context(c.var.db), { name, operator, note: body.note });
+    const result = await pauseDestination(context(c.get('db')), { name, operator, note: body.note });
     if (result.kind === 'not_found') throw new AppError('not_found');
     return c.json({ before: result.before, destination: destinationJson(result.destination) }, 200);
   });
@@ -118,7 +118,7 @@ export function registerDestinationRoutes(api: OpenAPIHono<DatabaseEnv>, deps: D
   api.openapi(routes.resume, async (c) => {
     const { name } = c.req.valid('param');
     const operator = actingOperator(c, c.req.valid('json').operator);
-    const result = await resumeDestination(context(c.var.db), { name, operator });
+    const result = await resumeDestination(context(c.get('db')), { name, operator });
     if (result.kind === 'not_found') throw new AppError('not_found');
     return c.json({ resumed: result.kind === 'resumed', destination: destinationJson(result.destination) }, 200);
   });

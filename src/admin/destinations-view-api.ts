@@ -74,7 +74,7 @@ export const configuredDestinations = (deps: DestinationViewDeps): DestinationRo
 export function registerDestinationViewRoutes(api: OpenAPIHono<DatabaseEnv>, deps: DestinationViewDeps): void {
   const routing = configuredDestinations(deps);
   api.openapi(listRoute, async (c) => {
-    const destinations = await listDestinations(c.var.db, routing, deps.clock());
+    const destinations = await listDestinations(c.get('db'), routing, deps.clock());
     return c.json({ destinations: destinations.map(destinationJson) }, 200);
   });
 }

@@ -88,7 +88,7 @@ export function registerJobRoutes(
           ? { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } }
           : { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } };
     const result = await createBulkJob(
-      { db: c.var.db, logger: deps.logger },
+      { db: c.get('db'), logger: deps.logger },
       { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },
     );
     if (result.kind === 'counted') return c.json({ count: result.count, job: null }, 200);
@@ -96,12 +96,12 @@ export function registerJobRoutes(
   });
 
   api.openapi(routes.list, async (c) => {
-    const jobs = await listBulkJobs(c.var.db, c.req.valid('query').limit);
+    const jobs = await listBulkJobs(c.get('db'), c.req.valid('query').limit);
     return c.json({ jobs: jobs.map(jobJson) }, 200);
   });
 
   api.openapi(routes.show, async (c) => {
-    const job = await getBulkJob(c.var.db, c.req.valid('param').id);
+    const job = await getBulkJob(c.get('db'), c.req.valid('param').id);
     if (job === undefined) throw new AppError('not_found');
     return c.json({ job: jobJson(job) }, 200);
   });
@@ -109,7 +109,7 @@ export function registerJobRoutes(
   api.openapi(routes.cancel, async (c) => {
     const operator = actingOperator(c, c.req.valid('json').operator);
     const result = await cancelBulkJob(
-      { db: c.var.db, logger: deps.logger },
+      { db: c.get('db'), logger: deps.logger },
       { id: c.req.valid('param').id, operator },
     );
     if (result.kind === 'not_found') throw new AppError('not_found');

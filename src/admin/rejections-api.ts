@@ -134,12 +134,12 @@ export function registerRejectionRoutes<BasePath extends string>(
 
   api.openapi(list, async (c) => {
     const query = c.req.valid('query');
-    const rows = await listRejections(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
+    const rows = await listRejections(c.get('db'), { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ rejections: rows.map(rejectionJson), ring_size: REJECTION_RING_SIZE }, 200);
   });
   api.openapi(counts, async (c) => {
     const query = c.req.valid('query');
-    const rows = await countRejections(c.var.db, { ...query, ...timeRange(query, deps.clock()) });
+    const rows = await countRejections(c.get('db'), { ...query, ...timeRange(query, deps.clock()) });
     return c.json({ counts: rows.map(countJson), total: rows.reduce((sum, row) => sum + row.n, 0) }, 200);
   });
 }

@@ -86,14 +86,14 @@ export function registerSenderRoutes(api: OpenAPIHono<DatabaseEnv>, deps: Sender
   });
 
   api.openapi(routes.listSenders, async (c) => {
-    const senders = await listSenders(c.var.db, deps.enabledProviders.keys(), deps.clock());
+    const senders = await listSenders(c.get('db'), deps.enabledProviders.keys(), deps.clock());
     return c.json({ senders: senders.map(senderJson) }, 200);
   });
 
   api.openapi(routes.pause, async (c) => {
     const { provider } = c.req.valid('param');
     const body = c.req.valid('json');
-    const result = await pauseSender(context(c.var.db), {
+    const result = await pauseSender(context(c.get('db')), {
       provider,
       operator: actingOperator(c, body.operator),
       minutes: body.minutes,
@@ -108,7 +108,7 @@ export function registerSenderRoutes(api: OpenAPIHono<DatabaseEnv>, deps: Sender
   api.openapi(routes.resume, async (c) => {
     const { provider } = c.req.valid('param');
     const operator = actingOperator(c, c.req.valid('json').operator);
-    const result = await resumeSender(context(c.var.db), { provider, operator });
+    const result = await resumeSender(context(c.get('db')), { provider, operator });
     if (result.kind === 'not_found') throw new AppError('not_found');
     const sender = senderJson({ provider, status: 'active', pause: null });
     return c.json({ resumed: result.kind === 'resumed', sender }, 200);

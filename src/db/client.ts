@@ -10,7 +10,7 @@ export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
 export type Executor = Database | Transaction;
 
 /**
- * What a route finds in its Hono context: `c.var.db`, the database of the request it serves. The app
+ * What a route finds in its Hono context: `c.get('db')`, the database of the request it serves. The app
  * is built once per process or Workers isolate; the database is bound per request (src/app.ts).
  */
 export type DatabaseEnv = { Bindings: RequestBindings; Variables: { db: Database } };

@@ -35,7 +35,7 @@ import { type Committed, finalStatus, type PlannedEvent, planFor, processDeliver
 import type { RejectionLog } from './rejection-log.ts';
 import { rejectionOf } from './rejections.ts';
 
-/** What the intake needs from the app; the database comes with each request (`c.var.db`). */
+/** What the intake needs from the app; the database comes with each request (`c.get('db')`). */
 export interface IntakeDeps {
   config: Pick<
     Config,
@@ -196,8 +196,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     const enabled = deps.enabledProviders.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
-    c.var.report.concerns(enabled.provider.name);
-    await pauses.check(c.var.db, enabled.provider.name);
+    c.get('report').concerns(enabled.provider.name);
+    await pauses.check(c.get('db'), enabled.provider.name);
     // A declared length is refused before anything else is read; a body without one is counted by
     // bodyLimit while it streams in, and refused as soon as it passes the cap.
     if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw tooLarge(config.MAX_BODY_BYTES);
@@ -232,7 +232,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
     // URL this request arrived at is not the one the sender signed.
     const delivery = { body, headers: c.req.raw.headers, method: c.req.method, ...(url === undefined ? {} : { url }) };
-    const verification = await inSpan(c.var.span, 'verify', async (span) => {
+    const verification = await inSpan(c.get('span'), 'verify', async (span) => {
       const verified = await provider.verify(delivery, keys, {
         nowSeconds: Math.floor(deps.clock() / 1000),
         toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
@@ -265,7 +265,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       }),
     );
     // The delivery span's trace (the sender's when it sent one): log lines and spans share it.
-    report.carries(events, traceIdOf(c.var.span.traceparent ?? c.req.header('traceparent'), deps.newId));
+    report.carries(events, traceIdOf(c.get('span').traceparent ?? c.req.header('traceparent'), deps.newId));
     return { outcome: 'verified' as const, events };
   }
 
@@ -328,7 +328,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   });
 
   routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {
-    const report = c.var.report;
+    const report = c.get('report');
     const body = await readBody(c);
     if (body === undefined) {
       report.uploadAbandoned();
@@ -357,7 +357,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         const [first] = planned;
         if (first !== undefined)
           await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });
-        results = await store(c.var.db, deadline, planned, c.var.span);
+        results = await store(c.get('db'), deadline, planned, c.get('span'));
       } finally {
         deps.intakeLoad?.leave();
       }

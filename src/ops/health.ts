@@ -9,7 +9,7 @@ export function healthRoutes(deps: { expectedMigration: MigrationMark }): Hono<D
   routes.get('/healthz', (c) => c.json({ status: 'ok' }));
   routes.get('/readyz', async (c) => {
     try {
-      if (await hasPendingMigrations(c.var.db, deps.expectedMigration)) {
+      if (await hasPendingMigrations(c.get('db'), deps.expectedMigration)) {
         return c.json({ status: 'unavailable', reason: 'migrations pending' }, 503);
       }
       return c.json({ status: 'ready' });

@@ -24,7 +24,7 @@ export function metricsRoutes(deps: MetricsDeps): Hono<DatabaseEnv> {
     let gauges: GaugeSample[];
     let databaseUp = 1;
     try {
-      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(c.var.db, deps.clock())))).flat();
+      gauges = (await Promise.all(deps.gaugeSources.map((source) => source(c.get('db'), deps.clock())))).flat();
     } catch {
       // The counters are still worth scraping while the database is away; say that it is.
       gauges = [];

@@ -101,11 +101,11 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const nowMs = deps.clock();
     const window = windowEndingAt(nowMs, OVERVIEW_WINDOWS[range].bucketMs, OVERVIEW_WINDOWS[range].buckets);
     const [overview, paused, views, failed, parked, dead] = await Promise.all([
-      readOverview(c.var.db, window, nowMs),
-      activePauses(c.var.db, nowMs),
-      listDestinations(c.var.db, destinations, nowMs, { rate: false }),
+      readOverview(c.get('db'), window, nowMs),
+      activePauses(c.get('db'), nowMs),
+      listDestinations(c.get('db'), destinations, nowMs, { rate: false }),
       ...(['failed', 'parked', 'dead_letter'] as const).map((status) =>
-        listEvents(c.var.db, { status, limit: ATTENTION_ROWS }),
+        listEvents(c.get('db'), { status, limit: ATTENTION_ROWS }),
       ),
     ]);
     const attention = [failed, parked, dead]
@@ -134,8 +134,8 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const { cursor, ...filter } = parsed;
     const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [listed, counts] = await Promise.all([
-      listEvents(c.var.db, { ...selection, cursor }),
-      countEventsByStatus(c.var.db, selection),
+      listEvents(c.get('db'), { ...selection, cursor }),
+      countEventsByStatus(c.get('db'), selection),
     ]);
     const view = <EventsPage filter={kept(filter)} providerNames={eventProviders} counts={counts} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
@@ -143,9 +143,9 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
 
   const eventPage = async (c: Context<DatabaseEnv>, key: { provider: string; eventId: string }) => {
     const [event, messages, deliveries] = await Promise.all([
-      getEvent(c.var.db, key, { payload: true }),
-      messagesOfEvent(c.var.db, key),
-      deliveriesOf(c.var.db, key),
+      getEvent(c.get('db'), key, { payload: true }),
+      messagesOfEvent(c.get('db'), key),
+      deliveriesOf(c.get('db'), key),
     ]);
     if (event === undefined) return missing(c, '/admin/events', 'event');
     logPayloadRead(c, deps.logger, { kind: 'event', ...key });
@@ -169,8 +169,8 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const { cursor, ...filter } = parsed;
     const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [listed, counts] = await Promise.all([
-      listOutbox(c.var.db, { ...selection, cursor }),
-      countOutboxByStatus(c.var.db, selection),
+      listOutbox(c.get('db'), { ...selection, cursor }),
+      countOutboxByStatus(c.get('db'), selection),
     ]);
     const view = <OutboxPage filter={kept(filter)} counts={counts} page={listed} destinationNames={destinationNames} />;
     return page(c, 'Outbox', '/admin/outbox', view);
@@ -178,23 +178,23 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
 
   routes.get('/outbox/:id', async (c) => {
     const id = c.req.param('id');
-    const message = isMessageId(id) ? await getOutboxMessage(c.var.db, id, { payload: true }) : undefined;
+    const message = isMessageId(id) ? await getOutboxMessage(c.get('db'), id, { payload: true }) : undefined;
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    const siblings = await siblingsOf(c.var.db, message);
+    const siblings = await siblingsOf(c.get('db'), message);
     return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} siblings={siblings} />);
   });
 
   routes.get('/senders', async (c) => {
-    const senders = await listSenders(c.var.db, deps.enabledProviders.keys(), deps.clock());
+    const senders = await listSenders(c.get('db'), deps.enabledProviders.keys(), deps.clock());
     return page(c, 'Senders', '/admin/senders', <SendersPage senders={senders} />);
   });
   routes.get(DESTINATIONS_PATH.slice('/admin'.length), async (c) => {
-    const views = await listDestinations(c.var.db, destinations, deps.clock());
+    const views = await listDestinations(c.get('db'), destinations, deps.clock());
     return page(c, 'Destinations', DESTINATIONS_PATH, <DestinationsPage destinations={views} />);
   });
   routes.get('/jobs', async (c) =>
-    page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.var.db, JOBS_SHOWN)} />),
+    page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.get('db'), JOBS_SHOWN)} />),
   );
   routes.get('/rejections', async (c) => {
     const parsed = parseQuery(c, rejectionsQuery);
@@ -202,8 +202,8 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const { limit, ...filter } = parsed;
     const selection = { ...filter, ...timeRange(filter, deps.clock()) };
     const [counts, recent] = await Promise.all([
-      countRejections(c.var.db, selection),
-      listRejections(c.var.db, { ...selection, limit }),
+      countRejections(c.get('db'), selection),
+      listRejections(c.get('db'), { ...selection, limit }),
     ]);
     const view = <RejectionsPage filter={filter} counts={counts} recent={recent} ringSize={REJECTION_RING_SIZE} />;
     return page(c, 'Refused deliveries', REJECTIONS_PATH, view);
