@@ -61,10 +61,13 @@ const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function settings() {
   const argv = process.argv.slice(2);
-  const positional = argv.filter((arg) => !arg.startsWith('--'));
-  const unknown = argv.filter((arg) => arg.startsWith('--') && arg !== '--no-seed');
-  if (positional.length !== 1 || unknown.length > 0) {
-    throw new Error('usage: npm run bench:ab -- <ref> [--no-seed]  (e.g. main, HEAD~3, a sha)');
+  const headAt = argv.indexOf('--head');
+  const headRef = headAt === -1 ? undefined : argv[headAt + 1];
+  const rest = headAt === -1 ? argv : argv.filter((_, index) => index !== headAt && index !== headAt + 1);
+  const positional = rest.filter((arg) => !arg.startsWith('--'));
+  const unknown = rest.filter((arg) => arg.startsWith('--') && arg !== '--no-seed');
+  if (positional.length !== 1 || unknown.length > 0 || (headAt !== -1 && headRef === undefined)) {
+    throw new Error('usage: npm run bench:ab -- <ref> [--head <ref>] [--no-seed]  (e.g. main, HEAD~3, a sha)');
   }
   const requests = intFromEnv('REQUESTS', 4000, 1);
   const modes = (process.env.MODES || MODES.join(',')).split(',').map((mode) => mode.trim());
@@ -72,6 +75,8 @@ function settings() {
   if (unknownModes.length > 0 || modes.length === 0) throw new Error(`MODES takes sync and/or async, got "${modes}"`);
   return {
     ref: positional[0] as string,
+    /** Another commit in the working tree's place: the history between two commits, measured. */
+    headRef,
     seed: !argv.includes('--no-seed'),
     rounds: intFromEnv('ROUNDS', 5, 1),
     requests,
@@ -127,9 +132,9 @@ function git(args: readonly string[]): string {
   return execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 }
 
-/** The base commit as a built checkout of its own, made once per sha. */
-function baseCheckout(config: Settings): { dir: string; sha: string; cached: boolean; linkedModules: boolean } {
-  const sha = git(['rev-parse', '--verify', `${config.ref}^{commit}`]);
+/** A commit (the base, or `--head`'s) as a built checkout of its own, made once per sha. */
+function refCheckout(config: Settings, ref: string): { dir: string; sha: string; cached: boolean; linkedModules: boolean } {
+  const sha = git(['rev-parse', '--verify', `${ref}^{commit}`]);
   const made = cachedDirectory(config.cache, sha, (dir) => {
     const archive = join(dir, '.archive.tar');
     git(['archive', '--format=tar', `--output=${archive}`, sha]);
@@ -142,7 +147,7 @@ function baseCheckout(config: Settings): { dir: string; sha: string; cached: boo
     if (sameLock) {
       symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
     } else {
-      console.log(`base ${sha.slice(0, 12)}: its package-lock.json differs, npm ci (once; cached)`);
+      console.log(`${sha.slice(0, 12)}: its package-lock.json differs, npm ci (once; cached)`);
       run('npm', ['ci', '--no-audit', '--no-fund'], dir, log);
     }
     const scripts = (
@@ -451,20 +456,25 @@ async function main(): Promise<boolean> {
   chmodSync(logDir, 0o755);
   const failures: string[] = [];
   try {
-    const base = baseCheckout(config);
+    const base = refCheckout(config, config.ref);
     console.log(
       `base ${config.ref} = ${base.sha.slice(0, 12)} in ${base.dir}` +
         `${base.cached ? ' (cached)' : ''}${base.linkedModules ? ', node_modules linked' : ''}`,
     );
-    buildOnce();
-    console.log(`head: the working tree at ${REPO_ROOT}, built`);
+    const head = config.headRef === undefined ? undefined : refCheckout(config, config.headRef);
+    if (head === undefined) {
+      buildOnce();
+      console.log(`head: the working tree at ${REPO_ROOT}, built`);
+    } else {
+      console.log(`head ${config.headRef} = ${head.sha.slice(0, 12)} in ${head.dir}${head.cached ? ' (cached)' : ''}`);
+    }
     const servers: Server[] = [];
     if (config.seed) {
       const seed = seedCheckout(config);
       console.log(`seed: the guide's handler in ${seed.dir}${seed.cached ? ' (cached)' : ''}`);
       servers.push(seedServer(seed.dir));
     }
-    servers.push(checkoutServer('base', base.dir), checkoutServer('head', REPO_ROOT));
+    servers.push(checkoutServer('base', base.dir), checkoutServer('head', head?.dir ?? REPO_ROOT));
     const loader = wrkAvailable() ? 'wrk' : 'node';
     console.log(
       `${config.rounds} rounds of ${config.requests} events (after ${config.warmup} warm-up) per server and mode, ` +
@@ -476,7 +486,7 @@ async function main(): Promise<boolean> {
     const cell = (value: number | undefined) => (value === undefined ? '-' : String(value));
     console.log(
       `\n${formatTable(
-        `bench:ab: head (working tree) vs base (${config.ref}, ${base.sha.slice(0, 12)}), medians of ${config.rounds} round${config.rounds === 1 ? '' : 's'}, seed / base / head`,
+        `bench:ab: head (${head === undefined ? 'working tree' : `${config.headRef}, ${head.sha.slice(0, 12)}`}) vs base (${config.ref}, ${base.sha.slice(0, 12)}), medians of ${config.rounds} round${config.rounds === 1 ? '' : 's'}, seed / base / head`,
         summary.map((row) => ({
           label: `${row.mode} ${row.label}`,
           value: `${cell(row.seed)} / ${cell(row.base)} / ${cell(row.head)}`,
@@ -488,6 +498,7 @@ async function main(): Promise<boolean> {
       startedAt: startedAt.toISOString(),
       context: runContext(),
       base: { ref: config.ref, sha: base.sha, linkedModules: base.linkedModules },
+      ...(head === undefined ? {} : { head: { ref: config.headRef, sha: head.sha, linkedModules: head.linkedModules } }),
       settings: { ...config, loader },
       rounds: byMode,
       summary,

@@ -126,6 +126,22 @@ describe('intake load', () => {
     expect(intakeLoad.inFlight).toBe(0);
   });
 
+  it('counts a whole body from its arrival, its verification included: a refused one leaves its time in the mean', async () => {
+    // Each reading of the clock one tick later: any time in flight at all shows in the mean.
+    let tick = 0;
+    const intakeLoad = new IntakeLoad(1, () => ++tick);
+    const { test } = await heldAsyncApp(intakeLoad);
+    intakeLoad.meanInFlightSinceLastLook();
+    const refused = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body: JSON.stringify(acmeEvent()),
+      headers: { 'content-type': 'application/json', 'x-acme-timestamp': '1', 'x-acme-signature': 'f'.repeat(64) },
+    });
+    expect(refused.status).toBe(401);
+    expect(intakeLoad.inFlight).toBe(0);
+    expect(intakeLoad.meanInFlightSinceLastLook()).toBeGreaterThan(0);
+  });
+
   it('does not count unsigned bodies still trickling in: the worker goes at once beside sixteen of them', async () => {
     // Saturated at one: a single delivery counted as load would make the worker wait.
     const intakeLoad = new IntakeLoad(1);
@@ -189,7 +205,7 @@ describe('intake load', () => {
     } finally {
       for (const upload of uploads) upload.end();
     }
-    // Unsigned once they end: refused, never counted.
+    // Unsigned once they end: refused, and counted only while they were verified.
     for (const upload of uploads) expect((await upload.answer).status).toBe(401);
     expect(intakeLoad.inFlight).toBe(0);
   });

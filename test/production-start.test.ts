@@ -4,10 +4,11 @@
 // Needs a process: start-up refusals are exit codes and lines of the real service and CLI processes.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { acmeEvent, deliverAcme, TEST_NOW_SECONDS } from './helpers/acme.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { patience, WAIT_MS } from './helpers/patience.ts';
@@ -256,5 +257,45 @@ describe("the start-up line: enabled senders and acme's development secret", () 
     expect(code).toBe(1);
     expect(output).toContain('acme: no secret: set ACME_WEBHOOK_SECRET');
     expect(output).not.toContain('development-secret-VALUE');
+  });
+});
+
+describe("the libuv pool that runs Web Crypto's HMAC jobs", () => {
+  /** The threads of libuv's pool in a running process (Linux names them). */
+  const poolThreads = async (pid: number) => {
+    const names = await Promise.all(
+      (await readdir(`/proc/${pid}/task`)).map((task) =>
+        readFile(`/proc/${pid}/task/${task}/comm`, 'utf8').catch(() => ''),
+      ),
+    );
+    return names.filter((name) => name.trim() === 'libuv-worker').length;
+  };
+
+  async function threadsAfterOneDelivery(env: Record<string, string>): Promise<number> {
+    const service = await startListeningService({
+      DATABASE_URL: url,
+      ACME_WEBHOOK_SECRET: ACME_SECRET,
+      DATA_DIR: freshDataDir(),
+      ...env,
+    });
+    try {
+      const answer = await deliverAcme(service.origin, acmeEvent({ created: TEST_NOW_SECONDS }), {
+        secret: ACME_SECRET,
+        timestamp: Math.floor(Date.now() / 1000),
+      });
+      // Verified, so the pool has started and run an HMAC.
+      expect(answer.status).toBe(200);
+      return await poolThreads(service.child.pid as number);
+    } finally {
+      await stop(service);
+    }
+  }
+
+  it.runIf(existsSync('/proc/self/task'))('has as many threads as cores, at least 2 and at most 4', async () => {
+    expect(await threadsAfterOneDelivery({})).toBe(Math.min(4, Math.max(2, availableParallelism())));
+  });
+
+  it.runIf(existsSync('/proc/self/task'))("takes the operator's UV_THREADPOOL_SIZE", async () => {
+    expect(await threadsAfterOneDelivery({ UV_THREADPOOL_SIZE: '3' })).toBe(3);
   });
 });

@@ -338,6 +338,13 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     // The deadline covers our work, not the sender's upload.
     report.bodyArrived();
     const deadline = new Deadline(config.HANDLER_DEADLINE_MS);
+    // Load (what the async worker defers to) counts from here: a whole body, its verification
+    // included, which is the intake's share of the CPU the worker would compete for. Counted from
+    // admission, sixteen unsigned bodies trickling in at a byte a second held the worker at its
+    // deferral bound (2,973 -> 99 events/s) without storing anything; counted only after
+    // verification, the worker took the cores from a burst it should have let pass (acceptance fell
+    // by a third, bench:ab against 8c1f6d7).
+    deps.intakeLoad?.enter();
     try {
       const authenticated = await authenticate(c, body, report);
       if (authenticated.outcome === 'respond') {
@@ -348,24 +355,16 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       }
       // Every event's handler schema before any database work: one invalid event refuses the delivery.
       const planned = distinct(authenticated.events).map((event) => ({ event, plan: planFor(deps.handlers, event) }));
-      // Load (what the async worker defers to) counts from here: a delivery that passed its checks.
-      // Counted from admission, sixteen unsigned bodies trickling in at a byte a second held the
-      // worker at its deferral bound (2,973 -> 99 events/s) without storing anything.
-      deps.intakeLoad?.enter();
-      let results: Committed[];
-      try {
-        const [first] = planned;
-        if (first !== undefined)
-          await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });
-        results = await store(c.get('db'), deadline, planned, c.get('span'));
-      } finally {
-        deps.intakeLoad?.leave();
-      }
+      const [first] = planned;
+      if (first !== undefined)
+        await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });
+      const results = await store(c.get('db'), deadline, planned, c.get('span'));
       const stored = planned.map(({ event }, index): AnsweredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
       const outcome = deliveryOutcome(stored.map((result) => result.outcome));
       report.stored(stored, outcome);
       return answer(c, outcome);
     } finally {
+      deps.intakeLoad?.leave();
       deadline.clear();
     }
   });
