@@ -133,7 +133,10 @@ function git(args: readonly string[]): string {
 }
 
 /** A commit (the base, or `--head`'s) as a built checkout of its own, made once per sha. */
-function refCheckout(config: Settings, ref: string): { dir: string; sha: string; cached: boolean; linkedModules: boolean } {
+function refCheckout(
+  config: Settings,
+  ref: string,
+): { dir: string; sha: string; cached: boolean; linkedModules: boolean } {
   const sha = git(['rev-parse', '--verify', `${ref}^{commit}`]);
   const made = cachedDirectory(config.cache, sha, (dir) => {
     const archive = join(dir, '.archive.tar');
@@ -498,7 +501,9 @@ async function main(): Promise<boolean> {
       startedAt: startedAt.toISOString(),
       context: runContext(),
       base: { ref: config.ref, sha: base.sha, linkedModules: base.linkedModules },
-      ...(head === undefined ? {} : { head: { ref: config.headRef, sha: head.sha, linkedModules: head.linkedModules } }),
+      ...(head === undefined
+        ? {}
+        : { head: { ref: config.headRef, sha: head.sha, linkedModules: head.linkedModules } }),
       settings: { ...config, loader },
       rounds: byMode,
       summary,
