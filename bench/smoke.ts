@@ -12,7 +12,7 @@
 // brokers' not included), then a pass/fail line; exits 1 when any failed,
 // with the tail of its output. Needs PostgreSQL (BENCH_DATABASE_URL, else DATABASE_URL, else
 // postgres://postgres@127.0.0.1:5432/postgres) and the brokers bench:outbox publishes to; wrk is used
-// when installed, else the bench's own Node load generator. SMOKE_JOBS (3): benchmarks run at once
+// when installed, else the bench's own Node load generator. SMOKE_JOBS (4): benchmarks run at once
 // (their figures do not matter here); SMOKE_ONLY: a comma-separated subset of the names printed.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
@@ -61,7 +61,7 @@ const steps: Step[] = [
   {
     name: 'ledger',
     script: 'bench/ledger.ts',
-    env: { EVENTS: '200', ROUNDS: '1', REPLAY_ROUNDS: '1' },
+    env: { EVENTS: '100', ROUNDS: '1', REPLAY_ROUNDS: '1' },
     result: 'ledger',
   },
   {
@@ -175,7 +175,8 @@ async function runStep(step: Step): Promise<Outcome> {
     const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, step.script), ...(step.args?.() ?? [])], {
       cwd: REPO_ROOT,
       // The tiny sizes last: whatever the shell sets for a full run does not reach the smoke run.
-      env: { ...process.env, BENCH_DATABASE_URL: server, BENCH_STRICT: '0', ...step.env },
+      // dist/ was built once above: a benchmark that built it again would pay a build per step.
+      env: { ...process.env, BENCH_DATABASE_URL: server, BENCH_STRICT: '0', BENCH_SKIP_BUILD: '1', ...step.env },
       stdio: ['ignore', out, out],
     });
     code = await new Promise<number | null>((resolve) => {
@@ -255,7 +256,7 @@ async function main(): Promise<boolean> {
   const unknown = only.filter((name) => !steps.some((step) => step.name === name));
   if (unknown.length > 0) throw new Error(`SMOKE_ONLY: no benchmark named ${unknown.join(', ')}`);
   const selected = only.length === 0 ? steps : steps.filter((step) => only.includes(step.name));
-  const jobs = Number(process.env.SMOKE_JOBS || 3);
+  const jobs = Number(process.env.SMOKE_JOBS || 4);
   if (!Number.isInteger(jobs) || jobs < 1) throw new Error('SMOKE_JOBS must be a whole number >= 1');
   const started = performance.now();
   console.log(

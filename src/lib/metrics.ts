@@ -56,6 +56,10 @@ function labelText(labels: Readonly<Record<string, string>>): string {
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 
+/** The label names of the counters written on every delivery and every publish (Metrics#labels). */
+const EVENT_LABELS = ['provider', 'event_type', 'outcome'] as const;
+const OUTBOX_LABELS = ['topic', 'outcome', 'destination'] as const;
+
 /** Deliveries per intake transaction (group commit). */
 const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256] as const;
 
@@ -131,6 +135,11 @@ export class Metrics {
   readonly #sources: Array<() => Promise<string>> = [];
   readonly #batchSizes = emptyHistogram(BATCH_SIZE_BUCKETS);
   readonly #recordsLost = new Map<string, number>();
+  /**
+   * Label texts already made, by their values joined: a delivery's counts would otherwise escape and
+   * join the same few strings again each time. Bounded as the label values are.
+   */
+  readonly #labelTexts = new Map<string, string>();
 
   constructor(
     /** Known provider names and, per provider, the event types that may appear as label values. */
@@ -143,6 +152,18 @@ export class Metrics {
     this.#sources.push(source);
   }
 
+  /** labelText for `names` (fixed per call site) and these bounded `values`, made once per distinct values. */
+  #labels(names: readonly string[], ...values: string[]): string {
+    // The first name tells the counters apart: the same values under other names are another text.
+    const key = `${names[0]}\u0000${values.join('\u0000')}`;
+    let text = this.#labelTexts.get(key);
+    if (text === undefined) {
+      text = labelText(Object.fromEntries(names.map((name, index) => [name, values[index] ?? ''])));
+      this.#labelTexts.set(key, text);
+    }
+    return text;
+  }
+
   #provider(provider: string): string {
     return this.knownTypes.has(provider) ? provider : 'other';
   }
@@ -152,11 +173,12 @@ export class Metrics {
   }
 
   countEvent(provider: string, eventType: string, outcome: EventOutcome): void {
-    const key = labelText({
-      provider: this.#provider(provider),
-      event_type: this.#eventType(provider, eventType),
+    const key = this.#labels(
+      EVENT_LABELS,
+      this.#provider(provider),
+      this.#eventType(provider, eventType),
       outcome,
-    });
+    );
     this.#events.set(key, (this.#events.get(key) ?? 0) + 1);
   }
 
@@ -218,7 +240,7 @@ export class Metrics {
   /** `destination` is a configured name (each relay publishes to one), so its values are bounded too. */
   countOutbox(topic: string, outcome: OutboxOutcome, destination: string): void {
     if (!this.#topics.has(topic) && this.#topics.size < MAX_TOPICS) this.#topics.add(topic);
-    const key = labelText({ topic: this.#topics.has(topic) ? topic : 'other', outcome, destination });
+    const key = this.#labels(OUTBOX_LABELS, this.#topics.has(topic) ? topic : 'other', outcome, destination);
     this.#outbox.set(key, (this.#outbox.get(key) ?? 0) + 1);
   }
 
