@@ -1,6 +1,7 @@
 // The delivery log: each delivery of an event that passed its checks (the first, a duplicate, a 500
 // and its retry, a 503 before storing) is one row with its time, answer, time taken and trace id,
-// under the stored event's id; the newest DELIVERY_LOG_CAP are kept; retention deletes them with
+// under the stored event's id, except that a run of duplicates answered alike folds into one row's
+// repeat count (in the spool and at the write); the newest DELIVERY_LOG_CAP are kept; retention deletes them with
 // their event; the admin API, the CLI and the dashboard show them. The spool is flushed explicitly.
 // Needs a process: headless Chromium renders the event page's delivery log.
 import { mkdirSync } from 'node:fs';
