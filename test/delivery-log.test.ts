@@ -1,6 +1,7 @@
 // The delivery log: each delivery of an event that passed its checks (the first, a duplicate, a 500
 // and its retry, a 503 before storing) is one row with its time, answer, time taken and trace id,
-// under the stored event's id; the newest DELIVERY_LOG_CAP are kept; retention deletes them with
+// under the stored event's id, except that a run of duplicates answered alike folds into one row's
+// repeat count (in the spool and at the write); the newest DELIVERY_LOG_CAP are kept; retention deletes them with
 // their event; the admin API, the CLI and the dashboard show them. The spool is flushed explicitly.
 // Needs a process: headless Chromium renders the event page's delivery log.
 import { mkdirSync } from 'node:fs';
@@ -165,13 +166,14 @@ describe('delivery log', () => {
   it(`keeps only the newest ${DELIVERY_LOG_CAP} deliveries of an event`, async () => {
     const log = newLog();
     const eventId = uniqueId('evt');
+    // Answers alternate (a duplicate, then a failure), so that no delivery folds into the one before.
     const record = (second: number) => ({
       provider: 'acme',
       eventId,
       deliveredAt: new Date(TEST_NOW_MS + second * 1000),
       traceId: newTrace().traceId,
-      statusCode: 200,
-      outcome: 'duplicate' as const,
+      statusCode: second % 2 === 0 ? 200 : 500,
+      outcome: second % 2 === 0 ? ('duplicate' as const) : ('failed' as const),
       durationMs: 1.5,
     });
     for (let second = 0; second < DELIVERY_LOG_CAP + 5; second++) log.add(record(second));
@@ -183,13 +185,28 @@ describe('delivery log', () => {
     let rows = await logRows(eventId);
     expect(rows).toHaveLength(DELIVERY_LOG_CAP);
     expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 5000));
-    // A later flush trims again: still the newest ones.
-    for (const second of [100, 101, 102]) log.add(record(second));
+    // A later flush trims again: still the newest ones (a failure first: nothing folds).
+    for (const second of [101, 102, 103]) log.add(record(second));
     await log.flush(db);
     rows = await logRows(eventId);
     expect(rows).toHaveLength(DELIVERY_LOG_CAP);
     expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 8000));
-    expect(rows.at(-1)?.delivered_at).toEqual(new Date(TEST_NOW_MS + 102_000));
+    expect(rows.at(-1)?.delivered_at).toEqual(new Date(TEST_NOW_MS + 103_000));
+    // Two duplicates in a row are one row (the trim counts rows), and a third folds into it at the
+    // next flush: nothing more to trim.
+    log.add(record(104));
+    log.add(record(106));
+    await log.flush(db);
+    log.add(record(108));
+    await log.flush(db);
+    rows = await logRows(eventId);
+    expect(rows).toHaveLength(DELIVERY_LOG_CAP);
+    expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 9000));
+    expect(rows.at(-1)?.delivered_at).toEqual(new Date(TEST_NOW_MS + 104_000));
+    expect(await foldedRows(eventId).then((all) => all.at(-1))).toMatchObject({
+      repeats: 2,
+      last_delivered_at: new Date(TEST_NOW_MS + 108_000),
+    });
   });
 
   it('counts records it loses, dropped for room or in a failed write, in /metrics and a warning', async () => {
@@ -311,6 +328,8 @@ describe('delivery log', () => {
         outcome: 'duplicate',
         duration_ms: expect.any(Number),
         trace_id: traces[1].traceId,
+        repeats: 0,
+        last_delivered_at: null,
       },
       {
         delivered_at: new Date(TEST_NOW_MS + 1000).toISOString(),
@@ -318,6 +337,8 @@ describe('delivery log', () => {
         outcome: 'completed',
         duration_ms: expect.any(Number),
         trace_id: traces[0].traceId,
+        repeats: 0,
+        last_delivered_at: null,
       },
     ]);
     const document = await (await test.request('/admin/api/openapi.json', { headers: bearer })).text();
@@ -338,6 +359,284 @@ describe('delivery log', () => {
     const parsed = JSON.parse(json.output) as { event_id: string; deliveries: { trace_id: string }[] };
     expect(parsed.event_id).toBe(event.id);
     expect(parsed.deliveries.map((delivery) => delivery.trace_id)).toEqual([traces[1].traceId, traces[0].traceId]);
+  });
+});
+
+interface FoldedRow {
+  outcome: string;
+  status_code: number;
+  trace_id: string;
+  delivered_at: Date;
+  repeats: number;
+  last_delivered_at: Date | null;
+}
+
+/** An event's rows with their repeat counts, oldest first. */
+const foldedRows = (eventId: string, provider = 'acme') =>
+  sql<FoldedRow[]>`select outcome, status_code, trace_id, delivered_at, repeats, last_delivered_at
+    from webhook_deliveries where provider = ${provider} and event_id = ${eventId} order by delivered_at, trace_id`;
+
+describe('duplicates fold into a repeat count', () => {
+  it('200 duplicate deliveries of one stored event are one duplicate row with repeats 199, across flushes', async () => {
+    const log = newLog();
+    const test = await buildTestApp(db, { deliveryLog: log });
+    const event = acmeEvent();
+    const first = newTrace();
+    test.setNow(TEST_NOW_MS);
+    expect((await deliver(test, event, first.headers)).status).toBe(200);
+    await log.flush(db);
+    const traces: string[] = [];
+    for (let n = 0; n < 200; n++) {
+      const trace = newTrace();
+      traces.push(trace.traceId);
+      test.setNow(TEST_NOW_MS + 1000 + n * 10);
+      expect(await (await deliver(test, event, trace.headers)).text()).toBe('{"received":true,"duplicate":true}');
+      // The spool folds while records wait (one slot for the run); the flushes fold into the row.
+      expect(log.size).toBe(1);
+      if (n === 0 || n === 120) await log.flush(db);
+    }
+    await log.flush(db);
+    expect(await foldedRows(event.id)).toEqual([
+      {
+        outcome: 'completed',
+        status_code: 200,
+        trace_id: first.traceId,
+        delivered_at: new Date(TEST_NOW_MS),
+        repeats: 0,
+        last_delivered_at: null,
+      },
+      // The first duplicate's time and trace id; the newest one's time as last_delivered_at.
+      {
+        outcome: 'duplicate',
+        status_code: 200,
+        trace_id: traces[0],
+        delivered_at: new Date(TEST_NOW_MS + 1000),
+        repeats: 199,
+        last_delivered_at: new Date(TEST_NOW_MS + 1000 + 199 * 10),
+      },
+    ]);
+  });
+
+  it('a duplicate after any other answer starts a new row, whether the spool or the flush folds', async () => {
+    const log = newLog();
+    const working = await buildTestApp(db, { deliveryLog: log });
+    const late = await buildTestApp(db, {
+      deliveryLog: log,
+      config: { HANDLER_DEADLINE_MS: 30 },
+      // Slower than the deadline on purpose; the deadline's timer, set first, always expires first.
+      beforeStore: () => new Promise((resolve) => setTimeout(resolve, 80)),
+    });
+    for (const flushEach of [true, false]) {
+      const event = acmeEvent();
+      const traces: string[] = [];
+      const steps = [working, working, working, late, working, working] as const;
+      for (const [n, app] of steps.entries()) {
+        const trace = newTrace();
+        traces.push(trace.traceId);
+        app.setNow(TEST_NOW_MS + n * 1000);
+        await deliver(app, event, trace.headers);
+        if (flushEach) await log.flush(db);
+      }
+      await log.flush(db);
+      const at = (second: number) => new Date(TEST_NOW_MS + second * 1000);
+      expect(await foldedRows(event.id)).toEqual([
+        {
+          outcome: 'completed',
+          status_code: 200,
+          trace_id: traces[0],
+          delivered_at: at(0),
+          repeats: 0,
+          last_delivered_at: null,
+        },
+        {
+          outcome: 'duplicate',
+          status_code: 200,
+          trace_id: traces[1],
+          delivered_at: at(1),
+          repeats: 1,
+          last_delivered_at: at(2),
+        },
+        {
+          outcome: 'unavailable',
+          status_code: 503,
+          trace_id: traces[3],
+          delivered_at: at(3),
+          repeats: 0,
+          last_delivered_at: null,
+        },
+        {
+          outcome: 'duplicate',
+          status_code: 200,
+          trace_id: traces[4],
+          delivered_at: at(4),
+          repeats: 1,
+          last_delivered_at: at(5),
+        },
+      ]);
+    }
+  });
+
+  it('a failure between duplicates, or another status code, starts a new row', async () => {
+    const eventId = uniqueId('evt');
+    const record = (second: number, outcome: 'duplicate' | 'failed', statusCode: number) => ({
+      provider: 'acme',
+      eventId,
+      deliveredAt: new Date(TEST_NOW_MS + second * 1000),
+      traceId: newTrace().traceId,
+      statusCode,
+      outcome,
+      durationMs: 1,
+    });
+    const log = newLog();
+    log.add(record(0, 'duplicate', 200));
+    log.add(record(1, 'failed', 500));
+    await log.flush(db);
+    log.add(record(2, 'duplicate', 200));
+    log.add(record(3, 'duplicate', 200));
+    log.add(record(4, 'failed', 500));
+    log.add(record(5, 'duplicate', 200));
+    await log.flush(db);
+    log.add(record(6, 'duplicate', 200));
+    await log.flush(db);
+    const rows = await foldedRows(eventId);
+    expect(rows.map((row) => [row.outcome, row.repeats, row.last_delivered_at?.getTime() ?? null])).toEqual([
+      ['duplicate', 0, null],
+      ['failed', 0, null],
+      ['duplicate', 1, TEST_NOW_MS + 3000],
+      ['failed', 0, null],
+      ['duplicate', 1, TEST_NOW_MS + 6000],
+    ]);
+  });
+
+  it('a replay flood of one event fills no spool: every genuine delivery of other events keeps its row', async () => {
+    const capacity = 20;
+    const lines: string[] = [];
+    const log = createDeliveryLog({
+      logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => lines.push(line) }),
+      capacity,
+    });
+    const test = await buildTestApp(db, { deliveryLog: log });
+    const replayed = acmeEvent();
+    expect((await deliver(test, replayed)).status).toBe(200);
+    await log.flush(db);
+    // 600 replays of the captured delivery, and among them 19 genuine events: without the fold the
+    // replays would take every slot and push the genuine records out before the flush.
+    const genuine = Array.from({ length: capacity - 1 }, () => acmeEvent());
+    for (let n = 0; n < 600; n++) {
+      expect((await deliver(test, replayed)).status).toBe(200);
+      const next = genuine[n / 30];
+      if (n % 30 === 0 && next !== undefined) expect((await deliver(test, next)).status).toBe(200);
+    }
+    expect(log.size).toBe(capacity);
+    await log.flush(db);
+    const rows = await sql<{ event_id: string; outcome: string; repeats: number }[]>`
+      select event_id, outcome, repeats from webhook_deliveries
+      where provider = 'acme' and event_id in ${sql([replayed.id, ...genuine.map((event) => event.id)])}`;
+    expect(rows).toHaveLength(capacity + 1);
+    for (const event of genuine) {
+      expect(rows.filter((row) => row.event_id === event.id)).toEqual([
+        { event_id: event.id, outcome: 'completed', repeats: 0 },
+      ]);
+    }
+    expect(rows.filter((row) => row.event_id === replayed.id).map((row) => [row.outcome, row.repeats])).toEqual(
+      expect.arrayContaining([
+        ['completed', 0],
+        ['duplicate', 599],
+      ]),
+    );
+    expect(lines).toEqual([]);
+  });
+
+  it('records dropped for room write at most one warning a second, with how many, and the metric counts each', async () => {
+    const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
+    const lines: string[] = [];
+    let now = TEST_NOW_MS;
+    const log = createDeliveryLog({
+      logger: createLogger({ level: 'warn', now: () => new Date(now), write: (line) => lines.push(line) }),
+      metrics,
+      capacity: 10,
+      now: () => now,
+    });
+    const record = () => ({
+      provider: 'acme',
+      eventId: uniqueId('evt'),
+      deliveredAt: new Date(now),
+      traceId: newTrace().traceId,
+      statusCode: 200,
+      outcome: 'completed' as const,
+      durationMs: 1,
+    });
+    const warnings = () => lines.map((line) => JSON.parse(line) as { msg: string; reason: string; count: number });
+    // 5,010 records of distinct events into 10 slots within one second: 5,000 dropped, one line.
+    for (let n = 0; n < 5_010; n++) log.add(record());
+    await log.flush(db);
+    expect(warnings()).toMatchObject([{ msg: 'delivery log records lost', reason: 'overflow', count: 1 }]);
+    now += 500;
+    for (let n = 0; n < 20; n++) log.add(record());
+    await log.flush(db);
+    expect(warnings()).toHaveLength(1);
+    // A second after the line: the next drop or flush says how many went since it.
+    now += 500;
+    await log.flush(db);
+    expect(warnings()).toMatchObject([
+      { reason: 'overflow', count: 1 },
+      { msg: 'delivery log records lost', reason: 'overflow', count: 4_999 + 10 },
+    ]);
+    expect(metrics.render([])).toContain(
+      'webhook_spool_records_lost_total{spool="delivery_log",reason="overflow"} 5010',
+    );
+  });
+
+  it('the admin API, the CLI and the dashboard show the repeats', async () => {
+    const log = newLog();
+    const test = await buildTestApp(db, { deliveryLog: log, config: { ADMIN_TOKEN: TOKEN } });
+    const event = acmeEvent();
+    const traces = [newTrace(), newTrace(), newTrace(), newTrace()] as const;
+    for (const [n, trace] of traces.entries()) {
+      test.setNow(TEST_NOW_MS + n * 1000);
+      await deliver(test, event, trace.headers);
+    }
+    await log.flush(db);
+    const bearer = { authorization: `Bearer ${TOKEN}` };
+    const body = (await (await test.request(`/admin/api/events/acme/${event.id}`, { headers: bearer })).json()) as {
+      deliveries: unknown[];
+    };
+    expect(body.deliveries).toEqual([
+      {
+        delivered_at: new Date(TEST_NOW_MS + 1000).toISOString(),
+        status_code: 200,
+        outcome: 'duplicate',
+        duration_ms: expect.any(Number),
+        trace_id: traces[1].traceId,
+        repeats: 2,
+        last_delivered_at: new Date(TEST_NOW_MS + 3000).toISOString(),
+      },
+      {
+        delivered_at: new Date(TEST_NOW_MS).toISOString(),
+        status_code: 200,
+        outcome: 'completed',
+        duration_ms: expect.any(Number),
+        trace_id: traces[0].traceId,
+        repeats: 0,
+        last_delivered_at: null,
+      },
+    ]);
+    const document = await (await test.request('/admin/api/openapi.json', { headers: bearer })).text();
+    expect(document).toContain('last_delivered_at');
+
+    const page = await (await test.request(`/admin/events/acme/${event.id}`, { headers: bearer })).text();
+    expect(page).toContain('×3, last 00:00:03');
+
+    const shown = await runCli(['events', 'show', 'acme', event.id], { DATABASE_URL: url });
+    expect(shown.code).toBe(0);
+    const line = shown.output.split('\n').find((text) => text.includes(traces[1].traceId));
+    expect(line).toMatch(/200 duplicate ×3, last 00:00:03/);
+    const json = await runCli(['events', 'show', 'acme', event.id, '--json'], { DATABASE_URL: url });
+    const parsed = JSON.parse(json.output) as { deliveries: { repeats: number; last_delivered_at: string | null }[] };
+    expect(parsed.deliveries.map((delivery) => [delivery.repeats, delivery.last_delivered_at])).toEqual([
+      [2, new Date(TEST_NOW_MS + 3000).toISOString()],
+      [0, null],
+    ]);
   });
 });
 

@@ -207,7 +207,16 @@ export const deliverySchema = z
         'the answer in words: completed, ignored, queued, parked, duplicate, failed (500), unavailable (503)',
     }),
     duration_ms: z.number().openapi({ description: 'from the body arriving to the answer' }),
-    trace_id: z.string().openapi({ description: "the sender's traceparent trace id, else one of ours" }),
+    trace_id: z.string().openapi({
+      description: "the sender's traceparent trace id, else one of ours (of the first delivery when repeats > 0)",
+    }),
+    repeats: z.number().int().openapi({
+      description:
+        "further identical deliveries folded into this one: duplicates answered with the same status code, with nothing else logged for the event in between (0: none); delivered_at, duration_ms and trace_id are the first one's",
+    }),
+    last_delivered_at: timestamp.nullable().openapi({
+      description: 'when the newest of the repeats arrived; null when repeats is 0',
+    }),
   })
   .openapi('Delivery');
 
@@ -216,7 +225,7 @@ export const eventAnswer = z.object({
   messages: outboxMessageSchema.array().openapi({ description: 'the outbox messages this event produced' }),
   deliveries: deliverySchema.array().openapi({
     description:
-      'each delivery of this event that passed its checks (first, duplicates, retries), newest first; at most `deliveries_cap`, older ones dropped',
+      'each delivery of this event that passed its checks (first, duplicates, retries), newest first, a run of identical duplicates as one entry with `repeats`; at most `deliveries_cap` entries, older ones dropped',
   }),
   deliveries_cap: z.number().int().openapi({ description: 'deliveries kept per event' }),
 });

@@ -206,7 +206,7 @@ export const operatorActions = pgTable(
 /**
  * Every delivery of a stored event as the sender saw it: the first, each duplicate, each retry after
  * a failure, with the answer it got (and a delivery answered 503 before its event could be stored,
- * under the id it came with). Bounded per event (the newest DELIVERY_LOG_CAP are kept) and removed
+ * under the id it came with). A run of duplicates answered alike is one row with a repeat count. Bounded per event (the newest DELIVERY_LOG_CAP are kept) and removed
  * with the event by retention (src/inbox/delivery-log.ts). A delivery and its trace id are unique in practice; the key
  * includes both so that two log rows of one event never collide.
  */
@@ -223,6 +223,13 @@ export const webhookDeliveries = pgTable(
     outcome: text().notNull(),
     /** From the body's arrival to the answer, in milliseconds. */
     durationMs: real().notNull(),
+    /**
+     * Further identical deliveries folded into this row: a `duplicate` answered with the same status
+     * code right after this one (nothing else logged for the event in between). 0: this delivery only.
+     */
+    repeats: integer().notNull().default(0),
+    /** When the newest of the folded deliveries arrived; null until the first repeat. */
+    lastDeliveredAt: timestamp({ withTimezone: true }),
   },
   (table) => [
     primaryKey({

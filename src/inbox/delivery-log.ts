@@ -1,9 +1,15 @@
 // The delivery log (`webhook_deliveries`): one row per delivery of an event that passed its checks
-// (the first, each duplicate, each retry after a failure) with its time, the answer it got, the time
-// it took and its trace id, so an operator can say what we answered each time a sender delivered it.
-// The intake only appends records to a Spool; the runtime flushes it outside the request (Node on a
-// short schedule, a Worker after each request), in two statements per flush: one insert for every
-// record gathered, then one trim that keeps each touched event's newest DELIVERY_LOG_CAP rows.
+// (the first, each retry after a failure, each change of answer) with its time, the answer it got,
+// the time it took and its trace id, so an operator can say what we answered each time a sender
+// delivered it. A run of duplicates answered alike is one row with a repeat count: a duplicate folds
+// into the event's newest row when that row is a duplicate with the same status code (the row keeps
+// the first delivery's time, trace id and duration; `repeats` counts the others, `last_delivered_at`
+// is the newest's time). Anything else starts a row, so every change of state shows, in order.
+// The intake only appends records to a Spool, which folds the same way while records wait (a replay
+// flood of one event takes one slot); the runtime flushes it outside the request (Node on a short
+// schedule, a Worker after each request), in one transaction per flush: one statement that folds
+// each event's first record into its newest row where it repeats it and inserts the rest, then one
+// trim that keeps each event given a new row its newest DELIVERY_LOG_CAP rows.
 // Retention deletes an event's rows with the event (retention.ts).
 import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
@@ -48,6 +54,13 @@ export interface DeliveryRecord {
   /** From the body's arrival to the answer. */
   durationMs: number;
   /**
+   * Further identical deliveries folded into this record while it waited (see foldDelivery); 0 or
+   * absent: this delivery alone.
+   */
+  repeats?: number;
+  /** When the newest of the folded deliveries arrived; absent until the first repeat. */
+  lastDeliveredAt?: Date | undefined;
+  /**
    * This delivery wrote the event's row (its first store, attempt 1): the event's only earlier rows
    * are those of deliveries refused before it was stored, already trimmed, so its flush does not
    * trim it (see writeDeliveries).
@@ -58,26 +71,68 @@ export interface DeliveryRecord {
 /** Where the intake leaves its records; flushed by the runtime with the database it has at hand. */
 export type DeliveryLog = Spool<DeliveryRecord, Database>;
 
-export function createDeliveryLog(deps: { logger: Logger; metrics?: Metrics; capacity?: number }): DeliveryLog {
+/** The shortest time between two warnings about records dropped for room (the metric counts each). */
+export const DELIVERY_LOG_LOST_REPORT_MS = 1000;
+
+export function createDeliveryLog(deps: {
+  logger: Logger;
+  metrics?: Metrics;
+  capacity?: number;
+  /** Milliseconds now, for the interval between warnings; Date.now unless told (tests). */
+  now?: () => number;
+}): DeliveryLog {
   return new Spool<DeliveryRecord, Database>({
     capacity: deps.capacity ?? DELIVERY_LOG_CAPACITY,
     write: (records, db) => writeDeliveries(db, records),
+    fold: { key: foldKey, merge: foldDelivery },
+    countLost: (count, reason) => deps.metrics?.countRecordsLost('delivery_log', reason, count),
     onLost: (count, reason, error) => {
-      deps.metrics?.countRecordsLost('delivery_log', reason, count);
       deps.logger.warn('delivery log records lost', {
         count,
         reason,
+        ...(reason === 'overflow' ? { window_ms: DELIVERY_LOG_LOST_REPORT_MS } : {}),
         ...(error === undefined ? {} : { error: describeError(error) }),
       });
     },
+    lostReportMs: DELIVERY_LOG_LOST_REPORT_MS,
+    ...(deps.now === undefined ? {} : { now: deps.now }),
   });
 }
 
 /**
- * Inserts the records (a repeat of a row already written, same time and trace, is skipped), each
- * under its stored event's id: a delivery with a content digest belongs to the row holding that
+ * The records of one stored event share a key while they wait: its content digest when it has one
+ * (GitHub, Shopify: a body delivered again under a fresh id belongs to the first id's row), else its id.
+ */
+function foldKey(record: DeliveryRecord): string {
+  return record.contentDigest === undefined
+    ? `${record.provider}\u0000${record.eventId}`
+    : `${record.provider}\u0000\u0000${record.contentDigest}`;
+}
+
+/**
+ * Folds `record` into `into`, the newest record waiting for its event, when both are duplicates
+ * answered with the same status code: `into` keeps its time, trace id and duration (the first
+ * delivery of the run), counts the record's deliveries in `repeats` and takes the newest time as
+ * `lastDeliveredAt`. Answers whether it folded.
+ */
+export function foldDelivery(into: DeliveryRecord, record: DeliveryRecord): boolean {
+  if (into.outcome !== 'duplicate' || record.outcome !== 'duplicate' || into.statusCode !== record.statusCode) {
+    return false;
+  }
+  into.repeats = (into.repeats ?? 0) + 1 + (record.repeats ?? 0);
+  const newest = (record.lastDeliveredAt ?? record.deliveredAt).getTime();
+  into.lastDeliveredAt = new Date(Math.max(newest, (into.lastDeliveredAt ?? into.deliveredAt).getTime()));
+  return true;
+}
+
+/**
+ * Folds and inserts the records, each under its stored event's id: a delivery with a content digest belongs to the row holding that
  * digest, whose id is the first delivery's (the unique index on provider and digest finds it), and
- * otherwise to its delivered id, stored or not (a 503 before storing). Then trims each event the
+ * otherwise to its delivered id, stored or not (a 503 before storing). An event's first record in
+ * the batch, when a duplicate, folds into the event's newest row if that row is a duplicate answered
+ * with the same status code (repeats and last_delivered_at grow; the row keeps its first delivery's
+ * time, trace id and duration); its later records were folded by the spool already, so every other
+ * record is a new row (a repeat of a row already written, same time and trace, is skipped). Then trims each event the
  * insert touched to its newest DELIVERY_LOG_CAP rows, reading at most that many index entries per
  * event. One transaction: a failed flush leaves nothing half done.
  *
@@ -88,24 +143,56 @@ export function createDeliveryLog(deps: { logger: Logger; metrics?: Metrics; cap
  */
 export async function writeDeliveries(db: Database, records: readonly DeliveryRecord[]): Promise<void> {
   if (records.length === 0) return;
-  const input = records.map((record) => ({
-    provider: record.provider,
-    event_id: record.eventId,
-    content_digest: record.contentDigest ?? null,
-    delivered_at: record.deliveredAt.toISOString(),
-    trace_id: record.traceId,
-    status_code: record.statusCode,
-    outcome: record.outcome,
-    duration_ms: record.durationMs,
-  }));
-  const insert = sql`insert into webhook_deliveries
-      (provider, event_id, delivered_at, trace_id, status_code, outcome, duration_ms)
-    select r.provider,
-      coalesce((select e.event_id from webhook_events e
-        where e.provider = r.provider and e.content_digest = r.content_digest), r.event_id),
-      r.delivered_at, r.trace_id, r.status_code, r.outcome, r.duration_ms
-    from json_to_recordset(${JSON.stringify(input)}::json) as r(provider text, event_id text, content_digest text,
-      delivered_at timestamptz, trace_id text, status_code smallint, outcome text, duration_ms real)
+  const seen = new Set<string>();
+  const input = records.map((record, n) => {
+    const key = foldKey(record);
+    // The event's first record in this batch may fold into the event's newest row.
+    const first = !seen.has(key);
+    seen.add(key);
+    return {
+      n,
+      fold_first: first && record.outcome === 'duplicate',
+      provider: record.provider,
+      event_id: record.eventId,
+      content_digest: record.contentDigest ?? null,
+      delivered_at: record.deliveredAt.toISOString(),
+      trace_id: record.traceId,
+      status_code: record.statusCode,
+      outcome: record.outcome,
+      duration_ms: record.durationMs,
+      repeats: record.repeats ?? 0,
+      last_delivered_at: record.lastDeliveredAt?.toISOString() ?? null,
+    };
+  });
+  // One statement: the fold's update and the insert of what did not fold see the same snapshot and
+  // never touch the same row. The update re-checks the row it folds into (a concurrent flush of
+  // another process may have changed it first: the row lock makes it re-read).
+  const insert = sql`with r as (
+      select r.n, r.fold_first, r.provider,
+        coalesce((select e.event_id from webhook_events e
+          where e.provider = r.provider and e.content_digest = r.content_digest), r.event_id) as event_id,
+        r.delivered_at, r.trace_id, r.status_code, r.outcome, r.duration_ms, r.repeats, r.last_delivered_at
+      from json_to_recordset(${JSON.stringify(input)}::json) as r(n int, fold_first boolean, provider text,
+        event_id text, content_digest text, delivered_at timestamptz, trace_id text, status_code smallint,
+        outcome text, duration_ms real, repeats int, last_delivered_at timestamptz)
+    ), folded as (
+      update webhook_deliveries d
+      set repeats = d.repeats + 1 + f.repeats,
+        last_delivered_at = greatest(coalesce(d.last_delivered_at, d.delivered_at),
+          coalesce(f.last_delivered_at, f.delivered_at))
+      from r f cross join lateral (select x.delivered_at, x.trace_id from webhook_deliveries x
+          where x.provider = f.provider and x.event_id = f.event_id
+          order by x.delivered_at desc, x.trace_id desc limit 1) newest
+      where f.fold_first and d.provider = f.provider and d.event_id = f.event_id
+        and d.delivered_at = newest.delivered_at and d.trace_id = newest.trace_id
+        and d.outcome = 'duplicate' and d.status_code = f.status_code
+      returning f.n
+    )
+    insert into webhook_deliveries
+      (provider, event_id, delivered_at, trace_id, status_code, outcome, duration_ms, repeats, last_delivered_at)
+    select r.provider, r.event_id, r.delivered_at, r.trace_id, r.status_code, r.outcome, r.duration_ms, r.repeats,
+      r.last_delivered_at
+    from r where r.n not in (select n from folded)
     on conflict do nothing
     returning provider, event_id`;
   const settled = firstStoresOnly(records);
@@ -144,13 +231,17 @@ function trimStatement(keys: readonly { provider: string; event_id: string }[]) 
       and (d.delivered_at, d.trace_id) < (oldest_kept.delivered_at, oldest_kept.trace_id)`;
 }
 
-/** One logged delivery, as the operator reads it. */
+/** One logged delivery (with the identical ones folded into it), as the operator reads it. */
 export interface LoggedDelivery {
   deliveredAt: Date;
   statusCode: number;
   outcome: string;
   durationMs: number;
   traceId: string;
+  /** Further identical deliveries folded into this one (0: none). */
+  repeats: number;
+  /** When the newest of them arrived; null without repeats. */
+  lastDeliveredAt: Date | null;
 }
 
 /** An event's logged deliveries, newest first (at most DELIVERY_LOG_CAP, what the trim keeps). */
@@ -168,6 +259,8 @@ export async function deliveriesOf(
       outcome: d.outcome,
       durationMs: d.durationMs,
       traceId: d.traceId,
+      repeats: d.repeats,
+      lastDeliveredAt: d.lastDeliveredAt,
     })
     .from(d)
     .where(and(eq(d.provider, key.provider), eq(d.eventId, key.eventId)))

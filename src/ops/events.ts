@@ -177,7 +177,20 @@ export function deliveryJson(delivery: LoggedDelivery) {
     outcome: delivery.outcome,
     duration_ms: delivery.durationMs,
     trace_id: delivery.traceId,
+    repeats: delivery.repeats,
+    last_delivered_at: delivery.lastDeliveredAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * A logged delivery's repeats in words, for a person: "" without any, else how many deliveries the
+ * row stands for and when the newest came (its time of day alone when on the same UTC day as the first).
+ */
+export function repeatsText(delivery: { deliveredAt: Date; repeats: number; lastDeliveredAt: Date | null }): string {
+  if (delivery.repeats === 0) return '';
+  const last = (delivery.lastDeliveredAt ?? delivery.deliveredAt).toISOString();
+  const sameDay = last.slice(0, 10) === delivery.deliveredAt.toISOString().slice(0, 10);
+  return `×${delivery.repeats + 1}, last ${sameDay ? last.slice(11, 19) : last.replace('T', ' ').slice(0, 19)}`;
 }
 
 /**

@@ -39,4 +39,17 @@ describe('the delivery log on Workers', () => {
       new Set([`${traces[0]} 200 completed`, `${traces[1]} 200 duplicate`]),
     );
   });
+
+  it('folds further duplicates into the duplicate row, each flushed after its own request', async () => {
+    const event = acmeEvent({ created: Math.floor(Date.now() / 1000) - 10 });
+    const traces = Array.from({ length: 4 }, () => crypto.randomUUID().replaceAll('-', ''));
+    for (const trace of traces) expect((await deliver(event, trace)).status).toBe(200);
+    const rows = await sql<{ trace_id: string; outcome: string; repeats: number; last_delivered_at: Date | null }[]>`
+      select trace_id, outcome, repeats, last_delivered_at from webhook_deliveries
+      where provider = 'acme' and event_id = ${event.id} order by delivered_at, trace_id`;
+    expect(rows.map((row) => [row.trace_id, row.outcome, row.repeats, row.last_delivered_at !== null])).toEqual([
+      [traces[0], 'completed', 0, false],
+      [traces[1], 'duplicate', 2, true],
+    ]);
+  });
 });

@@ -2,7 +2,7 @@
 // the item pages: the status badge, times in UTC, an event's dashboard address. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
-import type { EventListing } from '../../ops/events.ts';
+import { type EventListing, repeatsText } from '../../ops/events.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
 
@@ -123,6 +123,7 @@ export const DeliveryTable: FC<{ deliveries: LoggedDelivery[]; empty: string }> 
         <Cell label="answer" class="status-cell">
           {`${delivery.statusCode} `}
           <Status status={delivery.outcome} />
+          {delivery.repeats === 0 ? null : <span class="repeats">{` ${repeatsText(delivery)}`}</span>}
         </Cell>
         <Cell label="took" class="attempts">
           {`${delivery.durationMs} ms`}

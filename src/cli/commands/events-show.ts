@@ -1,10 +1,11 @@
 // `webhook-inbox events show <provider> <event-id>`: one event's state, attempts, last error and
-// timestamps, then its delivery log (each delivery's time, answer, time taken, trace id); its payload only with --payload (it may hold personal data), as indented JSON with every
+// timestamps, then its delivery log (each delivery's time, answer, time taken, trace id; a run of
+// identical duplicates as one line with how many and the newest's time); its payload only with --payload (it may hold personal data), as indented JSON with every
 // number as stored (also with --json, compact). Unknown: exit 3.
 
 import { DELIVERY_LOG_CAP, deliveriesOf } from '../../inbox/delivery-log.ts';
 import { exactJsonText } from '../../lib/json-out.ts';
-import { deliveryJson, eventJson, getEvent } from '../../ops/events.ts';
+import { deliveryJson, eventJson, getEvent, repeatsText } from '../../ops/events.ts';
 import { type CommandModule, EXIT, providerArgument } from '../context.ts';
 import { formatTable, terminalJson, terminalText } from '../table.ts';
 
@@ -42,11 +43,12 @@ export const eventsShowCommand: CommandModule = {
             // Before the payload, which a reader takes as the rest of the output.
             context.out(`\ndeliveries (${logged.length} kept, newest first, at most ${DELIVERY_LOG_CAP})`);
             if (logged.length > 0) {
-              const rows = logged.map((d) => [
-                d.delivered_at,
-                `${d.status_code} ${d.outcome}`,
-                `${d.duration_ms} ms`,
-                d.trace_id,
+              // A run of identical duplicates is one line: "200 duplicate ×37, last 12:03:04".
+              const rows = deliveries.map((d) => [
+                d.deliveredAt.toISOString(),
+                `${d.statusCode} ${d.outcome}${d.repeats === 0 ? '' : ` ${repeatsText(d)}`}`,
+                `${d.durationMs} ms`,
+                d.traceId,
               ]);
               context.out(formatTable(['delivered (UTC)', 'answer', 'took', 'trace id'], rows));
             }
