@@ -184,9 +184,17 @@ describe('migrate', () => {
   it('migrates an empty database, then the other verbs run on it', async () => {
     expect((await cli(['events', 'list'], { DATABASE_URL: empty.url })).code).toBe(1);
     const result = await cli(['migrate'], { DATABASE_URL: empty.url });
-    expect(result.output).toContain('migrations applied');
+    expect(result.output).toContain('migrations applied: 0000_init, 0001_');
     expect(result.code).toBe(0);
-    expect((await cli(['migrate'], { DATABASE_URL: empty.url })).code).toBe(0);
+    // Again: nothing pending, and it says so rather than claiming to have applied anything.
+    const again = await cli(['migrate'], { DATABASE_URL: empty.url });
+    expect(again.code).toBe(0);
+    expect(again.output).toContain('nothing to migrate: the database was up to date');
+    expect(again.output).not.toContain('migrations applied');
+    expect(JSON.parse((await cli(['migrate', '--json'], { DATABASE_URL: empty.url })).output)).toEqual({
+      migrated: true,
+      applied: [],
+    });
     expect((await cli(['events', 'list'], { DATABASE_URL: empty.url })).code).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 // `webhook-inbox migrate`: applies pending migrations (drizzle/) to DATABASE_URL with Drizzle's
 // migrator, exactly as `npm run db:migrate` does; `--online` builds their indexes concurrently
 // first (docs/scaling.md). Safe to repeat: applied migrations are skipped.
-import { migrateDatabase } from '../../db/migrate.ts';
+import { migrateDatabase, migrationReport } from '../../db/migrate.ts';
 import { CliError, type CommandModule, EXIT } from '../context.ts';
 
 export const migrateCommand: CommandModule = {
@@ -18,9 +18,10 @@ export const migrateCommand: CommandModule = {
       .action(
         run(
           async (context, options: { json?: boolean; online?: boolean }) => {
+            let applied: string[];
             try {
               const log = options.json ? undefined : context.out;
-              await migrateDatabase(context.databaseUrl, { online: options.online === true, log });
+              applied = await migrateDatabase(context.databaseUrl, { online: options.online === true, log });
             } catch (error) {
               // The migrator's message names the statement, never the connection string.
               throw new CliError(
@@ -28,7 +29,7 @@ export const migrateCommand: CommandModule = {
                 `migration failed: ${error instanceof Error ? error.message : String(error)}`,
               );
             }
-            context.out(options.json ? JSON.stringify({ migrated: true }) : 'migrations applied');
+            context.out(options.json ? JSON.stringify({ migrated: true, applied }) : migrationReport(applied));
             return EXIT.done;
           },
           { requireMigrated: false },
