@@ -303,6 +303,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless chromium', () => {
     await notice.waitFor();
     expect(await notice.textContent()).toContain('ledger still down');
     expect(await page.locator('#last-error').textContent()).toBe('DomainRejection: ledger still down');
+    // The count is of failures: an event that never failed reads "failed attempts 0", not "attempts 0".
+    const [failures] = await sql<{ attempt_count: number }[]>`
+      select attempt_count from webhook_events where event_id = ${eventId}`;
+    expect(await page.locator('dt:text-is("failed attempts") + dd').textContent()).toBe(
+      String(failures?.attempt_count),
+    );
     expect(await eventRow(sql, eventId)).toMatchObject({
       status: 'failed',
       last_error: 'DomainRejection: ledger still down',

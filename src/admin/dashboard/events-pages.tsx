@@ -92,7 +92,7 @@ export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[]; deli
       >
         <Field name="provider">{event.provider}</Field>
         <Field name="type">{event.eventType}</Field>
-        <Field name="attempts">{String(event.attempts)}</Field>
+        <Field name="failed attempts">{String(event.attempts)}</Field>
         <Field name="last error">
           <span class={event.lastError === null ? 'empty' : 'error'} id="last-error">
             {event.lastError ?? 'none'}

@@ -110,7 +110,7 @@ export const MessagePage: FC<{ message: OutboxDetail; siblings: readonly OutboxL
           <a href={eventPath(provider, eventId)}>{`${provider}/${eventId}`}</a>
         )}
       </Field>
-      <Field name="attempts">{String(message.attempts)}</Field>
+      <Field name="failed attempts">{String(message.attempts)}</Field>
       <Field name="last error">
         <span class={message.lastError === null ? 'empty' : 'error'}>{message.lastError ?? 'none'}</span>
       </Field>

@@ -21,6 +21,19 @@ const OUTCOME_COLOURS: Record<Outcome, string> = {
   dead_letter: '#c62828',
 };
 
+/**
+ * Each outcome's name in the legend: the event statuses themselves, except the overview's one group
+ * of two (`pending` in the API), which is no status an operator could filter by.
+ */
+const OUTCOME_NAMES: Record<Outcome, string> = {
+  completed: 'completed',
+  ignored: 'ignored',
+  pending: 'received or processing',
+  failed: 'failed',
+  parked: 'parked',
+  dead_letter: 'dead_letter',
+};
+
 /** A duration in seconds in its largest sensible unit, rounded (90 s, 14 min, 3 h, 2 d). */
 function age(seconds: number): string {
   if (seconds < 120) return `${Math.round(seconds)} s`;
@@ -67,7 +80,7 @@ export const OverviewPage: FC<OverviewData> = ({
   const { window } = overview;
   const perMinute = window.bucketMs / 60_000;
   const received: Array<{ name: string; colour: string; values: number[] }> = OUTCOMES.map((outcome) => ({
-    name: outcome,
+    name: OUTCOME_NAMES[outcome],
     colour: OUTCOME_COLOURS[outcome],
     values: overview.received.map((bucket) => bucket[outcome] / perMinute),
   }));

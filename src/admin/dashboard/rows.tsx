@@ -53,7 +53,7 @@ const StateCells: FC<{ status: string; attempts: number; lastError: string | nul
     <Cell label="status" class="status-cell">
       <Status status={status} />
     </Cell>
-    <Cell label="attempts" class="attempts">
+    <Cell label="failed attempts" class="attempts">
       {String(attempts)}
     </Cell>
     <Cell label="last error" class="error">
@@ -62,7 +62,7 @@ const StateCells: FC<{ status: string; attempts: number; lastError: string | nul
   </>
 );
 
-const EVENT_HEADERS = ['received (UTC)', 'provider', 'event', 'type', 'status', 'attempts', 'last error'] as const;
+const EVENT_HEADERS = ['received (UTC)', 'provider', 'event', 'type', 'status', 'failed attempts', 'last error'] as const;
 
 export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, empty }) => (
   <Rows headers={EVENT_HEADERS} count={events.length} empty={empty}>
@@ -86,7 +86,7 @@ export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ even
   </Rows>
 );
 
-const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'destination', 'status', 'attempts', 'last error'] as const;
+const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'destination', 'status', 'failed attempts', 'last error'] as const;
 
 export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
   <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
