@@ -62,7 +62,15 @@ const StateCells: FC<{ status: string; attempts: number; lastError: string | nul
   </>
 );
 
-const EVENT_HEADERS = ['received (UTC)', 'provider', 'event', 'type', 'status', 'failed attempts', 'last error'] as const;
+const EVENT_HEADERS = [
+  'received (UTC)',
+  'provider',
+  'event',
+  'type',
+  'status',
+  'failed attempts',
+  'last error',
+] as const;
 
 export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ events, empty }) => (
   <Rows headers={EVENT_HEADERS} count={events.length} empty={empty}>
@@ -86,7 +94,15 @@ export const EventTable: FC<{ events: EventListing[]; empty: string }> = ({ even
   </Rows>
 );
 
-const MESSAGE_HEADERS = ['created (UTC)', 'id', 'topic', 'destination', 'status', 'failed attempts', 'last error'] as const;
+const MESSAGE_HEADERS = [
+  'created (UTC)',
+  'id',
+  'topic',
+  'destination',
+  'status',
+  'failed attempts',
+  'last error',
+] as const;
 
 export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
   <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
