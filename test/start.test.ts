@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +19,7 @@ const migrate = (env: Record<string, string>) => run('npm', ['run', '--silent', 
 const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-start-'));
 const unmigrated = await useEmptyDatabase();
 const productionDatabase = await useEmptyDatabase();
+const portDatabase = await useEmptyDatabase();
 afterAll(() => rm(dataDir, { recursive: true, force: true }));
 
 describe('npm start', () => {
@@ -58,8 +60,43 @@ describe('npm start', () => {
       const listening = JSON.parse(await service.waitForLine(/"msg":"listening"/));
       const ready = await fetch(`http://127.0.0.1:${listening.port}/readyz`);
       expect(ready.status).toBe(200);
+      // No admin token: the line says the dashboard is off and how to open it.
+      expect(listening.dashboard).toBe('off: set ADMIN_TOKEN to open /admin');
       expect(service.output()).not.toContain('s3cret-long-enough-16');
       expect(service.output()).not.toContain(url);
+    } finally {
+      service.child.kill('SIGTERM');
+    }
+    expect((await service.exited).code).toBe(0);
+  });
+
+  it('a port in use: exit 1 with one line naming the port, no stack trace; a free one prints the dashboard URL', async () => {
+    const { url } = portDatabase;
+    expect((await migrate({ DATABASE_URL: url }).exited).code).toBe(0);
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '0.0.0.0', resolve));
+    const { port } = holder.address() as AddressInfo;
+    const env = {
+      DATABASE_URL: url,
+      ACME_WEBHOOK_SECRET: 's3cret-long-enough-16',
+      ADMIN_TOKEN: 'admin-token-0123456789abcdef',
+    };
+    try {
+      const refused = startService({ ...env, PORT: String(port) });
+      expect((await refused.exited).code).toBe(1);
+      const errors = refused
+        .output()
+        .trim()
+        .split('\n')
+        .filter((line) => !line.startsWith('{'));
+      expect(errors).toEqual([`port ${port} is in use by another process: stop it, or set PORT to a free port`]);
+    } finally {
+      holder.close();
+    }
+    const service = startService({ ...env, PORT: '0' });
+    try {
+      const listening = JSON.parse(await service.waitForLine(/"msg":"listening"/));
+      expect(listening.dashboard).toBe(`http://localhost:${listening.port}/admin`);
     } finally {
       service.child.kill('SIGTERM');
     }

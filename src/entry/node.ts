@@ -42,6 +42,35 @@ import type { Tracing } from './tracing-sdk.ts';
 
 class StartupError extends Error {}
 
+/** Resolves once `server` listens; rejects with the error that stopped it (EADDRINUSE, EACCES). */
+function listening(server: {
+  listening: boolean;
+  once(event: string, listener: (error?: unknown) => void): unknown;
+  off(event: string, listener: (error?: unknown) => void): unknown;
+}): Promise<void> {
+  if (server.listening) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const failed = (error?: unknown) => reject(error);
+    server.once('error', failed);
+    server.once('listening', () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
+/** The one line for a port the service could not listen on. */
+function listenProblem(error: unknown, port: number): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code === 'EADDRINUSE') return `port ${port} is in use by another process: stop it, or set PORT to a free port`;
+  if (code === 'EACCES') return `port ${port} needs privileges this process does not have: set PORT above 1023`;
+  return `could not listen on port ${port}: ${typeof code === 'string' ? code : String(error)}`;
+}
+
+/** Whether /admin answers at all: a shared or a named admin token is set. */
+const adminOpen = (config: { ADMIN_TOKEN?: string | undefined; ADMIN_TOKENS?: readonly unknown[] | undefined }) =>
+  config.ADMIN_TOKEN !== undefined || (config.ADMIN_TOKENS?.length ?? 0) > 0;
+
 /** The lease sweeper's and the retention purge's periods: neither has a deadline to meet. */
 const SWEEP_INTERVAL_MS = 60_000;
 const PURGE_INTERVAL_MS = 3_600_000;
@@ -302,8 +331,25 @@ async function main(): Promise<void> {
     intervalMs: REJECTIONS_FLUSH_INTERVAL_MS,
     run: () => rejections.flush(background.db),
   });
+  // Every schedule started above: what start-up and shutdown stop.
+  const backgroundJobs = [
+    relaySchedule,
+    workerSchedule,
+    sweepSchedule,
+    purgeSchedule,
+    foldSchedule,
+    pauseExpirySchedule,
+    bulkSchedule,
+    rejectionsSchedule,
+    deliveryLogSchedule,
+  ];
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
-    logger.info('listening', { port: info.port, database: embedded === undefined ? 'DATABASE_URL' : 'embedded' });
+    logger.info('listening', {
+      port: info.port,
+      database: embedded === undefined ? 'DATABASE_URL' : 'embedded',
+      // Where the operator's pages are, or why there are none: /admin answers 404 without a token.
+      dashboard: adminOpen(config) ? `http://localhost:${info.port}/admin` : 'off: set ADMIN_TOKEN to open /admin',
+    });
     if (devSecret === undefined) return;
     void signedCurlExample({ port: info.port, secret: devSecret, nowMs: clock() }).then((curl) => {
       console.log(
@@ -312,6 +358,16 @@ async function main(): Promise<void> {
       );
     });
   });
+
+  // A port already taken or not ours to take is a start-up mistake like the others: one line and
+  // exit 1 (the database stopped first), not the stack trace of an unhandled 'error' event.
+  try {
+    await listening(server);
+  } catch (error) {
+    await Promise.all(backgroundJobs.map((job) => job.stop()));
+    await stopDatabase();
+    throw new StartupError(listenProblem(error, config.PORT));
+  }
 
   // Memory stays bounded whatever a client opens, and a full pool first closes a connection
   // overdue with its request: slow uploads cannot lock genuine senders out.
@@ -324,19 +380,7 @@ async function main(): Promise<void> {
     logger.info('shutting down', { signal });
     // The background jobs stop claiming now; publishes and applications in flight end within their
     // timeouts, and only then are the pools closed under them.
-    const jobsStopped = Promise.all(
-      [
-        relaySchedule,
-        workerSchedule,
-        sweepSchedule,
-        purgeSchedule,
-        foldSchedule,
-        pauseExpirySchedule,
-        bulkSchedule,
-        rejectionsSchedule,
-        deliveryLogSchedule,
-      ].map((schedule) => schedule.stop()),
-    );
+    const jobsStopped = Promise.all(backgroundJobs.map((job) => job.stop()));
     server.close(() => {
       jobsStopped
         // Every request has been answered: what they refused and the last deliveries are written
