@@ -74,11 +74,35 @@ describe('send', () => {
     async (name) => {
       const result = await send([name, '--url', `${origin}/webhooks/${name}`, '--count', '2', '--concurrency', '2']);
       expect(result.code).toBe(0);
-      expect(result.output).toMatch(/sent 2 deliveries of 2 event\(s\) in \d+ ms: 200 x2/);
+      expect(result.output).toMatch(/sent 2 deliveries of 2 event\(s\) to \S+ in \d+ ms: 200 x2/);
       expect(await providerRows(sql, name)).toHaveLength(2);
     },
     60_000,
   );
+
+  it('accepted by nothing: exit 1 with the URL and what the answers suggest', async () => {
+    // A port nobody listens on: a server opened and closed again.
+    const closed = serve({ fetch: () => new Response(null), port: 0, hostname: '127.0.0.1' });
+    const port = await new Promise<number>((resolve) =>
+      closed.once('listening', () => resolve((closed.address() as AddressInfo).port)),
+    );
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const unreachable = `http://127.0.0.1:${port}/webhooks/acme`;
+    const nobody = await send(['acme', '--url', unreachable]);
+    expect(nobody.code).toBe(1);
+    expect(nobody.output).toContain(`to ${unreachable} in`);
+    expect(nobody.output).toContain(`nothing answered at ${unreachable}: is the service running there?`);
+
+    const before = (await providerRows(sql, 'acme')).length;
+    const wrongSecret = await send(['acme', '--url', `${origin}/webhooks/acme`, '--count', '2'], {
+      ...env,
+      ACME_WEBHOOK_SECRET: 'not-the-servers-secret',
+    });
+    expect(wrongSecret.code).toBe(1);
+    expect(wrongSecret.output).toContain('401 x2');
+    expect(wrongSecret.output).toContain('refused the signatures (401): the secret here (ACME_WEBHOOK_SECRET)');
+    expect((await providerRows(sql, 'acme')).length).toBe(before);
+  });
 
   it('sends a file as it is; a missing secret exits 1, bad options exit 2', async () => {
     const event = acmeEvent({ created: Math.floor(Date.now() / 1000) });

@@ -3,7 +3,8 @@
 // environment (for acme with none set, the development secret `npm start` keeps in DATA_DIR) in that
 // provider's scheme, sends them with bounded concurrency to the URL (default: this machine's PORT and
 // the provider's route), draws progress on a terminal and always prints a summary of answers by
-// status. Needs no database; exit 0 once sent.
+// status, naming the URL. Needs no database; exit 0 once any delivery was accepted, else 1 with one
+// line saying what the answers suggest (nothing listening, a secret the server does not share, …).
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
 import type { Config } from '../../config.ts';
@@ -60,6 +61,29 @@ async function signingSecret(config: Config, provider: string): Promise<string> 
     );
   }
   throw new CliError(EXIT.couldNotRun, `${provider}: no secret: set ${variable} to the secret the server uses`);
+}
+
+/**
+ * Why no delivery was accepted, from the most common answer: the one line an operator needs to fix
+ * the next attempt (the URL, the variable whose secret the server does not share).
+ */
+export function nothingAccepted(url: string, provider: string, answers: ReadonlyMap<string, number>): string {
+  const [common] = [...answers].sort(([, a], [, b]) => b - a)[0] ?? ['no answer'];
+  switch (common) {
+    case 'no answer':
+      return `nothing answered at ${url}: is the service running there? (npm start, or --url)`;
+    case '401':
+      return (
+        `${url} refused the signatures (401): the secret here (${senderVariable(provider, 'secret')}) is not ` +
+        "the server's, or the two clocks differ"
+      );
+    case '404':
+      return `${url} answered 404: no enabled sender ${provider} there (its secret is not set on the server), or a wrong URL`;
+    case '503':
+      return `${url} answered 503: the sender is paused there or the service cannot store right now; try again later`;
+    default:
+      return `${url} accepted none of the deliveries (most answered ${common})`;
+  }
 }
 
 export const sendCommand: CommandModule = {
@@ -125,16 +149,19 @@ export const sendCommand: CommandModule = {
             options.json
               ? JSON.stringify({
                   provider,
+                  url,
                   events: events.length,
                   deliveries: total,
                   answers: byAnswer,
                   elapsed_ms: elapsedMs,
                 })
-              : `sent ${total} deliveries of ${events.length} event(s) in ${elapsedMs} ms: ` +
+              : `sent ${total} deliveries of ${events.length} event(s) to ${url} in ${elapsedMs} ms: ` +
                   Object.entries(byAnswer)
                     .map(([answer, count]) => `${answer} x${count}`)
                     .join(', '),
           );
+          const accepted = [...answers].some(([answer]) => answer.startsWith('2'));
+          if (!accepted) throw new CliError(EXIT.couldNotRun, nothingAccepted(url, provider, answers));
           return EXIT.done;
         }),
       ),
