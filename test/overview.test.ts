@@ -3,7 +3,6 @@
 // received_at and completed_at (parked events aside).
 import { describe, expect, it } from 'vitest';
 import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
-import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -130,20 +129,5 @@ describe('overview against the rows', () => {
         })),
       );
     }
-  });
-});
-
-describe("the overview page's legend", () => {
-  it('names event statuses: the waiting ones as "received or processing", never "pending"', async () => {
-    const token = 'overview-legend-token-0123456789';
-    const test = await buildTestApp(db, { config: { ADMIN_TOKEN: token } });
-    const page = await (await test.request('/admin', { headers: { authorization: `Bearer ${token}` } })).text();
-    const legend = page.slice(
-      page.indexOf('<ul class="legend">'),
-      page.indexOf('</ul>', page.indexOf('<ul class="legend">')),
-    );
-    expect(legend).toContain('received or processing');
-    expect(legend).toContain('dead_letter');
-    expect(legend).not.toMatch(/>\s*pending\s*</);
   });
 });

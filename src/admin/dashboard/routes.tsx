@@ -80,7 +80,11 @@ function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.inf
 
 export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
-  const eventProviders = allProviders.map((provider) => provider.name);
+  // The provider filter offers the senders this service accepts (in the registry's order), not all it
+  // could: a filter already set to another (events kept from before its secret was removed) stays.
+  const enabledNames = allProviders.map((provider) => provider.name).filter((name) => deps.enabledProviders.has(name));
+  const eventProviders = (selected: string | undefined) =>
+    selected === undefined || enabledNames.includes(selected) ? enabledNames : [...enabledNames, selected];
   const destinations = configuredDestinations(deps);
   const destinationNames = destinations.destinations.map((destination) => destination.name);
 
@@ -137,7 +141,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       listEvents(c.get('db'), { ...selection, cursor }),
       countEventsByStatus(c.get('db'), selection),
     ]);
-    const view = <EventsPage filter={kept(filter)} providerNames={eventProviders} counts={counts} page={listed} />;
+    const view = <EventsPage filter={kept(filter)} providerNames={eventProviders(filter.provider)} counts={counts} page={listed} />;
     return page(c, 'Events', '/admin/events', view);
   });
 
