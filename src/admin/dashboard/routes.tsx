@@ -141,7 +141,9 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       listEvents(c.get('db'), { ...selection, cursor }),
       countEventsByStatus(c.get('db'), selection),
     ]);
-    const view = <EventsPage filter={kept(filter)} providerNames={eventProviders(filter.provider)} counts={counts} page={listed} />;
+    const view = (
+      <EventsPage filter={kept(filter)} providerNames={eventProviders(filter.provider)} counts={counts} page={listed} />
+    );
     return page(c, 'Events', '/admin/events', view);
   });
 
