@@ -49,3 +49,13 @@ describe('the events page', () => {
     );
   });
 });
+
+describe('a refused filter', () => {
+  it('says an unknown parameter is no filter of the page, and a bad value is a bad value', async () => {
+    const unknown = await test.request('/admin/events?colour=red', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(unknown.status).toBe(400);
+    expect(await unknown.text()).toContain('This page has no filter named <strong>colour</strong>.');
+    const bad = await html('/admin/events?status=nonsense');
+    expect(bad).toContain('The value of <strong>status</strong> is not one this page accepts.');
+  });
+});

@@ -2,11 +2,25 @@
 // API does) and an unknown id (404). Each links back to the list it came from.
 import type { FC } from 'hono/jsx';
 
-export const RefusedFilterPage: FC<{ list: string; field: string }> = ({ list, field }) => (
+/** Which query parameter a list page refused, and whether it has no such filter at all. */
+export interface Refusal {
+  field: string;
+  unknown: boolean;
+}
+
+export const RefusedFilterPage: FC<{ list: string; refusal: Refusal }> = ({ list, refusal }) => (
   <>
     <h1 tabindex={-1}>That filter was refused</h1>
     <p class="error">
-      The value of <strong>{field}</strong> is not one this page accepts.
+      {refusal.unknown ? (
+        <>
+          This page has no filter named <strong>{refusal.field}</strong>.
+        </>
+      ) : (
+        <>
+          The value of <strong>{refusal.field}</strong> is not one this page accepts.
+        </>
+      )}
     </p>
     <p>
       <a href={list}>Start again</a>

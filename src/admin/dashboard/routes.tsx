@@ -42,7 +42,7 @@ import { securedPage } from './gate.tsx';
 import { JobsPage } from './jobs-page.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
-import { NotFoundPage, RefusedFilterPage } from './refusal-pages.tsx';
+import { NotFoundPage, type Refusal, RefusedFilterPage } from './refusal-pages.tsx';
 import { REJECTIONS_PATH, RejectionsPage } from './rejections-page.tsx';
 import { SendersPage } from './senders-page.tsx';
 
@@ -71,11 +71,13 @@ function kept<Filter extends { limit: number }>(filter: Filter): Omit<Filter, 'l
  * The query without empty fields (a filter form's blank inputs), parsed by the API's own schema; a
  * refusal names the field by the API's rule, so both surfaces name the same one.
  */
-function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.infer<Schema> | { refused: string } {
+function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.infer<Schema> | { refused: Refusal } {
   const present = Object.fromEntries(Object.entries(c.req.query()).filter(([, value]) => value.trim() !== ''));
   const parsed = schema.safeParse(present);
   if (parsed.success) return parsed.data;
-  return { refused: refusedField(parsed.error) ?? 'query' };
+  // refusedField names an unknown parameter before a bad value, so the page says which it was.
+  const unknown = parsed.error.issues.some((issue) => issue.code === 'unrecognized_keys');
+  return { refused: { field: refusedField(parsed.error) ?? 'query', unknown } };
 }
 
 export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
@@ -95,8 +97,8 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     body: Child,
     status: 200 | 400 | 404 = 200,
   ) => securedPage(c, { title, asOfMs: deps.clock(), current }, body, status);
-  const refused = (c: Context, list: string, field: string) =>
-    page(c, 'Refused', list, <RefusedFilterPage list={list} field={field} />, 400);
+  const refused = (c: Context, list: string, refusal: Refusal) =>
+    page(c, 'Refused', list, <RefusedFilterPage list={list} refusal={refusal} />, 400);
   const missing = (c: Context, list: string, what: string) =>
     page(c, 'Not found', list, <NotFoundPage list={list} what={what} />, 404);
 
@@ -170,7 +172,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const parsed = parseQuery(c, outboxQuery);
     if ('refused' in parsed) return refused(c, '/admin/outbox', parsed.refused);
     if (parsed.destination !== undefined && !isConfiguredDestination(destinations, parsed.destination)) {
-      return refused(c, '/admin/outbox', 'destination');
+      return refused(c, '/admin/outbox', { field: 'destination', unknown: false });
     }
     const { cursor, ...filter } = parsed;
     const selection = { ...filter, ...timeRange(filter, deps.clock()) };
