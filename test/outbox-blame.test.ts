@@ -220,21 +220,21 @@ describe('a 429 (the target asks for less)', () => {
     },
   );
 
-  it('without a Retry-After waits a backoff that grows with the 429s in a row', async () => {
-    const [id] = await insertMessages(sql, 1);
+  it('without a Retry-After waits a backoff that grows with the waves of 429s in a row, not with their size', async () => {
+    const ids = await insertMessages(sql, 3);
     sink.respond(() => ({ status: 429 }));
+    // All three are in flight together: one wave, one request to slow down.
     const relay = buildTestRelay(db, { target: sink.url, isolation: breaker(1) });
     const { baseMs } = TEST_RELAY_SETTINGS.backoff;
+    const dueTimes = async () => (await outboxRows(sql, ids)).map((row) => ms(row.available_at));
 
     await relay.relay.drain();
-    // Full jitter at 0.5: half the base after the first 429, half of twice it after the second.
-    let row = (await outboxRows(sql, [id ?? '']))[0];
-    expect(ms(row?.available_at)).toBe(relay.now() + baseMs / 2);
+    // Full jitter at 0.5: half the base after the first wave, half of twice it after the second.
+    expect(await dueTimes()).toEqual(ids.map(() => relay.now() + baseMs / 2));
     relay.advance(baseMs / 2);
     await relay.relay.drain();
-    row = (await outboxRows(sql, [id ?? '']))[0];
-    expect(ms(row?.available_at)).toBe(relay.now() + baseMs);
-    expect(row).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await dueTimes()).toEqual(ids.map(() => relay.now() + baseMs));
+    expect((await outboxRows(sql, ids)).every((row) => row.status === 'pending' && row.attempts === 0)).toBe(true);
     expect(await destinationRow()).toMatchObject({ circuit: 'closed', consecutive_failures: 0 });
   });
 });

@@ -256,7 +256,8 @@ export function createRelay(deps: RelayDeps): Relay {
   function notePaced(error: string, retryAfterMs: number | undefined): void {
     const nowMs = clock();
     const waiting = nowMs < pacing.untilMs;
-    pacing.inARow += 1;
+    // The 429s of one wave of concurrent publishes are one request to slow down, not several.
+    if (!waiting) pacing.inARow += 1;
     const delayMs = retryDelayMs(settings.backoff, pacing.inARow, deps.random, retryAfterMs);
     // At least a millisecond, so the rest of this wave sees the wait still ahead.
     pacing.untilMs = Math.max(pacing.untilMs, nowMs + Math.max(1, delayMs));
