@@ -334,7 +334,7 @@ export function createRelay(deps: RelayDeps): Relay {
    * it comes from client libraries serialising the payload, whose messages can quote it or a URL.
    */
   const thrown = (error: unknown): PublishOutcome => ({
-    // Stryker disable next-line StringLiteral: this outcome is only compared with 'unavailable' and, in failedOutcome, with 'permanent'; any other failure is rescheduled, so an empty outcome is retried just the same.
+    // Stryker disable next-line StringLiteral: this outcome is only compared with the outcomes that are not plain retries ('published', 'unavailable', 'rejected', 'paced', 'misdirected', 'permanent'); any other failure is rescheduled and counted toward the breaker, so an empty outcome is retried just the same.
     outcome: 'retry',
     error: `publisher ${errorName(error)}`,
   });
