@@ -52,20 +52,30 @@ describe('classifyStatus', () => {
     for (const status of [200, 201, 202, 204, 299]) expect(classifyStatus(status, null, NOW).outcome).toBe('published');
   });
 
-  it('retries 408, 409, 425, 429, 5xx and 3xx (redirects are not followed)', () => {
-    for (const status of [408, 409, 425, 429, 500, 502, 503, 504, 301, 302, 307, 308]) {
+  it('retries 408, 409, 425, 5xx and 3xx (redirects are not followed)', () => {
+    for (const status of [408, 409, 425, 500, 502, 503, 504, 301, 302, 307, 308]) {
       expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'retry', error: `http ${status}` });
     }
   });
 
-  it('gives up at once on any other 4xx', () => {
-    for (const status of [400, 401, 403, 404, 405, 410, 413, 415, 422]) {
-      expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'permanent', error: `http ${status}` });
+  it('blames the destination for 401, 403, 404 and 405: the message is held, not refused', () => {
+    for (const status of [401, 403, 404, 405]) {
+      expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'misdirected', error: `http ${status}` });
     }
   });
 
+  it('blames the message for any other 4xx', () => {
+    for (const status of [400, 402, 410, 413, 415, 422, 451]) {
+      expect(classifyStatus(status, null, NOW)).toEqual({ outcome: 'rejected', error: `http ${status}` });
+    }
+  });
+
+  it('paces on a 429, with its Retry-After when it gave one', () => {
+    expect(classifyStatus(429, null, NOW)).toEqual({ outcome: 'paced', error: 'http 429' });
+    expect(classifyStatus(429, '30', NOW)).toEqual({ outcome: 'paced', error: 'http 429', retryAfterMs: 30_000 });
+  });
+
   it('takes Retry-After from 429 and 503 only', () => {
-    expect(classifyStatus(429, '30', NOW)).toEqual({ outcome: 'retry', error: 'http 429', retryAfterMs: 30_000 });
     expect(classifyStatus(503, '5', NOW)).toEqual({ outcome: 'retry', error: 'http 503', retryAfterMs: 5000 });
     expect(classifyStatus(500, '30', NOW)).toEqual({ outcome: 'retry', error: 'http 500' });
   });

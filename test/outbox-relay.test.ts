@@ -359,16 +359,16 @@ describe.each([
     expect((await outboxRow(sql, tooLong))?.last_error).toBe('http 503');
   });
 
-  it('dead-letters a permanent 4xx at once, and keeps the body out of last_error', async () => {
-    const ids = await insertMessages(sql, 4);
-    const statuses = [400, 404, 410, 422];
+  it('dead-letters a 4xx about the message at once, and keeps the body out of last_error', async () => {
+    const statuses = [400, 410, 413, 415, 422];
+    const ids = await insertMessages(sql, statuses.length);
     sink.respond((request) => ({
       status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200,
       body: 'rejected: token=sk_live_secret',
     }));
     const test = buildTestRelay(db, { target: sink.url, post });
 
-    expect(await test.relay.drain()).toMatchObject({ dead: 4 });
+    expect(await test.relay.drain()).toMatchObject({ dead: statuses.length });
     const rows = await outboxRows(sql, ids);
     expect(rows.map((row) => [row.status, row.attempts, row.last_error])).toEqual(
       statuses.map((status) => ['dead', 1, `http ${status}`]),
@@ -377,15 +377,15 @@ describe.each([
 
     test.advance(3_600_000);
     expect((await test.relay.drain()).claimed).toBe(0);
-    expect(sink.requests).toHaveLength(4);
+    expect(sink.requests).toHaveLength(statuses.length);
   });
 
-  it('retries 408, 409, 425 and 429 like a 5xx', async () => {
-    const ids = await insertMessages(sql, 4);
-    const statuses = [408, 409, 425, 429];
+  it('retries 408, 409 and 425 like a 5xx', async () => {
+    const statuses = [408, 409, 425];
+    const ids = await insertMessages(sql, statuses.length);
     sink.respond((request) => ({ status: statuses[ids.indexOf(request.messageId ?? '')] ?? 200 }));
     const test = buildTestRelay(db, { target: sink.url, post });
-    expect(await test.relay.drain()).toMatchObject({ retried: 4, dead: 0 });
+    expect(await test.relay.drain()).toMatchObject({ retried: statuses.length, dead: 0 });
     for (const row of await outboxRows(sql, ids)) expect(row).toMatchObject({ status: 'pending', attempts: 1 });
   });
 

@@ -9,8 +9,10 @@
 // own rows. Each destination's own limits (destination-state.ts, docs/outbox.md "Isolation per
 // destination"): a token bucket bounds what it claims, its concurrency what it has in flight, and the
 // circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
-// at the start of each pass whether it claims at all. Runtime-neutral (no Node APIs): the Node entry,
-// the CLI and the Workers cron all drive the same `drain`.
+// at the start of each pass whether it claims at all. An answer counts toward the breaker only when
+// it blames the destination (unreachable, 5xx, timeout, 401/403/404/405); a message the target
+// refused (400, 422, …) dies alone, and a 429 paces the destination instead (docs/decisions/0021).
+// Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';
 import type { Config } from '../config.ts';
@@ -37,7 +39,8 @@ import { DEFAULT_BREAKER_COOLOFF_SECONDS, DEFAULT_BREAKER_FAILURES } from './des
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
 import type { Publisher, PublishOutcome } from './publishers/publisher.ts';
 
-type PublishFailure = Extract<PublishOutcome, { outcome: 'retry' | 'permanent' }>;
+/** An answer that neither published the message nor failed to reach the target. */
+type PublishAnswer = Exclude<PublishOutcome, { outcome: 'published' | 'unavailable' }>;
 
 export interface RelaySettings extends QueueSettings {
   /** One publish call's timeout; must stay below the lease. */
@@ -193,6 +196,14 @@ export function createRelay(deps: RelayDeps): Relay {
    */
   let outage: { failures: number; probeAtMs: number; sinceMs: number } | undefined;
 
+  /**
+   * The target asked to be sent less (429): nothing is started before `untilMs`, and `inARow` 429s
+   * without a publish between them lengthen the backoff used when it gave no Retry-After. This
+   * process's own, like the rate limit; the rows it gives back carry the wait to every other relay.
+   */
+  const pacing = { untilMs: 0, inARow: 0 };
+  const paced = () => clock() < pacing.untilMs;
+
   const isolation = deps.isolation ?? DEFAULT_ISOLATION;
   const bucket = isolation.ratePerSecond === undefined ? undefined : tokenBucket(isolation.ratePerSecond, clock);
   /** outbox_destinations' row is made on this relay's first drain; the breaker's updates assume it. */
@@ -241,6 +252,25 @@ export function createRelay(deps: RelayDeps): Relay {
     outage = undefined;
   }
 
+  /** A 429: the destination waits until the Retry-After (else a backoff); logged when a wait begins. */
+  function notePaced(error: string, retryAfterMs: number | undefined): void {
+    const nowMs = clock();
+    const waiting = nowMs < pacing.untilMs;
+    // The 429s of one wave of concurrent publishes are one request to slow down, not several.
+    if (!waiting) pacing.inARow += 1;
+    const delayMs = retryDelayMs(settings.backoff, pacing.inARow, deps.random, retryAfterMs);
+    // At least a millisecond, so the rest of this wave sees the wait still ahead.
+    pacing.untilMs = Math.max(pacing.untilMs, nowMs + Math.max(1, delayMs));
+    if (waiting) return;
+    logger.warn('outbox destination asked to slow down, pacing', {
+      relay: id,
+      destination,
+      publisher: publisher.kind,
+      error,
+      delay_ms: pacing.untilMs - nowMs,
+    });
+  }
+
   /** A message given back uncounted during an outage: due again at the next probe, not before. */
   function heldForOutage(message: ClaimedMessage, dueBy: Date, error?: string): OutcomeRow {
     // Stryker disable next-line OptionalChaining: the outage is always set here (noteUnavailable has just set it, or the caller checked it), with nothing awaited in between; the optional chain only satisfies the type.
@@ -251,13 +281,19 @@ export function createRelay(deps: RelayDeps): Relay {
     });
   }
 
-  /** The row a failed publish leaves: rescheduled with backoff, or dead. */
-  function failedOutcome(message: ClaimedMessage, result: PublishFailure, dueBy: Date): OutcomeRow {
+  /**
+   * The row an answer other than published leaves. The message's own fault (rejected), a permanent
+   * failure and the last allowed attempt: dead. A pace or a misdirected destination: held, its
+   * attempts as they were (the message was not judged), due after the pace or a backoff. Any other
+   * failure: an attempt counted, rescheduled with backoff.
+   */
+  function answeredOutcome(message: ClaimedMessage, result: PublishAnswer, dueBy: Date): OutcomeRow {
     const nowMs = clock();
-    const attempt = message.failures + 1;
     // Publishers word their failures themselves (a status, a system code, a broker's refusal), but a
     // broker's words arrive as they were sent: stored and logged as one bounded, escaped line.
     const lastError = printableLine(result.error, LAST_ERROR_MAX);
+    const held = result.outcome === 'paced' || result.outcome === 'misdirected';
+    const attempt = held ? message.failures : message.failures + 1;
     const fields = {
       message_id: message.id,
       topic: message.topic,
@@ -266,16 +302,28 @@ export function createRelay(deps: RelayDeps): Relay {
       destination,
       publisher: publisher.kind,
     };
-    if (result.outcome === 'permanent' || attempt >= settings.maxAttempts) {
+    const dies = result.outcome === 'permanent' || result.outcome === 'rejected' || attempt >= settings.maxAttempts;
+    if (!held && dies) {
       logger.error('outbox message dead', { ...fields, alert: true });
       return outcomeRow(message.id, 'dead', { added_failures: 1, last_error: lastError });
     }
-    const delayMs = retryDelayMs(settings.backoff, attempt, deps.random, result.retryAfterMs);
-    logger.warn('outbox publish failed, will retry', { ...fields, delay_ms: delayMs });
-    const availableMs = retryAfterPass(dueBy, nowMs + delayMs);
+    if (result.outcome === 'paced') {
+      return outcomeRow(message.id, 'pending', {
+        available_at: at(retryAfterPass(dueBy, pacing.untilMs)),
+        last_error: lastError,
+      });
+    }
+    const retryAfterMs = result.outcome === 'retry' ? result.retryAfterMs : undefined;
+    // A held message's backoff is its next attempt's, so it does not grow while it is held: the
+    // breaker's cool-off, which does, is what keeps a misdirected destination from being hammered.
+    const delayMs = retryDelayMs(settings.backoff, message.failures + 1, deps.random, retryAfterMs);
+    logger.warn(held ? 'outbox destination refused the relay, message held' : 'outbox publish failed, will retry', {
+      ...fields,
+      delay_ms: delayMs,
+    });
     return outcomeRow(message.id, 'pending', {
-      added_failures: 1,
-      available_at: at(availableMs),
+      added_failures: held ? 0 : 1,
+      available_at: at(retryAfterPass(dueBy, nowMs + delayMs)),
       last_error: lastError,
     });
   }
@@ -286,7 +334,7 @@ export function createRelay(deps: RelayDeps): Relay {
    * it comes from client libraries serialising the payload, whose messages can quote it or a URL.
    */
   const thrown = (error: unknown): PublishOutcome => ({
-    // Stryker disable next-line StringLiteral: this outcome is only compared with 'unavailable' and, in failedOutcome, with 'permanent'; any other failure is rescheduled, so an empty outcome is retried just the same.
+    // Stryker disable next-line StringLiteral: this outcome is only compared with the outcomes that are not plain retries ('published', 'unavailable', 'rejected', 'paced', 'misdirected', 'permanent'); any other failure is rescheduled and counted toward the breaker, so an empty outcome is retried just the same.
     outcome: 'retry',
     error: `publisher ${errorName(error)}`,
   });
@@ -298,6 +346,8 @@ export function createRelay(deps: RelayDeps): Relay {
     const dueBy = new Date(startedMs);
     const waiting = outage !== undefined && startedMs < outage.probeAtMs;
     if (waiting) return { ...summary, batches: 0, stoppedBy: 'unavailable', elapsedMs: 0 };
+    // Paced by a 429: nothing is sent before the target's Retry-After, like an empty token bucket.
+    if (paced()) return { ...summary, batches: 0, stoppedBy: 'drained', elapsedMs: 0 };
     if (!rowEnsured) {
       await ensureDestinationRow(db, destination);
       rowEnsured = true;
@@ -319,6 +369,8 @@ export function createRelay(deps: RelayDeps): Relay {
     let streak = 0;
     /** Nothing more is started or claimed this pass: the circuit opened, or is about to. */
     const tripped = () => circuitOpen || streak >= isolation.breaker.failures;
+    /** Messages the target refused this pass (their own fault): a probe answered so decided nothing. */
+    let rejected = 0;
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -355,6 +407,12 @@ export function createRelay(deps: RelayDeps): Relay {
           // The circuit is (about to be) open: given back as it was, attempts untouched.
           others.push(outcomeRow(message.id, 'pending'));
           summary.unavailable += 1;
+          return;
+        }
+        if (paced()) {
+          // The target asked for a pause while this one waited: given back unstarted, due after it.
+          others.push(outcomeRow(message.id, 'pending', { available_at: at(retryAfterPass(dueBy, pacing.untilMs)) }));
+          summary.released += 1;
           return;
         }
         if (!mayStart(lease, nowMs, settings.timeoutMs, { deadlineMs, signal: options.signal })) {
@@ -394,11 +452,16 @@ export function createRelay(deps: RelayDeps): Relay {
           published.push(message.id);
           trailingFailures = 0;
           streak = 0;
+          pacing.inARow = 0;
         } else {
-          const outcome = failedOutcome(message, result, dueBy);
+          if (result.outcome === 'paced') notePaced(result.error, result.retryAfterMs);
+          if (result.outcome === 'rejected') rejected += 1;
+          const outcome = answeredOutcome(message, result, dueBy);
           others.push(outcome);
           counted = outcome.status === 'dead' ? 'dead' : 'retried';
-          noteFailure();
+          // Who is to blame decides what the breaker counts: a refused message and a pace say nothing
+          // against the destination (docs/decisions/0021).
+          if (result.outcome !== 'rejected' && result.outcome !== 'paced') noteFailure();
         }
         summary[counted] += 1;
         deps.metrics?.countOutbox(message.topic, counted, destination);
@@ -459,14 +522,22 @@ export function createRelay(deps: RelayDeps): Relay {
     };
 
     let probes = 0;
-    if ((outage !== undefined || admitted.kind === 'probe') && !options.signal?.aborted) {
-      // The target was out of reach (or the circuit open): one message first, the rest once it is answered.
-      const probe = await claimBatch(1, startedMs + budgetMs);
-      await probe.done;
-      probes = 1;
+    const probeDeadlineMs = startedMs + budgetMs;
+    if (outage !== undefined || admitted.kind === 'probe') {
+      // The target was out of reach (or the circuit open): one message first, the rest once it is
+      // answered. A message the target refused is not a failed probe (nor a successful one): the next
+      // due message is tried, so a probe never waits behind a refused message.
+      const withinBudget = () => probes === 0 || clock() < probeDeadlineMs;
+      for (let refusedProbe = true; refusedProbe && !options.signal?.aborted && withinBudget(); ) {
+        const rejectedBefore = rejected;
+        const probe = await claimBatch(1, probeDeadlineMs);
+        await probe.done;
+        probes += 1;
+        refusedProbe = rejected > rejectedBefore;
+      }
     }
     const progress =
-      outage === undefined && !tripped()
+      outage === undefined && !tripped() && !paced()
         ? await drainOverlapped({
             nowMs: clock,
             budgetMs: budgetMs - (clock() - startedMs),
@@ -474,7 +545,7 @@ export function createRelay(deps: RelayDeps): Relay {
             inFlight: settings.batchesInFlight,
             // Once the target is found unreachable (or the breaker trips), no further batch is claimed this pass.
             batch: (deadlineMs) =>
-              outage === undefined && !tripped()
+              outage === undefined && !tripped() && !paced()
                 ? claimBatch(settings.batchSize, deadlineMs)
                 : Promise.resolve({ claimed: 0, limit: settings.batchSize, done: Promise.resolve() }),
           })

@@ -1,7 +1,8 @@
 // Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
 // target configured, the log; the brokers' publishers (beside this file) implement the same interface. A
-// publisher answers with an outcome class (published, retry, permanent) and a bounded error category;
-// the relay owns attempts, backoff and dead letters. Web standards only (fetch, AbortSignal, Headers),
+// publisher answers with an outcome class (published, retry, permanent, rejected, misdirected, paced,
+// unavailable: each says whom the answer blames) and a bounded error category; the relay owns
+// attempts, backoff, pacing, dead letters and what the circuit breaker counts. Web standards only (fetch, AbortSignal, Headers),
 // so the same code runs on Node and on Workers.
 import { ConfigError } from '../../config.ts';
 import { parseRetryAfter } from '../../lib/backoff.ts';
@@ -30,10 +31,33 @@ export interface OutboxMessage {
 
 export type PublishOutcome =
   | { outcome: 'published' }
-  /** Worth trying again later; `retryAfterMs` when the target said when. */
+  /**
+   * Worth trying again later, and the destination's fault as far as anyone can tell (a 5xx, a timeout
+   * on a live connection, a broken connection): counts an attempt and toward the circuit breaker;
+   * `retryAfterMs` when the target said when.
+   */
   | { outcome: 'retry'; error: string; retryAfterMs?: number }
-  /** Trying again cannot help (the target refused this message): dead at once. */
+  /**
+   * Trying again cannot help and the destination is to blame (a broker's missing stream or refused
+   * credentials): dead at once, counted toward the circuit breaker.
+   */
   | { outcome: 'permanent'; error: string }
+  /**
+   * The target judged this very message and refused it (HTTP 400, 410, 413, 415, 422, …): dead at
+   * once, and nothing against the destination, which answered as a healthy one does.
+   */
+  | { outcome: 'rejected'; error: string }
+  /**
+   * The destination itself is wrong (HTTP 401, 403, 404, 405: a revoked credential, a wrong URL):
+   * every message would get the same answer, so the message is held (no attempt counted, never dead
+   * for it) and the answer counts toward the circuit breaker.
+   */
+  | { outcome: 'misdirected'; error: string }
+  /**
+   * The target asks to be sent less (HTTP 429): the destination is paced until `retryAfterMs` (its
+   * Retry-After; absent, a backoff), the message held without an attempt counted, the breaker untouched.
+   */
+  | { outcome: 'paced'; error: string; retryAfterMs?: number }
   /**
    * The target as a whole could not be reached (refused, unreachable, not connected): nothing was
    * said about this message, so it counts no attempt; the relay backs off as a whole and probes.
@@ -75,18 +99,33 @@ export function messageBody(message: OutboxMessage): string {
   return JSON.stringify(messageFields(message));
 }
 
-/** Client errors that say "not now" rather than "never": timeout, conflict, too early, too many. */
-const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425, 429]);
+/** Client errors that say "not now" rather than "never": timeout, conflict, too early. */
+const RETRYABLE_CLIENT_ERRORS = new Set([408, 409, 425]);
+/**
+ * Answers that say the destination itself is wrong, whatever the message: unauthenticated, forbidden,
+ * no such endpoint, POST not allowed there. An operator's fix (a credential, the URL) ends them.
+ */
+const MISDIRECTED_STATUSES = new Set([401, 403, 404, 405]);
+const TOO_MANY_REQUESTS = 429;
 /** The statuses whose Retry-After means "come back then" (RFC 9110, RFC 6585). */
-const RETRY_AFTER_STATUSES = new Set([429, 503]);
+const RETRY_AFTER_STATUSES = new Set([TOO_MANY_REQUESTS, 503]);
 
-/** 2xx published; 1xx, 3xx (redirects are not followed), 408/409/425/429 and 5xx retry; other 4xx never will work. */
+/**
+ * 2xx published; 429 paces the destination; 401/403/404/405 say the destination is wrong; 1xx, 3xx
+ * (redirects are not followed), 408/409/425 and 5xx retry; any other 4xx is the message's own fault.
+ * Who is to blame decides what the circuit breaker counts (docs/decisions/0021).
+ */
 export function classifyStatus(status: number, retryAfter: string | null, nowMs: number): PublishOutcome {
   if (status >= 200 && status < 300) return { outcome: 'published' };
   const error = `http ${status}`;
-  if (status >= 400 && status < 500 && !RETRYABLE_CLIENT_ERRORS.has(status)) return { outcome: 'permanent', error };
+  if (MISDIRECTED_STATUSES.has(status)) return { outcome: 'misdirected', error };
+  const isClientError = status >= 400 && status < 500;
+  if (isClientError && status !== TOO_MANY_REQUESTS && !RETRYABLE_CLIENT_ERRORS.has(status)) {
+    return { outcome: 'rejected', error };
+  }
   const retryAfterMs = RETRY_AFTER_STATUSES.has(status) ? parseRetryAfter(retryAfter, nowMs) : undefined;
-  return retryAfterMs === undefined ? { outcome: 'retry', error } : { outcome: 'retry', error, retryAfterMs };
+  const outcome = status === TOO_MANY_REQUESTS ? 'paced' : 'retry';
+  return retryAfterMs === undefined ? { outcome, error } : { outcome, error, retryAfterMs };
 }
 
 /**
