@@ -173,6 +173,13 @@ const checkedEnvSchema = envSchema
   .refine((env) => env.HTTP_HEADERS_TIMEOUT_MS <= env.HTTP_REQUEST_TIMEOUT_MS, {
     path: ['HTTP_HEADERS_TIMEOUT_MS'],
     message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS',
+  })
+  // A named token is matched first, so the shared token given to one name would record everything
+  // done with it under that person's name. Compared once at start-up, not per request: no timing oracle.
+  .refine((env) => !env.ADMIN_TOKENS?.some((named) => named.token === env.ADMIN_TOKEN), {
+    path: ['ADMIN_TOKEN'],
+    message:
+      "must differ from every token of ADMIN_TOKENS (else actions taken with it are recorded under that token's name)",
   });
 
 export class ConfigError extends Error {

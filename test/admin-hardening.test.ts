@@ -3,7 +3,7 @@
 // dashboard alike, and both name the same field by one rule (lib/errors.ts refusedField); named tokens (ADMIN_TOKENS) record an action under the token's owner whatever name
 // the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
-import { type ConfigError, parseConfig } from '../src/config.ts';
+import { type ConfigError, type ConfigWarning, LOW_ENTROPY_DISTINCT, parseConfig } from '../src/config.ts';
 import { encodeCursor } from '../src/ops/cursor.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -101,6 +101,15 @@ describe('which field a refused query names, the same in the API and the dashboa
 });
 
 describe('named admin tokens (ADMIN_TOKENS)', () => {
+  /** What parseConfig refuses for this ADMIN_TOKENS beside `env`, by its problems; none when it accepts. */
+  const problemsOf = (value: string, env: Record<string, string> = {}) => {
+    try {
+      parseConfig({ ...env, ADMIN_TOKENS: value });
+      return [];
+    } catch (error) {
+      return (error as ConfigError).problems;
+    }
+  };
   const SHARED = 'shared-admin-token-0123456789';
   const ALICE_OLD = 'alice-old-token-0123456789';
   const ALICE_NEW = 'alice-new-token-9876543210';
@@ -191,14 +200,6 @@ describe('named admin tokens (ADMIN_TOKENS)', () => {
       { operator: 'Alice Smith', token: ALICE_OLD },
       { operator: 'bob', token: MALLORY },
     ]);
-    const problemsOf = (value: string) => {
-      try {
-        parseConfig({ ADMIN_TOKENS: value });
-        return [];
-      } catch (error) {
-        return (error as ConfigError).problems;
-      }
-    };
     expect(problemsOf(ALICE_OLD)).toEqual(['ADMIN_TOKENS: each entry must be name:token']);
     expect(problemsOf('alice:short')).toEqual(['ADMIN_TOKENS: each token must be at least 16 characters']);
     expect(problemsOf(`alice:${ALICE_OLD} bob:${ALICE_OLD}`)).toEqual([
@@ -208,5 +209,29 @@ describe('named admin tokens (ADMIN_TOKENS)', () => {
       'ADMIN_TOKENS: each name must be 1 to 200 characters, no control characters',
     ]);
     expect(JSON.stringify(problemsOf(`alice:${'a'.repeat(20)}`))).not.toContain('a'.repeat(20));
+  });
+
+  it('splits an entry at its last colon: a name may hold colons, a token holds none', () => {
+    expect(parseConfig({ ADMIN_TOKENS: `ops:eu:alice:${ALICE_OLD}` }).ADMIN_TOKENS).toEqual([
+      { operator: 'ops:eu:alice', token: ALICE_OLD },
+    ]);
+  });
+
+  it('refuses an ADMIN_TOKEN that is also a named token, naming both variables and never the token', () => {
+    const problems = problemsOf(`alice:${ALICE_OLD} mallory:${MALLORY}`, { ADMIN_TOKEN: MALLORY });
+    expect(problems).toEqual([
+      "ADMIN_TOKEN: must differ from every token of ADMIN_TOKENS (else actions taken with it are recorded under that token's name)",
+    ]);
+    expect(JSON.stringify(problems)).not.toContain(MALLORY);
+  });
+
+  it('refuses a low-entropy named token in production, by variable and never by value; elsewhere warns', () => {
+    const weak = 'abababababababab12';
+    expect(problemsOf(`alice:${ALICE_OLD} bob:${weak}`, { NODE_ENV: 'production' })).toEqual([
+      `ADMIN_TOKENS: low entropy: fewer than ${LOW_ENTROPY_DISTINCT} distinct characters are easy to guess`,
+    ]);
+    const warnings: ConfigWarning[] = [];
+    parseConfig({ ADMIN_TOKENS: `bob:${weak}` }, { warn: (warning) => warnings.push(warning) });
+    expect(warnings).toEqual([expect.objectContaining({ variable: 'ADMIN_TOKENS' })]);
   });
 });

@@ -1,7 +1,9 @@
-// Configuration parsing: the contract's defaults, rotation lists, and errors that name variables.
+// Configuration parsing: the contract's defaults, rotation lists, errors that name variables, and which
+// senders count as configured (public keys too, for the development secret and the retention check).
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/dev-secret.ts';
+import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
 import { configuredSenders } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
 
@@ -226,6 +228,26 @@ describe('which senders count as configured: one rule for npm start, the Worker,
       reason: 'a sender secret or public key is set',
       variables: ['DISCORD_WEBHOOK_PUBLIC_KEY'],
     });
+  });
+
+  it('a public-key sender counts against the retention too: its retry window is checked (SendGrid, Discord)', () => {
+    const config = parseConfig({
+      NODE_ENV: 'production',
+      EVENT_RETENTION_DAYS: '0',
+      SENDGRID_WEBHOOK_PUBLIC_KEY: 'sendgrid-public-key',
+      DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex,
+    });
+    const problems = (() => {
+      try {
+        checkSenderLimits(config);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    })();
+    expect(problems).toEqual([
+      `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${RETRY_WINDOW_DAYS.sendgrid}), discord (${RETRY_WINDOW_DAYS.discord}); set at least ${RETRY_WINDOW_DAYS.discord}, or a retry that arrives after the purge is applied again`,
+    ]);
   });
 
   it('a variable naming no sender counts nowhere: acme keeps its development secret outside production', () => {

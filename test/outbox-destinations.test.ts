@@ -335,6 +335,14 @@ describe('filters', () => {
     // A dot in a pattern is a dot, not any character.
     expect(route('orderXcreated', 'acme', 't')).toEqual(['all']);
   });
+
+  it('a pattern matches whole names only, never a part inside a longer one', () => {
+    expect(route('x.order.created', 'acme', 't')).toEqual(['all']);
+    expect(route('subscription.changed', 'stripe', 'x.customer.subscription.deleted')).toEqual(['all']);
+    expect(route('x.a.b.yz', 'ae', 't')).toEqual(['all']);
+    expect(route('subscription.changed', 'xae', 't')).toEqual(['all']);
+    expect(route('subscription.changed', 'aex', 't')).toEqual(['all']);
+  });
 });
 
 describe('configuration', () => {

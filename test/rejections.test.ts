@@ -187,6 +187,51 @@ describe('each refusal lands in the ring with its reason, never its body', () =>
     expect(everything).not.toContain(TEST_SECRET);
   });
 
+  it('redacts credential-like query parameters inside header values (URLs, query strings, fragments), the rest as sent', async () => {
+    const app = await appWithLog();
+    const body = JSON.stringify(acmeEvent());
+    const secret = () => `SECRETzq${randomBytes(6).toString('hex')}`;
+    const [token, apiKey, amzSignature, clientSecret, fragmentToken, nestedSig, bareKey] = Array.from(
+      { length: 7 },
+      secret,
+    );
+    const sent = {
+      'x-forwarded-uri': `/webhooks/acme?Access_Token=${token}&page=2`,
+      'x-original-url': `https://hooks.example/in?apikey=${apiKey}&X-Amz-Signature=${amzSignature};client_secret=${clientSecret}`,
+      referer: `https://app.example/cb?state=ok#access_token=${fragmentToken}&next=https://x.example/?sig=${nestedSig}`,
+      'x-original-query': `api_key=${bareKey}&author=ana`,
+      'x-request-id': 'req=42&keyword=blue',
+      'x-forwarded-for': '203.0.113.7',
+    };
+    const { status, row } = await refused(app, '/webhooks/acme', body, {
+      ...(await signedHeaders(body)),
+      'x-acme-signature': '0'.repeat(64),
+      ...sent,
+    });
+    expect(status).toBe(401);
+    const expected = {
+      'x-forwarded-uri': `/webhooks/acme?Access_Token=${REDACTED}&page=2`,
+      'x-original-url': `https://hooks.example/in?apikey=${REDACTED}&X-Amz-Signature=${REDACTED};client_secret=${REDACTED}`,
+      referer: `https://app.example/cb?state=ok#access_token=${REDACTED}&next=https://x.example/?sig=${REDACTED}`,
+      'x-original-query': `api_key=${REDACTED}&author=ana`,
+      'x-request-id': 'req=42&keyword=blue',
+      'x-forwarded-for': '203.0.113.7',
+    };
+    expect(row.headers).toMatchObject(expected);
+    const stored = JSON.stringify(await sql`select * from webhook_rejections`);
+    for (const credential of [token, apiKey, amzSignature, clientSecret, fragmentToken, nestedSig, bareKey]) {
+      expect(stored).not.toContain(credential);
+    }
+
+    const response = await app.test.request(`/admin/api/rejections?since=${new Date(row.at).toISOString()}`, {
+      headers: bearer,
+    });
+    const { rejections } = (await response.json()) as {
+      rejections: Array<{ trace_id: string | null; headers: object }>;
+    };
+    expect(rejections.find((listed) => listed.trace_id === row.trace_id)?.headers).toMatchObject(expected);
+  });
+
   it('503: backlog full, deadline passed, a paused sender; and a header flood is cut at its bound', async () => {
     const asyncApp = await appWithLog({ config: { PROCESSING_MODE: 'async', INBOX_MAX_BACKLOG: 0 } });
     const waiting = await insertEvent(sql, { status: 'received' });

@@ -1,15 +1,17 @@
 // Pausing a sender: a paused sender's deliveries are refused with 503 + Retry-After before anything is
 // verified or stored, other senders go on, and after the resume the same deliveries (the sender's
 // retries) are applied; every pause and resume is audited with its detail; a pause with an end stops
-// by itself (the clock moves, nothing sleeps) and the maintenance step audits that; a pause made by
-// another process reaches this one within the cache's TTL; the admin API's refusals; the CLI's verbs.
+// by itself (the clock moves, nothing sleeps) and the maintenance step audits that, and a new pause
+// after it audits the sender as found active; a pause made by another process reaches this one within
+// the cache's TTL, and pauses that cannot be read pause nobody; the admin API's refusals; the CLI's verbs.
 // Real PostgreSQL throughout.
 // Needs a process: headless Chromium renders the senders page.
 import { mkdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
+import { connectDatabase } from '../src/db/client.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
-import { PAUSE_CHECK_TTL_MS } from '../src/inbox/pause-gate.ts';
+import { PAUSE_CHECK_TTL_MS, senderPauseGate } from '../src/inbox/pause-gate.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
@@ -265,6 +267,46 @@ describe('a paused sender', () => {
     });
     expect(audit.filter((row) => row.operator === 'grace')).toEqual([]);
     expect(await pauseExpiry.run(deps, 1000)).toEqual({ resumed: 0 });
+  });
+
+  it('pausing again once an earlier pause has ended (its row not yet deleted) audits the sender as found active', async () => {
+    await clearPauses();
+    const app = await newApp();
+    await api(app, 'POST', '/senders/acme/pause', { operator: 'ada', minutes: 1 });
+    app.advance(60_000);
+    expect((await pauseRows()).length).toBe(1);
+    const again = await api(app, 'POST', '/senders/acme/pause', { operator: 'grace' });
+    expect(again).toMatchObject({ status: 200, body: { before: 'active' } });
+    expect((await auditRows('acme')).map((audit) => [audit.operator, audit.before_status, audit.after_status])).toEqual(
+      [
+        ['ada', 'active', 'paused'],
+        ['grace', 'active', 'paused'],
+      ],
+    );
+    expect(await pauseRows()).toEqual([
+      expect.objectContaining({ paused_by: 'grace', paused_at: new Date(app.now()), until: null }),
+    ]);
+  });
+
+  it('pauses nobody when the pauses cannot be read, whatever the last read found, and reads again after the TTL', async () => {
+    await clearPauses();
+    const app = await newApp();
+    await api(app, 'POST', '/senders/acme/pause', { operator: 'ada' });
+    const gate = senderPauseGate(app.now);
+    await expect(gate.check(db, 'acme')).rejects.toMatchObject({ status: 503 });
+    const unreachable = connectDatabase({
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      app.advance(PAUSE_CHECK_TTL_MS);
+      await expect(gate.check(unreachable.db, 'acme')).resolves.toBeUndefined();
+    } finally {
+      await unreachable.close();
+    }
+    app.advance(PAUSE_CHECK_TTL_MS);
+    await expect(gate.check(db, 'acme')).rejects.toMatchObject({ status: 503 });
   });
 
   it('reaches another process on the same database within the TTL of its cache', async () => {

@@ -303,6 +303,36 @@ describe('SendGrid signatures are strict DER', () => {
     expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
   });
 
+  it('refuses an ECDSA signature whose r or s is a negative INTEGER (its sign-padding zero left out)', async () => {
+    const sendgrid = sender('sendgrid');
+    const outgoing = sendgrid.newEvent(nowSeconds());
+    const signatureHeader = 'x-twilio-email-event-webhook-signature';
+    // About half of all signatures pad r with a zero (its top bit is set), and half pad s: sign until one does.
+    let headers: Record<string, string> = {};
+    let der = Buffer.alloc(0);
+    const sAt = () => 4 + (der[3] ?? 0);
+    const padded = (at: number) => der[at + 2] === 0x00 && ((der[at + 3] ?? 0) & 0x80) !== 0;
+    for (let tries = 0; tries < 1000 && !(padded(2) && padded(sAt())); tries += 1) {
+      headers = sendgrid.headers(outgoing, sendgrid.credentials[0], nowSeconds());
+      der = Buffer.from(headers[signatureHeader] ?? '', 'base64');
+    }
+    if (!padded(2) || !padded(sAt())) throw new Error('no signature with both r and s padded in 1,000');
+    /** The signature with the zero that keeps the INTEGER at `at` positive left out: the same bytes, read as negative. */
+    const negative = (at: number) =>
+      Buffer.concat([
+        Buffer.from([0x30, (der[1] ?? 0) - 1]),
+        der.subarray(2, at),
+        Buffer.from([0x02, (der[at + 1] ?? 0) - 1]),
+        der.subarray(at + 3),
+      ]).toString('base64');
+    for (const at of [2, sAt()]) {
+      const response = await post('sendgrid', outgoing.body, { ...headers, [signatureHeader]: negative(at) });
+      expect(response.status).toBe(401);
+    }
+    expect(await countEvents(sql, outgoing.eventId)).toBe(0);
+    expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
+  });
+
   it('verifies genuine signatures whose r, or whose s, is shorter than 32 bytes (each about one in 256)', async () => {
     const sendgrid = sender('sendgrid');
     const outgoing = sendgrid.newEvent(nowSeconds());

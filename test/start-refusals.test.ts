@@ -1,6 +1,7 @@
 // Start-up as an operator meets it, through the real process: secrets from `_FILE` (a secret with
-// spaces stays whole) and the warning for a short one, tokens a bearer header cannot carry, and each
-// cause of a database that cannot be used named by its class, never printing DATABASE_URL.
+// spaces stays whole) and the warning for a short one, tokens a bearer header cannot carry or that are
+// both shared and named, and each cause of a database that cannot be used named by its class, never
+// printing DATABASE_URL.
 // Needs a process: start-up refusals are exit codes and lines of the real service process.
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -76,6 +77,15 @@ describe('secrets from files', () => {
     const output = await refusal({ DATABASE_URL: url, ADMIN_TOKEN: 'admin-token-0123456789!' });
     expect(output).toContain('ADMIN_TOKEN');
     expect(output).not.toContain('admin-token-0123456789!');
+  });
+
+  it('refuses an ADMIN_TOKEN that is also a named token: one line naming both variables, not the token', async () => {
+    const shared = 'shared-and-named-token-0123456789';
+    const output = await refusal({ DATABASE_URL: url, ADMIN_TOKEN: shared, ADMIN_TOKENS: `alice:${shared}` });
+    const lines = output.split('\n').filter((line) => line.includes('ADMIN_TOKENS'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('ADMIN_TOKEN:');
+    expect(output).not.toContain(shared);
   });
 });
 

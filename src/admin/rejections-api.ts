@@ -68,7 +68,8 @@ const rejectionSchema = z
       .openapi({ description: 'the field, limit, content type or requested route it failed on' }),
     trace_id: z.string().nullable(),
     headers: z.record(z.string(), z.string()).openapi({
-      description: 'as received, names lower-cased, credentials "[redacted]", values cut at 200 characters',
+      description:
+        'as received, names lower-cased, credentials "[redacted]" (whole values by header name; credential-like query parameters inside URLs and query strings), values cut at 200 characters',
     }),
   })
   .openapi('Rejection');

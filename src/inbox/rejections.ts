@@ -1,5 +1,6 @@
 // What a refused delivery leaves for operators (404, 413, 415, 401, 400, 503): the sender, a reason from
-// a closed set, the field or limit it failed on, and its headers with every credential redacted. Built
+// a closed set, the field or limit it failed on, and its headers with every credential redacted, by the
+// header's name and, inside a value holding a URL or a query string, by the parameter's name. Built
 // from the request's headers and the error that answered it, never from its body, which is not read
 // for this (and for a 413 was never read at all).
 import { AppError, type ErrorCode } from '../lib/errors.ts';
@@ -81,7 +82,55 @@ const DETAIL_MAX = 200;
  */
 const CREDENTIAL_NAME = /auth|cookie|sig|token|secret|hmac|key|pass|credential|session|jwt/;
 
-/** The headers as they may be kept: names lower-cased, credentials redacted, values printable and bounded. */
+/**
+ * The words of a query parameter's name that mark its value as a credential, each also at the end of
+ * a longer word (`apikey`, `accesstoken`, `clientsecret`, `oauth`) and plural. Matched per word, not
+ * anywhere in the name as for headers: query strings carry ordinary parameters (`author`, `design`,
+ * `keyword`) whose values must stay readable.
+ */
+const CREDENTIAL_PARAMETER_WORD =
+  /(token|key|secret|signature|sig|password|passwd|pwd|auth|authorization|credential|session|sessionid|jwt|hmac)s?$/;
+
+function isCredentialParameter(rawName: string): boolean {
+  let name = rawName;
+  try {
+    name = decodeURIComponent(rawName);
+  } catch {
+    // Not valid percent-encoding: judged as sent.
+  }
+  // Words split at anything but a letter or digit: access_token, x-amz-signature, client.secret.
+  return name
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .some((word) => CREDENTIAL_PARAMETER_WORD.test(word));
+}
+
+/**
+ * A `name=value` pair of a query string or fragment, wherever it stands in a header value: at its
+ * start (a value that is a query string), after `?` or `#` (a URL's query, an OAuth fragment), or after
+ * `&` or `;` (the next pair); the value runs to the next separator or whitespace.
+ */
+const QUERY_PARAMETER = /(^|[?#&;\s])([^=?#&;\s]+)=([^#&;\s]*)/g;
+
+/**
+ * `value` with the value of every credential-like query parameter redacted and the rest as sent
+ * (`https://host/cb?code=1&access_token=[redacted]#state=2`). An ordinary parameter's value is looked
+ * into too: it may itself be a URL (`?next=https://host/?token=…`).
+ */
+export function withQueryCredentialsRedacted(value: string): string {
+  return value.replace(QUERY_PARAMETER, (_pair, separator: string, name: string, parameterValue: string) =>
+    isCredentialParameter(name)
+      ? `${separator}${name}=${REDACTED}`
+      : `${separator}${name}=${withQueryCredentialsRedacted(parameterValue)}`,
+  );
+}
+
+/**
+ * The headers as they may be kept: names lower-cased, credentials redacted (by the header's name, and
+ * by the parameter's name inside any value holding a URL or query string, such as x-forwarded-uri,
+ * x-original-url or referer), values printable and bounded. Redacted before the value is cut, so a
+ * cut never leaves part of a credential.
+ */
 export function redactedHeaders(headers: Headers): Record<string, string> {
   const kept: Record<string, string> = {};
   let count = 0;
@@ -92,7 +141,9 @@ export function redactedHeaders(headers: Headers): Record<string, string> {
       continue;
     }
     const name = printableLine(rawName.toLowerCase(), HEADER_VALUE_MAX);
-    kept[name] = CREDENTIAL_NAME.test(name) ? REDACTED : printableLine(value, HEADER_VALUE_MAX);
+    kept[name] = CREDENTIAL_NAME.test(name)
+      ? REDACTED
+      : printableLine(withQueryCredentialsRedacted(value), HEADER_VALUE_MAX);
     count++;
   }
   if (leftOut > 0) kept[HEADERS_LEFT_OUT] = String(leftOut);
