@@ -173,12 +173,7 @@ export class Metrics {
   }
 
   countEvent(provider: string, eventType: string, outcome: EventOutcome): void {
-    const key = this.#labels(
-      EVENT_LABELS,
-      this.#provider(provider),
-      this.#eventType(provider, eventType),
-      outcome,
-    );
+    const key = this.#labels(EVENT_LABELS, this.#provider(provider), this.#eventType(provider, eventType), outcome);
     this.#events.set(key, (this.#events.get(key) ?? 0) + 1);
   }
 
