@@ -193,6 +193,52 @@ describe('a bulk replay of failed events after a fix', () => {
   });
 });
 
+describe('what a job takes and counts', () => {
+  it('never takes rows that arrived after it was created, even when its `until` is later', async () => {
+    const topic = uniqueId('until');
+    const provider = 'acme';
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const early = await insertMessages(sql, 2, { topic, status: 'dead' });
+    const prefix = uniqueId('evt_until');
+    const earlyEvents = await Promise.all(
+      [0, 1].map((index) => insertEvent(sql, { status: 'failed', eventId: `${prefix}_${index}` })),
+    );
+    const retry = await createJob({ kind: 'retry_outbox', filter: { topic, until } });
+    const replay = await createJob({ kind: 'replay_events', filter: { provider, until, id: prefix } });
+    // Arrived after both jobs, stamped before their `until`.
+    const late = await insertMessages(sql, 2, { topic, status: 'dead', createdAt: new Date(Date.now() + 60_000) });
+    const lateEvent = await insertEvent(sql, { status: 'failed', eventId: `${prefix}_late` });
+    await sql`update webhook_events set received_at = now() + interval '1 minute' where event_id = ${lateEvent.eventId}`;
+
+    await runner().run({ budgetMs: 60_000, jobId: retry.id });
+    await runner().run({ budgetMs: 60_000, jobId: replay.id });
+    expect(await jobRow(retry.id)).toMatchObject({ status: 'done', total: 2, processed: 2 });
+    expect((await outboxRows(sql, early)).every((row) => row.status === 'pending')).toBe(true);
+    expect((await outboxRows(sql, late)).every((row) => row.status === 'dead')).toBe(true);
+    expect(await jobRow(replay.id)).toMatchObject({ status: 'done', total: 2, processed: 2 });
+    for (const event of earlyEvents) expect(await eventRow(sql, event.eventId)).toMatchObject({ status: 'completed' });
+    expect(await eventRow(sql, lateEvent.eventId)).toMatchObject({ status: 'failed' });
+    expect((await auditRows(replay.id)).map((row) => row.target)).not.toContain(`acme/${lateEvent.eventId}`);
+  });
+
+  it('a replay counts every event it did not apply: parked again as well as failed again', async () => {
+    const prefix = uniqueId('evt_park');
+    const parked = await Promise.all(
+      [0, 1].map((index) => insertEvent(sql, { status: 'parked', eventId: `${prefix}_${index}` })),
+    );
+    const [stillParked, fixed] = parked;
+    if (stillParked === undefined || fixed === undefined) throw new Error('no events stored');
+    // An api_version the service does not know: the replay parks it again, and applies nothing.
+    await sql`update webhook_events set payload = jsonb_set(payload, '{api_version}', '"1999-01-01"')
+      where event_id = ${stillParked.eventId}`;
+    const job = await createJob({ kind: 'replay_events', filter: { provider: 'acme', id: prefix, status: 'parked' } });
+    await runner().run({ budgetMs: 60_000, jobId: job.id });
+    expect(await eventRow(sql, stillParked.eventId)).toMatchObject({ status: 'parked' });
+    expect(await eventRow(sql, fixed.eventId)).toMatchObject({ status: 'completed' });
+    expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 2, processed: 2, failed: 1 });
+  });
+});
+
 describe('a batch that fails for another reason than the database', () => {
   it('rolls the batch back and fails the job, with the reason; nothing of the batch is applied', async () => {
     const topic = uniqueId('broken');

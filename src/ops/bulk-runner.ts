@@ -183,9 +183,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           { provider, eventIds, operator: held.operator, jobId: held.id },
         );
         if (result.kind === 'replayed') {
-          // Every event taken and not applied: failed or parked again, skipped (another took it
-          // first), or gone by the time its outcome was read (then absent from the answer).
-          failed += eventIds.length - result.events.filter((event) => event.outcome === 'applied').length;
+          failed += result.events.filter((event) => event.outcome !== 'applied').length;
           break;
         }
         // Deleted by retention since the page was read: not changed, so counted as failed.
