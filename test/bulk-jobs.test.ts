@@ -46,12 +46,18 @@ interface JobAnswer {
 
 /** A runner of its own (its owner, its clock), as one process of the service would build it. */
 function runner(
-  options: { owner?: string; nowMs?: number; handlers?: HandlerMap; settings?: Partial<BulkRunnerSettings> } = {},
+  options: {
+    owner?: string;
+    nowMs?: number;
+    clock?: () => number;
+    handlers?: HandlerMap;
+    settings?: Partial<BulkRunnerSettings>;
+  } = {},
 ) {
   return createBulkRunner({
     db,
     handlers: options.handlers ?? defaultHandlers,
-    clock: () => options.nowMs ?? TEST_NOW_MS,
+    clock: options.clock ?? (() => options.nowMs ?? TEST_NOW_MS),
     logger: createLogger({ level: 'silent', now: () => new Date(TEST_NOW_MS), write: () => {} }),
     owner: options.owner ?? `test-${randomUUID()}`,
     settings: { pauseMs: 0, ...options.settings },
@@ -219,6 +225,36 @@ describe('what a job takes and counts', () => {
     for (const event of earlyEvents) expect(await eventRow(sql, event.eventId)).toMatchObject({ status: 'completed' });
     expect(await eventRow(sql, lateEvent.eventId)).toMatchObject({ status: 'failed' });
     expect((await auditRows(replay.id)).map((row) => row.target)).not.toContain(`acme/${lateEvent.eventId}`);
+  });
+
+  it('waits for a transaction begun before it, even one that writes only after the job was created; a run whose budget ends first leaves the job to the next', async () => {
+    const topic = uniqueId('older');
+    const early = await insertMessages(sql, 2, { topic, status: 'dead' });
+    const holder = await sql.reserve();
+    try {
+      // Begun before the job, but with no transaction id yet: it has written nothing.
+      await holder`begin`;
+      await holder`select now()`;
+      const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+      // Each look at the clock a second later: the run's budget ends while the job still waits.
+      let nowMs = TEST_NOW_MS;
+      const waited = await runner({ clock: () => (nowMs += 1000) }).run({ budgetMs: 5_000, jobId: job.id });
+      expect(waited).toMatchObject({ jobs: 1, batches: 0, items: 0, stoppedBy: 'budget' });
+      expect(await jobRow(job.id)).toMatchObject({ status: 'running', processed: 0, locked_by: null });
+      expect((await outboxRows(sql, early)).every((row) => row.status === 'dead')).toBe(true);
+
+      // Written after the job was created, stamped with the transaction's start: inside its selection.
+      const [{ id: late } = { id: '' }] = await holder<Array<{ id: string }>>`insert into outbox_messages
+        (topic, destination, deduplication_key, payload, status) values
+        (${topic}, 'default', ${uniqueId('older-key')}, '{}', 'dead') returning id::text as id`;
+      await holder`commit`;
+      await runner().run({ budgetMs: 60_000, jobId: job.id });
+      expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 3, processed: 3 });
+      expect((await outboxRows(sql, [...early, late])).map((row) => row.status)).toEqual(Array(3).fill('pending'));
+    } finally {
+      await holder`rollback`.catch(() => undefined);
+      holder.release();
+    }
   });
 
   it('a replay counts every event it did not apply: parked again as well as failed again', async () => {
