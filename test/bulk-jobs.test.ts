@@ -46,12 +46,18 @@ interface JobAnswer {
 
 /** A runner of its own (its owner, its clock), as one process of the service would build it. */
 function runner(
-  options: { owner?: string; nowMs?: number; handlers?: HandlerMap; settings?: Partial<BulkRunnerSettings> } = {},
+  options: {
+    owner?: string;
+    nowMs?: number;
+    clock?: () => number;
+    handlers?: HandlerMap;
+    settings?: Partial<BulkRunnerSettings>;
+  } = {},
 ) {
   return createBulkRunner({
     db,
     handlers: options.handlers ?? defaultHandlers,
-    clock: () => options.nowMs ?? TEST_NOW_MS,
+    clock: options.clock ?? (() => options.nowMs ?? TEST_NOW_MS),
     logger: createLogger({ level: 'silent', now: () => new Date(TEST_NOW_MS), write: () => {} }),
     owner: options.owner ?? `test-${randomUUID()}`,
     settings: { pauseMs: 0, ...options.settings },
@@ -190,6 +196,82 @@ describe('a bulk replay of failed events after a fix', () => {
       { action: 'replay', target: `acme/${broken.eventId}`, before_status: 'failed', after_status: 'failed' },
     ]);
     expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 7, processed: 7, failed: 1 });
+  });
+});
+
+describe('what a job takes and counts', () => {
+  it('never takes rows that arrived after it was created, even when its `until` is later', async () => {
+    const topic = uniqueId('until');
+    const provider = 'acme';
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const early = await insertMessages(sql, 2, { topic, status: 'dead' });
+    const prefix = uniqueId('evt_until');
+    const earlyEvents = await Promise.all(
+      [0, 1].map((index) => insertEvent(sql, { status: 'failed', eventId: `${prefix}_${index}` })),
+    );
+    const retry = await createJob({ kind: 'retry_outbox', filter: { topic, until } });
+    const replay = await createJob({ kind: 'replay_events', filter: { provider, until, id: prefix } });
+    // Arrived after both jobs, stamped before their `until`.
+    const late = await insertMessages(sql, 2, { topic, status: 'dead', createdAt: new Date(Date.now() + 60_000) });
+    const lateEvent = await insertEvent(sql, { status: 'failed', eventId: `${prefix}_late` });
+    await sql`update webhook_events set received_at = now() + interval '1 minute' where event_id = ${lateEvent.eventId}`;
+
+    await runner().run({ budgetMs: 60_000, jobId: retry.id });
+    await runner().run({ budgetMs: 60_000, jobId: replay.id });
+    expect(await jobRow(retry.id)).toMatchObject({ status: 'done', total: 2, processed: 2 });
+    expect((await outboxRows(sql, early)).every((row) => row.status === 'pending')).toBe(true);
+    expect((await outboxRows(sql, late)).every((row) => row.status === 'dead')).toBe(true);
+    expect(await jobRow(replay.id)).toMatchObject({ status: 'done', total: 2, processed: 2 });
+    for (const event of earlyEvents) expect(await eventRow(sql, event.eventId)).toMatchObject({ status: 'completed' });
+    expect(await eventRow(sql, lateEvent.eventId)).toMatchObject({ status: 'failed' });
+    expect((await auditRows(replay.id)).map((row) => row.target)).not.toContain(`acme/${lateEvent.eventId}`);
+  });
+
+  it('waits for a transaction begun before it, even one that writes only after the job was created; a run whose budget ends first leaves the job to the next', async () => {
+    const topic = uniqueId('older');
+    const early = await insertMessages(sql, 2, { topic, status: 'dead' });
+    const holder = await sql.reserve();
+    try {
+      // Begun before the job, but with no transaction id yet: it has written nothing.
+      await holder`begin`;
+      await holder`select now()`;
+      const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+      // Each look at the clock a second later: the run's budget ends while the job still waits.
+      let nowMs = TEST_NOW_MS;
+      const waited = await runner({ clock: () => (nowMs += 1000) }).run({ budgetMs: 5_000, jobId: job.id });
+      expect(waited).toMatchObject({ jobs: 1, batches: 0, items: 0, stoppedBy: 'budget' });
+      expect(await jobRow(job.id)).toMatchObject({ status: 'running', processed: 0, locked_by: null });
+      expect((await outboxRows(sql, early)).every((row) => row.status === 'dead')).toBe(true);
+
+      // Written after the job was created, stamped with the transaction's start: inside its selection.
+      const [{ id: late } = { id: '' }] = await holder<Array<{ id: string }>>`insert into outbox_messages
+        (topic, destination, deduplication_key, payload, status) values
+        (${topic}, 'default', ${uniqueId('older-key')}, '{}', 'dead') returning id::text as id`;
+      await holder`commit`;
+      await runner().run({ budgetMs: 60_000, jobId: job.id });
+      expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 3, processed: 3 });
+      expect((await outboxRows(sql, [...early, late])).map((row) => row.status)).toEqual(Array(3).fill('pending'));
+    } finally {
+      await holder`rollback`.catch(() => undefined);
+      holder.release();
+    }
+  });
+
+  it('a replay counts every event it did not apply: parked again as well as failed again', async () => {
+    const prefix = uniqueId('evt_park');
+    const parked = await Promise.all(
+      [0, 1].map((index) => insertEvent(sql, { status: 'parked', eventId: `${prefix}_${index}` })),
+    );
+    const [stillParked, fixed] = parked;
+    if (stillParked === undefined || fixed === undefined) throw new Error('no events stored');
+    // An api_version the service does not know: the replay parks it again, and applies nothing.
+    await sql`update webhook_events set payload = jsonb_set(payload, '{api_version}', '"1999-01-01"')
+      where event_id = ${stillParked.eventId}`;
+    const job = await createJob({ kind: 'replay_events', filter: { provider: 'acme', id: prefix, status: 'parked' } });
+    await runner().run({ budgetMs: 60_000, jobId: job.id });
+    expect(await eventRow(sql, stillParked.eventId)).toMatchObject({ status: 'parked' });
+    expect(await eventRow(sql, fixed.eventId)).toMatchObject({ status: 'completed' });
+    expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 2, processed: 2, failed: 1 });
   });
 });
 

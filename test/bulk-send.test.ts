@@ -17,6 +17,7 @@ import { buildTestApp } from './helpers/app.ts';
 import { BROKER_TEST_TIMEOUT } from './helpers/brokers.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
+import { WAIT_MS } from './helpers/patience.ts';
 import { startSink } from './helpers/sink.ts';
 
 const { db, sql, url } = await useTestDatabase();
@@ -36,7 +37,13 @@ const LATE = [
 ];
 const AFTER = { ...BEFORE, OUTBOX_DESTINATIONS: JSON.stringify(LATE) };
 
-const logger = createLogger({ level: 'silent', now: () => new Date(), write: () => {} });
+/** The services' log lines, parsed: a test waits for one (a job seen waiting) instead of sleeping. */
+const logLines: Array<Record<string, unknown>> = [];
+const logger = createLogger({
+  level: 'info',
+  now: () => new Date(),
+  write: (line) => logLines.push(JSON.parse(line) as Record<string, unknown>),
+});
 
 /** The service under one configuration: its app (handlers routed, admin API), a relay and a job runner. */
 async function serviceWith(variables: Record<string, string>) {
@@ -282,5 +289,57 @@ describe('a send_to_destination job', () => {
     const [copy] = await sql`select destination, status::text as status from outbox_messages
       where deduplication_key = ${`${keyOf(event.id)}@late`}`;
     expect(copy).toEqual({ destination: 'late', status: 'pending' });
+  });
+
+  it('waits for a transaction older than the job: rows it commits behind the walk are sent, none hidden, processed never past total', async () => {
+    const early = [0, 1, 2].map(() => acmeEvent({ type: 'subscription.updated' }));
+    const since = await databaseNow();
+    for (const event of early) await before.deliver(event);
+    const [hidden] = early;
+    if (hidden === undefined) throw new Error('no events');
+    // Another writer's transaction, begun before the job and committed after it: like another job's
+    // batch it writes a copy of an old message for a destination of its own ('side'), newer than the
+    // message's first row, so that copy stands for the message once it commits; like the intake it
+    // writes a new message. Both are stamped with the transaction's start, inside the job's selection.
+    const fresh = uniqueId('evt');
+    const holder = await sql.reserve();
+    try {
+      await holder`begin`;
+      await holder`insert into webhook_events (provider, event_id, event_type, status, payload)
+        values ('acme', ${fresh}, 'subscription.updated', 'completed', '{}')`;
+      await holder`insert into outbox_messages (topic, destination, deduplication_key, payload, traceparent) values
+        ('subscription.changed', 'default', ${keyOf(fresh)}, '{"n":1}', null),
+        ('subscription.changed', 'side', ${`${keyOf(hidden.id)}@side`}, '{"n":2}', null)`;
+
+      const created = await after.createJob({
+        kind: 'send_to_destination',
+        filter: { to: 'late', since: since.toISOString() },
+      });
+      const job = created.body.job as { id: string };
+      const first = after.runner.run({ budgetMs: WAIT_MS, jobId: job.id, maxBatches: 1 });
+      // Released once the job is seen waiting for the transaction, or (were it not to wait) past its first batch.
+      const waiting = () =>
+        logLines.some(
+          (line) => line.msg === 'bulk job waiting for transactions older than it' && line.job_id === job.id,
+        );
+      const progressed = async () =>
+        (await sql`select 1 from bulk_jobs where id = ${job.id} and processed > 0`).length > 0;
+      await expect.poll(async () => waiting() || (await progressed()), { timeout: WAIT_MS }).toBe(true);
+      await holder`commit`;
+      await first;
+      await after.runner.run({ budgetMs: WAIT_MS, jobId: job.id });
+
+      const [done] = await sql<Array<{ status: string; total: number; processed: number; failed: number }>>`
+        select status::text as status, total, processed, failed from bulk_jobs where id = ${job.id}`;
+      expect(done).toEqual({ status: 'done', total: 4, processed: 4, failed: 0 });
+      const copied = await sql<Array<{ key: string }>>`select deduplication_key as key from outbox_messages
+        where destination = 'late' and created_at >= ${since} order by deduplication_key`;
+      expect(copied.map((row) => row.key).sort()).toEqual(
+        [...early.map((event) => event.id), fresh].map((id) => `${keyOf(id)}@late`).sort(),
+      );
+    } finally {
+      await holder`rollback`.catch(() => undefined);
+      holder.release();
+    }
   });
 });

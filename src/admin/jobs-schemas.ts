@@ -85,7 +85,8 @@ export const jobSchema = z
     operator: z.string(),
     filter: z.record(z.string(), z.string()).openapi({ description: 'the filter as given, times in ISO 8601' }),
     total: z.number().int().openapi({
-      description: 'items the filter matched when the job was created (for send_to_destination: distinct messages)',
+      description:
+        'items the filter matched when the job was created, counted again when it starts, once every transaction older than the job has ended (for send_to_destination: distinct messages)',
     }),
     processed: z.number().int().openapi({ description: 'items taken so far, the failed ones included' }),
     failed: z.number().int().openapi({

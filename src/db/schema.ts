@@ -317,7 +317,10 @@ export const bulkJobs = pgTable(
     operator: text().notNull(),
     /** The filter as the operator gave it (the list's query parameters). */
     filter: jsonb().notNull(),
-    /** Items matched when the job was created; the job never takes rows that arrived after `createdAt`. */
+    /**
+     * Items the selection holds: counted when the job is created, and again by its first batch, once
+     * every transaction older than the job has ended; the job never takes rows that arrived after `createdAt`.
+     */
     total: integer().notNull(),
     processed: integer().notNull().default(0),
     /** Items the action could not change (a replay that failed again, a message no longer dead). */

@@ -6,7 +6,10 @@
 // items in batches is src/ops/bulk-runner.ts.
 //
 // A job takes only rows that existed when it was created: its selection ends at its `created_at`
-// (to the millisecond), so arrivals never extend it and it terminates.
+// (to the millisecond), so arrivals never extend it and it terminates. A row's stamp is its
+// transaction's start (`now()`), so a transaction older than the job can still commit rows inside
+// the selection after the job was created: the runner starts walking only once none is open
+// (openTransactionsBefore; decision 0022), and counts the total again then.
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
 import { type BulkJobKind, type BulkJobStatus, bulkJobs, operatorActions } from '../db/schema.ts';
@@ -75,12 +78,31 @@ export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
   };
 }
 
+/** The first instant past a job's selection: the millisecond after its `created_at`. */
+const selectionEnd = (createdAt: Date) => new Date(createdAt.getTime() + 1);
+
+/**
+ * The sessions of this database, other than the caller's, whose transaction began before the
+ * selection of a job created at `createdAt` ends. Rows they write are stamped with that start, inside
+ * the selection, and become visible only when they commit: a walk that started before they end could
+ * already be past the place where those rows land, and would never take them. A transaction without
+ * a transaction id yet (it has written nothing so far) is one too, which is why this reads
+ * `xact_start` rather than a snapshot's transaction ids. PostgreSQL shows `xact_start` only for the
+ * sessions of the caller's role (or to a role with pg_read_all_stats): the service's own sessions.
+ */
+export async function openTransactionsBefore(db: Executor, createdAt: Date): Promise<number[]> {
+  const rows = await db.execute<{ pid: number }>(sql`select pid from pg_stat_activity
+    where datname = current_database() and pid <> pg_backend_pid()
+      and xact_start < ${selectionEnd(createdAt).toISOString()}::timestamptz`);
+  return rows.map((row) => row.pid);
+}
+
 /**
  * The filter narrowed to rows that existed at `createdAt`: received (or created) before the next
  * millisecond. The count at creation and every batch of the runner read through the same bound.
  */
 export function boundedSpec(spec: BulkJobSpec, createdAt: Date): BulkJobSpec {
-  const bound = new Date(createdAt.getTime() + 1);
+  const bound = selectionEnd(createdAt);
   const until = spec.filter.until === undefined || spec.filter.until > bound ? bound : spec.filter.until;
   // One branch per kind: a spread of the union would not keep each kind with its own filter.
   switch (spec.kind) {

@@ -3,7 +3,9 @@
 // renews the lease (and so holds the job's row), applies its items through the operator's own replay
 // and retry, or copies them to a destination (each item audited with the job's id), and moves the job's position and counts. A crash
 // mid-batch rolls all of that back, so a resumed job takes every item exactly once; a cancel waits
-// for the batch in progress and the next batch finds the job cancelled. Between batches it pauses and
+// for the batch in progress and the next batch finds the job cancelled. Before its first batch a job
+// waits until every transaction older than it has ended, so no row of its selection can commit
+// behind its position (decision 0022); that first batch counts its total again. Between batches it pauses and
 // defers to a saturated intake, so a job never starves the webhooks.
 //
 // Run by the Node entry on a schedule, by the Worker's cron as a bounded slice, and by `jobs run`.
@@ -21,8 +23,10 @@ import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations
 import {
   type BulkJob,
   boundedSpec,
+  countSpec,
   type EventJobFilter,
   type OutboxJobFilter,
+  openTransactionsBefore,
   storedSpec,
   UNFINISHED,
 } from './bulk-jobs.ts';
@@ -53,6 +57,8 @@ export const DEFAULT_BULK_SETTINGS: BulkRunnerSettings = {
 };
 
 const DEFER_POLL_MS = 20;
+/** How often a job about to start looks again for transactions older than it. */
+const SETTLE_POLL_MS = 50;
 
 /**
  * Times in a row a job's batch may meet a statement timeout before the job is failed. A timeout is
@@ -234,6 +240,10 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       if (held === undefined) return undefined;
       const spec = boundedSpec(storedSpec(held.kind, held.filter), held.createdAt);
       const after = positionOf(held.position);
+      // The first batch follows the wait for older transactions (settled): rows they committed since
+      // the job was created are in its selection now, and are counted with the rest, so that
+      // `processed` reaches `total` and never passes it.
+      const total = after === undefined ? await countSpec(tx, spec) : held.total;
       const done =
         spec.kind === 'replay_events'
           ? await replayItems(tx, held, spec.filter, after)
@@ -245,6 +255,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
         .update(job)
         .set({
           position: done.next ?? held.position,
+          total,
           processed: sql`${job.processed} + ${done.items}`,
           failed: sql`${job.failed} + ${done.failed}`,
           ...(finished ? { status: 'done' as const, finishedAt: sql`now()`, ...leaseCleared } : {}),
@@ -274,6 +285,26 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       .set({ status: 'failed', lastError: lastError.slice(0, LAST_ERROR_MAX), finishedAt: sql`now()`, ...leaseCleared })
       .where(and(heldByUs(jobId), sql`${job.status} in ('queued', 'running')`));
     return 'failed';
+  }
+
+  /**
+   * Waits, before a job's first batch, until no transaction that began before the job's selection
+   * ends is still open (bulk-jobs.ts openTransactionsBefore): then every row stamped inside the
+   * selection is committed or rolled back, and the walk cannot pass a place where one lands later.
+   * False when the run's budget or signal ends the wait first; the job waits again at its next run.
+   */
+  async function settled(held: BulkJob, deadlineMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    let logged = false;
+    for (;;) {
+      const open = await openTransactionsBefore(db, held.createdAt);
+      if (open.length === 0) return true;
+      if (!logged) {
+        logger.info('bulk job waiting for transactions older than it', { job_id: held.id, pids: open.map(String) });
+        logged = true;
+      }
+      if (signal?.aborted || clock() >= deadlineMs) return false;
+      await sleep(SETTLE_POLL_MS, signal);
+    }
   }
 
   /** Ends our lease early, so that the next run (here or in another process) resumes at once. */
@@ -317,6 +348,9 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           if (current === undefined) return stop('idle');
           summary.jobs += 1;
           logger.info('bulk job taken', { job_id: current.id, kind: current.kind, processed: current.processed });
+          if (current.position === null && !(await settled(current, deadlineMs, options.signal))) {
+            return stop(options.signal?.aborted ? 'aborted' : 'budget');
+          }
         } else {
           summary.deferredMs += await betweenBatches(options.signal);
           if (options.signal?.aborted) return stop('aborted');
