@@ -6,27 +6,12 @@ import { expect, it } from 'vitest';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { eventRow, holdSubscriptionLock, subscriptionRow } from './helpers/facts.ts';
-import { WAIT_MS } from './helpers/patience.ts';
+import { eventRow, holdSubscriptionLock, lockWaitingBackends, subscriptionRow } from './helpers/facts.ts';
+import { until } from './helpers/patience.ts';
 import { cleanEnv, run } from './helpers/process.ts';
 import { buildTestWorker } from './helpers/worker.ts';
 
 const { db, sql, url, name } = await useTestDatabase();
-
-async function until(check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** Backends of this database waiting on a lock: the child worker's, blocked on our row lock. */
-const waitingBackends = async () =>
-  (
-    await sql<{ pid: number }[]>`select pid from pg_stat_activity
-      where datname = ${name} and wait_event_type = 'Lock'`
-  ).map((row) => row.pid);
 
 const backendAlive = async (pid: number) => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length > 0;
 
@@ -56,7 +41,7 @@ it('an event whose worker was killed mid-apply is applied exactly once after the
   let blocked: number[] = [];
   try {
     await until(async () => {
-      blocked = await waitingBackends();
+      blocked = await lockWaitingBackends(sql, name);
       return blocked.length > 0;
     });
     const leased = await sql<{ status: string; locked_by: string | null; locked_until: Date }[]>`

@@ -131,3 +131,10 @@ export async function holdInboxTable(sql: postgres.Sql) {
     },
   };
 }
+
+/** Backends of database `name` waiting on a lock: a worker's, say, blocked on a row lock a test holds. */
+export async function lockWaitingBackends(sql: postgres.Sql, name: string): Promise<number[]> {
+  const rows = await sql<{ pid: number }[]>`select pid from pg_stat_activity
+    where datname = ${name} and wait_event_type = 'Lock'`;
+  return rows.map((row) => row.pid);
+}

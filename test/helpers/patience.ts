@@ -23,3 +23,12 @@ export const TEST_TIMEOUT_MS = patience(120_000);
 export const HOOK_TIMEOUT_MS = patience(120_000);
 /** The default limit of one wait inside a test: a line from a process, a row to appear. */
 export const WAIT_MS = patience(60_000);
+
+/** Resolves once `check` answers true, polling every 50 ms; fails after `timeoutMs` (a hang, not a budget). */
+export async function until(check: () => Promise<boolean>, timeoutMs = WAIT_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
