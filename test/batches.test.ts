@@ -7,6 +7,7 @@ import { sql as drizzleSql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { arrayElementTexts } from '../src/lib/json.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, providerRows } from './helpers/facts.ts';
@@ -42,7 +43,15 @@ interface BatchSender {
   newEvent(now: number): BatchEvent;
   /** A delivery of these events' texts, as the sender wraps them (a fresh envelope each time). */
   body(texts: readonly string[]): string;
+  /** Where the events' array stands in the body (member names; empty: the body is the array). */
+  eventsPath: readonly string[];
 }
+
+/**
+ * Strings a naive cut would end early or late at: an escaped quote before a bracket and a comma, a
+ * quoted object inside a string, a value ending in a backslash (its escape, then the closing quote).
+ */
+const TRICKY_STRINGS = ['say \\"}],{\\"', 'a "quoted" }],{"id":"x"}, and a \\', '\\"'];
 
 const asArray = (texts: readonly string[]) => `[${texts.join(',')}]`;
 const changedOnRetry = (event: object, retried: object, id: string, type: string): BatchEvent => ({
@@ -71,6 +80,7 @@ const batchSenders: readonly BatchSender[] = [
       return changedOnRetry(event, retried, String(event.eventId), event.subscriptionType);
     },
     body: asArray,
+    eventsPath: [],
   },
   {
     name: 'line',
@@ -80,15 +90,22 @@ const batchSenders: readonly BatchSender[] = [
       return changedOnRetry(event, retried, event.webhookEventId, event.type);
     },
     body: lineBody,
+    eventsPath: ['events'],
   },
-  { name: 'sendgrid', newEvent: (now) => same(sendgridEvent(now), 'sg_event_id', 'event'), body: asArray },
+  {
+    name: 'sendgrid',
+    newEvent: (now) => same(sendgridEvent(now), 'sg_event_id', 'event'),
+    body: asArray,
+    eventsPath: [],
+  },
   // A new `meta.webhook_id` on every delivery, retries included.
   {
     name: 'gocardless',
     newEvent: (now) => same(gocardlessEvent(now), 'id', 'resource_type', 'action'),
     body: gocardlessBody,
+    eventsPath: ['events'],
   },
-  { name: 'twilio', newEvent: (now) => same(twilioEvent(now), 'id', 'type'), body: asArray },
+  { name: 'twilio', newEvent: (now) => same(twilioEvent(now), 'id', 'type'), body: asArray, eventsPath: [] },
 ];
 
 const named = (name: string): NamedSender => {
@@ -262,6 +279,53 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const rows = await sql`select event_id, status from webhook_events where event_id in ${sql(ids)}`;
     expect(rows.map((row) => row.status)).toEqual(['received', 'received', 'received']);
     expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+  });
+
+  it('stores and applies an id repeated inside one delivery once, and answers it as one new event', async () => {
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const [repeated, other] = events(2);
+    if (repeated === undefined || other === undefined) throw new Error('two events');
+    const body = sender.body([repeated.text, other.text, repeated.retried]);
+    const response = await post(test, body);
+    expect({ status: response.status, body: await response.text() }).toEqual({
+      status: 200,
+      body: '{"received":true}',
+    });
+    const ids = [repeated.id, other.id];
+    expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+    expect(await applications(sender.name, ids)).toEqual(once(ids));
+  });
+
+  it('reads a member repeated inside an event as JSON.parse does: the last one names the event', async () => {
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const [first, last] = events(2);
+    if (first === undefined || last === undefined) throw new Error('two events');
+    const fields = JSON.parse(first.text) as Record<string, unknown>;
+    const idField = Object.keys(fields).find((key) => String(fields[key]) === first.id) ?? '';
+    const lastId = (JSON.parse(last.text) as Record<string, unknown>)[idField];
+    // The event's id twice: first its own, then another event's.
+    const text = `${first.text.slice(0, -1)},${JSON.stringify(idField)}:${JSON.stringify(lastId)}}`;
+    expect(String((JSON.parse(text) as Record<string, unknown>)[idField])).toBe(last.id);
+    expect((await post(test, sender.body([text]))).status).toBe(200);
+    expect(await rowsPerId(sender.name, [first.id, last.id])).toEqual({ [last.id]: 1 });
+    const [row] = await sql<{ payload: unknown }[]>`select payload from webhook_events
+      where provider = ${sender.name} and event_id = ${last.id}`;
+    expect(row?.payload).toEqual(JSON.parse(text));
+  });
+
+  it("cuts a body whose strings hold escaped quotes, brackets and commas into each event's own text", async () => {
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const batch = events(TRICKY_STRINGS.length);
+    const texts = batch.map((event, n) => `${event.text.slice(0, -1)},"note":${JSON.stringify(TRICKY_STRINGS[n])}}`);
+    const body = sender.body(texts);
+    // Each event's text exactly as it stands in the body: what is stored as its payload.
+    expect(arrayElementTexts(body, sender.eventsPath)).toEqual(texts);
+    expect((await post(test, body)).status).toBe(200);
+    for (const [n, event] of batch.entries()) {
+      const [row] = await sql<{ payload: unknown }[]>`select payload from webhook_events
+        where provider = ${sender.name} and event_id = ${event.id}`;
+      expect(row?.payload).toEqual(JSON.parse(texts[n] ?? ''));
+    }
   });
 
   it('answers an empty batch 200 and stores nothing', async () => {
