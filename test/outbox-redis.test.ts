@@ -1,7 +1,8 @@
 // The Redis Streams publisher against real servers: the shared broker suite on the machine's Redis
 // (a stream key of this file's own), refusals that go dead at once with a last_error naming the fix,
-// a full server retried, and a redis-server of the test's own killed mid-drain: nothing lost, nothing
-// published that Redis did not acknowledge, at most one entry per key, and the relay recovers by itself.
+// a full server retried, a publish timed out (an attempt on a live connection, none while it opens),
+// and a redis-server of the test's own killed mid-drain: nothing lost, nothing published that Redis
+// did not acknowledge, at most one entry per key, and the relay recovers by itself.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dedupMarkerKey } from '../src/outbox/publishers/redis.ts';
 import { uniqueId } from './helpers/acme.ts';
@@ -136,6 +137,30 @@ describe('failures worth another try', () => {
       attempts: 1,
       last_error: 'redis: out of memory (maxmemory reached): trim the stream or raise the limit',
     });
+  });
+});
+
+describe('a publish that times out (through a proxy the test stalls)', () => {
+  it('on a live connection counts an attempt: the server had the message and did not answer', async () => {
+    const link = await cuttableLink(6379);
+    const publisher = publisherOn(`redis://127.0.0.1:${link.port}?stream=${uniqueId(stream)}`);
+    // One publish first: the connection is open and ready when the server goes silent.
+    expect((await drainOneMessage(database, publisher)).row).toMatchObject({ status: 'published' });
+    link.stall();
+    const { summary, row } = await drainOneMessage(database, publisher);
+    // Dropped now: a stalled connection would hold the publisher's close at the end of the file.
+    await link.cut();
+    expect(summary).toMatchObject({ retried: 1, unavailable: 0 });
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'timeout' });
+  });
+
+  it('while the connection is still opening counts none: nobody could have answered', async () => {
+    const link = await cuttableLink(6379);
+    link.stall();
+    const { summary, row } = await outcomeOf(`redis://127.0.0.1:${link.port}?stream=${uniqueId(stream)}`);
+    await link.cut();
+    expect(summary).toMatchObject({ retried: 0, unavailable: 1 });
+    expect(row).toMatchObject({ status: 'pending', attempts: 0 });
   });
 });
 

@@ -220,17 +220,22 @@ export async function readRedisStream(client: Redis, stream: string): Promise<Co
 /**
  * A TCP relay in front of a shared broker, for a broker "restart" without stopping what others use:
  * `cut` drops every connection through it and refuses new ones, as a stopped broker would; `restore`
- * accepts again on the same port.
+ * accepts again on the same port. `stall` stops carrying bytes either way (connections stay open, new
+ * ones are accepted and carry nothing), as a broker that hangs or a network that drops silently.
  */
 export interface CuttableLink {
   port: number;
   cut(): Promise<void>;
   restore(): Promise<void>;
+  stall(): void;
 }
 
 export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
   const port = await freePort();
   const sockets = new Set<Socket>();
+  /** Each connection's stop: unpiped both ways, each side stops reading (its bytes wait in the kernel). */
+  const stops = new Set<() => void>();
+  let stalled = false;
   let server: Server | undefined;
   const listen = async () => {
     const listening = createServer((client) => {
@@ -243,7 +248,16 @@ export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      const stop = () => {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      };
+      stops.add(stop);
+      client.on('close', () => stops.delete(stop));
+      if (stalled) stop();
+      else client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve) => listening.listen(port, '127.0.0.1', resolve));
     server = listening;
@@ -254,9 +268,13 @@ export async function cuttableLink(targetPort: number): Promise<CuttableLink> {
     for (const socket of sockets) socket.destroy();
     if (closing !== undefined) await new Promise((resolve) => closing.close(resolve));
   };
+  const stall = () => {
+    stalled = true;
+    for (const stop of stops) stop();
+  };
   await listen();
   afterAll(cut);
-  return { port, cut, restore: listen };
+  return { port, cut, restore: listen, stall };
 }
 
 /**
