@@ -22,7 +22,12 @@ import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows } from './helpers/outbox.ts';
 import { WAIT_MS } from './helpers/patience.ts';
 import { startListeningService } from './helpers/process.ts';
-import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
+import {
+  drainThroughOutage,
+  OUTAGE_PROBES,
+  publishAcrossOutage,
+  timeoutsCountOnlyWhenConnected,
+} from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -261,3 +266,8 @@ describe('npm start with a NATS target', () => {
     }
   });
 });
+
+// Last: what it publishes to the file's stream would be counted by the contract's consumer.
+timeoutsCountOnlyWhenConnected(database, 4222, (port) =>
+  publisherOn(`nats://127.0.0.1:${port}?stream=${stream}&subject_prefix=${prefix}`),
+);

@@ -11,7 +11,12 @@ import { uniqueId } from './helpers/acme.ts';
 import { cuttableLink, drainOneMessage, publishersForFile, rabbitTopology, SHARED_AMQP } from './helpers/brokers.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
+import {
+  drainThroughOutage,
+  OUTAGE_PROBES,
+  publishAcrossOutage,
+  timeoutsCountOnlyWhenConnected,
+} from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -128,6 +133,10 @@ describe('failures worth another try', () => {
     expect(row).toMatchObject({ status: 'pending', attempts: 0, last_error: 'rabbitmq: connect ECONNREFUSED' });
   });
 });
+
+timeoutsCountOnlyWhenConnected(database, 5672, (port) =>
+  publisherOn(`amqp://guest:guest@127.0.0.1:${port}?exchange=${names.exchange}`),
+);
 
 describe('connections lost mid-drain', () => {
   it('lose nothing, publish only what was confirmed, and the relay reconnects by itself', async () => {

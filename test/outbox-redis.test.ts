@@ -19,7 +19,12 @@ import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { refusingUrl } from './helpers/sink.ts';
-import { drainThroughOutage, OUTAGE_PROBES, publishAcrossOutage } from './shared/broker-outages.ts';
+import {
+  drainThroughOutage,
+  OUTAGE_PROBES,
+  publishAcrossOutage,
+  timeoutsCountOnlyWhenConnected,
+} from './shared/broker-outages.ts';
 import { brokerPublisherContract } from './shared/broker-publisher-contract.ts';
 
 const database = await useTestDatabase();
@@ -140,29 +145,9 @@ describe('failures worth another try', () => {
   });
 });
 
-describe('a publish that times out (through a proxy the test stalls)', () => {
-  it('on a live connection counts an attempt: the server had the message and did not answer', async () => {
-    const link = await cuttableLink(6379);
-    const publisher = publisherOn(`redis://127.0.0.1:${link.port}?stream=${uniqueId(stream)}`);
-    // One publish first: the connection is open and ready when the server goes silent.
-    expect((await drainOneMessage(database, publisher)).row).toMatchObject({ status: 'published' });
-    link.stall();
-    const { summary, row } = await drainOneMessage(database, publisher);
-    // Dropped now: a stalled connection would hold the publisher's close at the end of the file.
-    await link.cut();
-    expect(summary).toMatchObject({ retried: 1, unavailable: 0 });
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'timeout' });
-  });
-
-  it('while the connection is still opening counts none: nobody could have answered', async () => {
-    const link = await cuttableLink(6379);
-    link.stall();
-    const { summary, row } = await outcomeOf(`redis://127.0.0.1:${link.port}?stream=${uniqueId(stream)}`);
-    await link.cut();
-    expect(summary).toMatchObject({ retried: 0, unavailable: 1 });
-    expect(row).toMatchObject({ status: 'pending', attempts: 0 });
-  });
-});
+timeoutsCountOnlyWhenConnected(database, 6379, (port) =>
+  publisherOn(`redis://127.0.0.1:${port}?stream=${uniqueId(stream)}`),
+);
 
 describe('a Redis server killed mid-drain', () => {
   it('loses nothing, marks published only what Redis acknowledged, and recovers by itself', async () => {

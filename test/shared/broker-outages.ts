@@ -1,11 +1,12 @@
 // A broker stopped in the middle of a drain, for the publisher tests that run a broker of their own:
 // the real publisher wrapped so that the broker process is killed just before the n-th publish
 // starts (publishes already sent may or may not have been acknowledged), and the passes that follow
-// until the relay, on its own, has published everything once the broker is back.
+// until the relay, on its own, has published everything once the broker is back. And a broker that
+// goes silent: a publish's timeout counts an attempt only on a live connection.
 import type postgres from 'postgres';
-import { expect } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Publisher } from '../../src/outbox/publishers/publisher.ts';
-import { BROKER_TEST_TIMEOUT, type OwnBroker } from '../helpers/brokers.ts';
+import { BROKER_TEST_TIMEOUT, cuttableLink, drainOneMessage, type OwnBroker } from '../helpers/brokers.ts';
 import type { TestDatabase } from '../helpers/database.ts';
 import { buildTestRelay, insertMessages, outboxRows, type TestRelay } from '../helpers/outbox.ts';
 import { WAIT_MS } from '../helpers/patience.ts';
@@ -183,4 +184,42 @@ export async function publishAcrossOutage(
   expect(received).toHaveLength(ids.length);
   expect(new Set(received)).toEqual(new Set(rows.map((row) => row.deduplication_key)));
   return { probes };
+}
+
+/**
+ * A publish that times out, through a proxy the test stalls (`cuttableLink`'s `stall`): on a live
+ * connection (one message published first) it counts an attempt, the broker had the message and did
+ * not answer for it; on a connection still opening it counts none, nobody could have answered.
+ * `publisherThrough` builds the broker's publisher for the proxy's port. Registers two tests.
+ */
+export function timeoutsCountOnlyWhenConnected(
+  database: Pick<TestDatabase, 'db' | 'sql'>,
+  brokerPort: number,
+  publisherThrough: (port: number) => Publisher,
+): void {
+  describe('a publish that times out (through a proxy the test stalls)', () => {
+    // The messages left pending here are not the business of the file's other tests.
+    afterEach(() => database.sql`delete from outbox_messages`);
+    it('on a live connection counts an attempt: the broker had the message and did not answer', async () => {
+      const link = await cuttableLink(brokerPort);
+      const publisher = publisherThrough(link.port);
+      expect((await drainOneMessage(database, publisher)).row).toMatchObject({ status: 'published' });
+      link.stall();
+      const { summary, row } = await drainOneMessage(database, publisher);
+      // Dropped now: a stalled connection would hold the publisher's close at the end of the file.
+      await link.cut();
+      expect(summary).toMatchObject({ retried: 1, unavailable: 0 });
+      expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'timeout' });
+    });
+
+    it('while the connection is still opening counts none: nobody could have answered', async () => {
+      const link = await cuttableLink(brokerPort);
+      link.stall();
+      const { summary, row } = await drainOneMessage(database, publisherThrough(link.port));
+      await link.cut();
+      // The row is the new message's; the pass may also have held a message an earlier test left due.
+      expect(summary).toMatchObject({ published: 0, retried: 0, dead: 0 });
+      expect(row).toMatchObject({ status: 'pending', attempts: 0 });
+    });
+  });
 }
