@@ -22,6 +22,15 @@ import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { failingAfterDefault } from './helpers/handlers.ts';
 import { githubSender } from './helpers/senders.ts';
 
+/** One delivery-log row as the admin API returns it, answered 200 (its duration is whatever it took). */
+const loggedRow = (row: {
+  delivered_at: string;
+  outcome: string;
+  trace_id: string | undefined;
+  repeats: number;
+  last_delivered_at: string | null;
+}) => ({ status_code: 200, duration_ms: expect.any(Number), ...row });
+
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'delivery-log-token-for-tests-0123456789';
 const DAY_MS = 86_400_000;
@@ -322,24 +331,20 @@ describe('delivery log', () => {
     const body = (await answer.json()) as { deliveries: unknown[]; deliveries_cap: number };
     expect(body.deliveries_cap).toBe(DELIVERY_LOG_CAP);
     expect(body.deliveries).toEqual([
-      {
+      loggedRow({
         delivered_at: new Date(TEST_NOW_MS + 2000).toISOString(),
-        status_code: 200,
         outcome: 'duplicate',
-        duration_ms: expect.any(Number),
         trace_id: traces[1].traceId,
         repeats: 0,
         last_delivered_at: null,
-      },
-      {
+      }),
+      loggedRow({
         delivered_at: new Date(TEST_NOW_MS + 1000).toISOString(),
-        status_code: 200,
         outcome: 'completed',
-        duration_ms: expect.any(Number),
         trace_id: traces[0].traceId,
         repeats: 0,
         last_delivered_at: null,
-      },
+      }),
     ]);
     const document = await (await test.request('/admin/api/openapi.json', { headers: bearer })).text();
     expect(document).toContain('"Delivery"');
@@ -602,24 +607,20 @@ describe('duplicates fold into a repeat count', () => {
       deliveries: unknown[];
     };
     expect(body.deliveries).toEqual([
-      {
+      loggedRow({
         delivered_at: new Date(TEST_NOW_MS + 1000).toISOString(),
-        status_code: 200,
         outcome: 'duplicate',
-        duration_ms: expect.any(Number),
         trace_id: traces[1].traceId,
         repeats: 2,
         last_delivered_at: new Date(TEST_NOW_MS + 3000).toISOString(),
-      },
-      {
+      }),
+      loggedRow({
         delivered_at: new Date(TEST_NOW_MS).toISOString(),
-        status_code: 200,
         outcome: 'completed',
-        duration_ms: expect.any(Number),
         trace_id: traces[0].traceId,
         repeats: 0,
         last_delivered_at: null,
-      },
+      }),
     ]);
     const document = await (await test.request('/admin/api/openapi.json', { headers: bearer })).text();
     expect(document).toContain('last_delivered_at');
