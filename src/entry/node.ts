@@ -4,7 +4,7 @@
 // lease sweeper every minute, the fold of the event counters every minute, the write of refused
 // deliveries every second, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
-// embedded server. Requests and background jobs use separate pools (see backgroundConnections).
+// embedded server. Requests, background jobs and the delivery log's writes use separate pools (pools.ts).
 import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
@@ -36,6 +36,7 @@ import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
+import { splitPool } from './pools.ts';
 import { processMetrics } from './process-metrics.ts';
 import { tracingFromEnv } from './tracing-node.ts';
 import type { Tracing } from './tracing-sdk.ts';
@@ -82,18 +83,6 @@ const PAUSE_EXPIRY_INTERVAL_MS = 60_000;
 const BULK_JOBS_INTERVAL_MS = 1_000;
 /** How often refused deliveries are written (src/inbox/rejection-log.ts): the dashboard is a second behind. */
 const REJECTIONS_FLUSH_INTERVAL_MS = 1000;
-
-/**
- * DB_POOL_MAX split in two pools: requests get the larger one; the background jobs (worker, relay,
- * sweeper, purge) share a small one of their own, so an intake burst queues on its own connections
- * and never takes the ones the worker needs to drain the backlog it builds. Async mode gives the
- * background 40% (at least one, at most four: four worker connections applying one event each);
- * sync mode applies in the request, so the relay and the purge get one connection.
- */
-function splitPool(max: number, mode: Config['PROCESSING_MODE']): { requests: number; background: number } {
-  const background = mode === 'async' ? Math.max(1, Math.min(4, Math.floor(max * 0.4))) : 1;
-  return { requests: Math.max(1, max - background), background };
-}
 
 /**
  * Explicit bounds on what a client may hold: headers must arrive within HTTP_HEADERS_TIMEOUT_MS and
@@ -187,7 +176,9 @@ async function main(): Promise<void> {
     }
     await migrateDatabase(url);
   }
-  const pools = splitPool(config.DB_POOL_MAX, config.PROCESSING_MODE);
+  // DELIVERY_LOG_FLUSH_MS=0: no log at all (the intake appends nothing), and no connection for it.
+  const deliveryLogOn = config.DELIVERY_LOG_FLUSH_MS > 0;
+  const pools = splitPool(config.DB_POOL_MAX, config.PROCESSING_MODE, { deliveryLog: deliveryLogOn });
   const database = connectDatabase({
     url,
     maxConnections: pools.requests,
@@ -198,8 +189,12 @@ async function main(): Promise<void> {
     maxConnections: pools.background,
     statementTimeoutMs: config.HANDLER_DEADLINE_MS,
   });
+  // Its writes never queue behind a worker batch or a publish: the log's promise is a bound in time.
+  const deliveryLogConnection = deliveryLogOn
+    ? connectDatabase({ url, maxConnections: pools.deliveryLog, statementTimeoutMs: config.HANDLER_DEADLINE_MS })
+    : undefined;
   const stopDatabase = async () => {
-    await Promise.all([database.close(), background.close()]);
+    await Promise.all([database.close(), background.close(), deliveryLogConnection?.close()]);
     await embedded?.stop();
   };
 
@@ -207,6 +202,8 @@ async function main(): Promise<void> {
     if (await hasPendingMigrations(database.db, expectedMigration)) {
       throw new StartupError('the database has pending migrations: run `npm run db:migrate` first');
     }
+    // Opened now, not by the first write: connecting would spend part of the log's bound.
+    if (deliveryLogConnection !== undefined) await deliveryLogConnection.sql`select 1`;
   } catch (error) {
     await stopDatabase();
     if (error instanceof StartupError) throw error;
@@ -229,8 +226,10 @@ async function main(): Promise<void> {
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
   const rejections = createRejectionLog({ logger, metrics });
-  // DELIVERY_LOG_FLUSH_MS=0: no log at all (the intake appends nothing).
-  const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
+  const deliveryLog = deliveryLogOn ? createDeliveryLog({ logger, metrics }) : undefined;
+  const flushDeliveryLog = async () => {
+    if (deliveryLogConnection !== undefined) await deliveryLog?.flush(deliveryLogConnection.db);
+  };
   const app = createProductionApp({
     config,
     db: database.db,
@@ -251,7 +250,7 @@ async function main(): Promise<void> {
   const deliveryLogSchedule = schedule({
     name: 'delivery log',
     intervalMs: config.DELIVERY_LOG_FLUSH_MS,
-    run: async () => deliveryLog?.flush(background.db),
+    run: flushDeliveryLog,
   });
   const drainerParts = {
     config,
@@ -386,7 +385,7 @@ async function main(): Promise<void> {
         // Every request has been answered: what they refused and the last deliveries are written
         // before the pools close.
         .then(() => rejections.flush(background.db))
-        .then(() => deliveryLog?.flush(background.db))
+        .then(flushDeliveryLog)
         // The relay is done publishing: its broker connection goes before the database.
         .then(() => closePublishers(publishers))
         // The last spans (the final publishes) are sent before the process goes.

@@ -36,6 +36,23 @@ export const DELIVERY_LOG_CAP = 50;
  */
 export const DELIVERY_LOG_CAPACITY = 10_000;
 
+/**
+ * What the log's promise allows one write: a quarter-second's records are one insert and one trim
+ * (the trim of 500 events took 5.1 ms in EXPLAIN ANALYZE, docs/scaling.md), with room for a loaded
+ * machine.
+ */
+export const DELIVERY_LOG_WRITE_MS = 50;
+
+/**
+ * How long after its answer a delivery's record may still be only in memory, what a SIGKILL can
+ * lose: a record appended just after a write took its batch waits for that write to end, the
+ * schedule's longest interval, then its own write. Holds only while the write never queues for a
+ * connection (src/entry/pools.ts gives it one of its own).
+ */
+export function deliveryLogDelayBoundMs(longestFlushIntervalMs: number): number {
+  return longestFlushIntervalMs + 2 * DELIVERY_LOG_WRITE_MS;
+}
+
 /** The answer a delivery got, in words: the event's outcome, or why it was not accepted. */
 export type DeliveryLogOutcome = 'completed' | 'ignored' | 'queued' | 'parked' | 'duplicate' | 'failed' | 'unavailable';
 

@@ -25,6 +25,11 @@ function jittered(intervalMs: number, random: RandomSource): number {
   return Math.round(intervalMs * (0.8 + 0.4 * random()));
 }
 
+/** The longest wait between one run's end and the next run's start: the interval at its jitter's top. */
+export function longestIntervalMs(intervalMs: number): number {
+  return Math.round(intervalMs * 1.2);
+}
+
 export function startSchedule(options: ScheduleOptions): Schedule {
   if (options.intervalMs === 0) return { stop: async () => {} };
   const controller = new AbortController();
