@@ -190,9 +190,10 @@ async function main(): Promise<void> {
     statementTimeoutMs: config.HANDLER_DEADLINE_MS,
   });
   // Its writes never queue behind a worker batch or a publish: the log's promise is a bound in time.
-  const deliveryLogConnection = deliveryLogOn
-    ? connectDatabase({ url, maxConnections: pools.deliveryLog, statementTimeoutMs: config.HANDLER_DEADLINE_MS })
-    : undefined;
+  const deliveryLogConnection =
+    pools.deliveryLog > 0
+      ? connectDatabase({ url, maxConnections: pools.deliveryLog, statementTimeoutMs: config.HANDLER_DEADLINE_MS })
+      : undefined;
   const stopDatabase = async () => {
     await Promise.all([database.close(), background.close(), deliveryLogConnection?.close()]);
     await embedded?.stop();
@@ -228,7 +229,7 @@ async function main(): Promise<void> {
   const rejections = createRejectionLog({ logger, metrics });
   const deliveryLog = deliveryLogOn ? createDeliveryLog({ logger, metrics }) : undefined;
   const flushDeliveryLog = async () => {
-    if (deliveryLogConnection !== undefined) await deliveryLog?.flush(deliveryLogConnection.db);
+    await deliveryLog?.flush((deliveryLogConnection ?? background).db);
   };
   const app = createProductionApp({
     config,
