@@ -11,7 +11,7 @@ export interface PoolSizes {
    * The delivery log's writes alone (0 with the log off, and in sync mode, where the log shares the
    * background connection that nothing holds for long): its promise, a record in the database
    * within about one flush interval of its answer, holds only if its write never queues behind a
-   * worker batch or a publish (issue 34: up to 6.2 s behind a busy async worker).
+   * worker batch or a publish (an attack run saw it 6.2 s behind a busy async worker).
    */
   deliveryLog: number;
 }
