@@ -5,7 +5,7 @@
 // message goes out again under the same Idempotency-Key. A target that cannot be reached at all (an
 // outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
 // off and probes with one message until the target answers again. Every destination has a relay of
-// its own (drainers.ts drains them side by side), so an unreachable destination holds back only its
+// its own (relays.ts drains them side by side, as drainers.ts wires them), so an unreachable destination holds back only its
 // own rows. Each destination's own limits (destination-state.ts, docs/outbox.md "Isolation per
 // destination"): a token bucket bounds what it claims, its concurrency what it has in flight, and the
 // circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
