@@ -5,13 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { sql as drizzleSql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseConfig } from '../src/config.ts';
-import { expectedMigration } from '../src/db/migrations.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { IntakeLoad } from '../src/inbox/intake-load.ts';
 import { createLogger } from '../src/lib/logger.ts';
+import { bulkJobs } from '../src/ops/background-steps.ts';
 import { type BulkRunnerSettings, createBulkRunner, MAX_BATCH_TIMEOUTS } from '../src/ops/bulk-runner.ts';
-import { bulkJobsSlice } from '../src/ops/maintenance-steps.ts';
 import { TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
@@ -20,6 +18,7 @@ import { insertEvent } from './helpers/events.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { patience } from './helpers/patience.ts';
+import { cronParts } from './helpers/step-parts.ts';
 
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'admin-token-for-tests-0123456789';
@@ -377,17 +376,13 @@ describe('the cron step', () => {
     const ids = await insertMessages(sql, 3, { topic, status: 'dead' });
     const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
     const lines: string[] = [];
-    const outcome = await bulkJobsSlice.run(
-      {
-        config: parseConfig({}),
-        db,
-        clock: () => Date.now(),
+    const run = bulkJobs.prepare(
+      cronParts(db, {
         logger: createLogger({ level: 'info', now: () => new Date(), write: (line) => lines.push(line) }),
-        expectedMigration,
-      },
-      // The slice's budget: only ever spent by a machine too slow for the suite, so it scales with it.
-      patience(10_000),
+      }),
     );
+    // The slice's budget: only ever spent by a machine too slow for the suite, so it scales with it.
+    const outcome = await run({ budgetMs: patience(10_000) });
     expect(outcome).toMatchObject({ finished: 1, stopped_by: 'idle' });
     expect(await jobRow(job.id)).toMatchObject({ status: 'done', processed: 3 });
     expect((await outboxRows(sql, ids)).every((message) => message.status === 'pending')).toBe(true);

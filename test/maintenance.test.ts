@@ -3,26 +3,22 @@
 // readiness step against real databases. The runner's shares are measured on faked timers
 // (setTimeout and performance.now), so what a step is given and when it is left behind are exact.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseConfig } from '../src/config.ts';
-import { connectDatabase } from '../src/db/client.ts';
-import { expectedMigration } from '../src/db/migrations.ts';
+import { connectDatabase, type Database } from '../src/db/client.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { type MaintenanceDeps, type MaintenanceStep, runMaintenance, StepFailure } from '../src/ops/maintenance.ts';
-import { databaseReadiness } from '../src/ops/maintenance-steps.ts';
+import { type BackgroundStep, StepFailure } from '../src/ops/background.ts';
+import { databaseReadiness } from '../src/ops/background-steps.ts';
+import { runMaintenance } from '../src/ops/maintenance.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
+import { cronParts } from './helpers/step-parts.ts';
 
 const { db } = await useTestDatabase();
 const empty = await useEmptyDatabase();
 
-function depsFor(database: MaintenanceDeps['db']) {
+function depsFor(database: Database) {
   const lines: Array<Record<string, unknown>> = [];
-  const deps: MaintenanceDeps = {
-    config: parseConfig({}),
-    db: database,
-    clock: () => Date.now(),
+  const deps = cronParts(database, {
     logger: createLogger({ level: 'debug', now: () => new Date(), write: (line) => lines.push(JSON.parse(line)) }),
-    expectedMigration,
-  };
+  });
   return { deps, lines, steps: () => lines.filter((line) => line.msg === 'maintenance step') };
 }
 
@@ -31,12 +27,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A step that records the budget it was given and answers with `work`'s result. */
 function step(name: string, work: (budgetMs: number) => Promise<Record<string, number> | undefined>) {
   const budgets: number[] = [];
-  const definition: MaintenanceStep = {
+  const definition: BackgroundStep = {
     name,
-    run: (_deps, budgetMs) => {
-      budgets.push(budgetMs);
-      return work(budgetMs);
-    },
+    runsIn: 'cron',
+    intervalMs: () => 0,
+    prepare:
+      () =>
+      ({ budgetMs = 0 }) => {
+        budgets.push(budgetMs);
+        return work(budgetMs);
+      },
   };
   return { definition, budgets };
 }
@@ -136,13 +136,15 @@ describe('runMaintenance', () => {
 
 describe('the database readiness step', () => {
   it('passes on a migrated database', async () => {
-    expect(await databaseReadiness.run(depsFor(db).deps, 1000)).toEqual({ migrations: 'current' });
+    expect(await databaseReadiness.prepare(depsFor(db).deps)({ budgetMs: 1000 })).toEqual({ migrations: 'current' });
   });
 
   it('fails, naming the fix, on a database that was never migrated', async () => {
     const handle = connectDatabase({ url: empty.url, maxConnections: 1, statementTimeoutMs: 2000 });
     try {
-      await expect(databaseReadiness.run(depsFor(handle.db).deps, 1000)).rejects.toThrow(/npm run db:migrate/);
+      await expect(databaseReadiness.prepare(depsFor(handle.db).deps)({ budgetMs: 1000 })).rejects.toThrow(
+        /npm run db:migrate/,
+      );
     } finally {
       await handle.close();
     }

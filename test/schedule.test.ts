@@ -1,10 +1,17 @@
-// The in-process schedule the Node entry runs the relay on: one run at a time, failures logged and
-// survived, interval 0 is off, and stop() waits for the run in progress (so the database can close).
+// The in-process schedule the Node entry runs its background steps on: one run at a time, failures
+// logged and survived, interval 0 is off, and stop() waits for the run in progress (so the database
+// can close). The Node process and the Worker's cron run one list of steps, under the same names.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/lib/logger.ts';
-import { type ScheduleOptions, startSchedule } from '../src/ops/schedule.ts';
+import type { BackgroundStep } from '../src/ops/background.ts';
+import { backgroundSteps, cronSteps, processSteps } from '../src/ops/background-steps.ts';
+import { type ScheduleOptions, scheduleSteps, startSchedule } from '../src/ops/schedule.ts';
+import { useTestDatabase } from './helpers/database.ts';
 import { deferred } from './helpers/facts.ts';
 import { WAIT_MS } from './helpers/patience.ts';
+import { cronParts } from './helpers/step-parts.ts';
+
+const { db } = await useTestDatabase();
 
 /** A schedule every 5 ms with fixed jitter; its log lines are kept for assertions. */
 function schedule(run: ScheduleOptions['run'], overrides: Partial<ScheduleOptions> = {}) {
@@ -62,13 +69,15 @@ describe('startSchedule', () => {
         runs += 1;
         if (runs === 1) throw new TypeError('secret detail');
       },
-      { name: 'relay' },
+      { name: 'outbox_drain' },
     );
     await expect.poll(() => runs, { timeout: WAIT_MS }).toBeGreaterThanOrEqual(2);
     await running.stop();
     expect(JSON.parse(running.lines[0] ?? '{}')).toMatchObject({
       level: 'error',
-      msg: 'relay run failed',
+      msg: 'maintenance step',
+      step: 'outbox_drain',
+      outcome: 'failed',
       error: 'TypeError',
     });
     expect(running.lines.join('\n')).not.toContain('secret detail');
@@ -100,5 +109,65 @@ describe('startSchedule', () => {
     await expect.poll(() => started, { timeout: WAIT_MS }).toBe(true);
     await running.stop();
     expect(aborted).toBe(true);
+  });
+});
+
+describe('one list of background steps', () => {
+  it('the process and the cron take theirs from it, under the same snake_case names', () => {
+    const names = backgroundSteps.map((step) => step.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+    expect(cronSteps.map((step) => step.name)).toEqual(
+      names.filter((name) => !name.startsWith('refused_') && name !== 'delivery_log'),
+    );
+    expect(processSteps.map((step) => step.name)).toEqual(names.filter((name) => name !== 'database_readiness'));
+  });
+
+  it('a process starts only the steps on in its configuration', () => {
+    const sync = cronParts(db);
+    const async_ = cronParts(db, { config: { ...sync.config, PROCESSING_MODE: 'async' } });
+    const on = (parts: typeof sync) =>
+      processSteps.filter((step) => step.intervalMs(parts.config) > 0).map((step) => step.name);
+    expect(on(sync)).not.toContain('inbox_work');
+    expect(on(sync)).not.toContain('inbox_sweep');
+    expect(on(async_)).toEqual(expect.arrayContaining(['inbox_work', 'inbox_sweep', 'outbox_drain', 'bulk_jobs']));
+  });
+
+  it("logs a run under the step's name when it changed something, and keeps quiet when not", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({
+      level: 'debug',
+      now: () => new Date(),
+      write: (line) => lines.push(JSON.parse(line)),
+    });
+    let runs = 0;
+    const counting: BackgroundStep = {
+      name: 'counting_step',
+      runsIn: 'both',
+      intervalMs: () => 5,
+      prepare: () => async () => {
+        runs += 1;
+        return { changed: runs === 2 ? 1 : 0 };
+      },
+      lineFor: (fields) => (fields.changed === 1 ? 'warn' : undefined),
+    };
+    const off: BackgroundStep = { ...counting, name: 'off_step', intervalMs: () => 0 };
+    const schedules = scheduleSteps(
+      [counting, off],
+      { ...cronParts(db), runtime: 'process' },
+      { random: () => 0.5, logger },
+    );
+    expect(schedules).toHaveLength(1);
+    await expect.poll(() => runs, { timeout: WAIT_MS }).toBeGreaterThanOrEqual(3);
+    await Promise.all(schedules.map((schedule) => schedule.stop()));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'maintenance step',
+        step: 'counting_step',
+        outcome: 'ok',
+        changed: 1,
+      }),
+    ]);
   });
 });

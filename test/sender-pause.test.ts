@@ -8,12 +8,9 @@
 // Needs a process: headless Chromium renders the senders page.
 import { mkdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/client.ts';
-import { expectedMigration } from '../src/db/migrations.ts';
 import { PAUSE_CHECK_TTL_MS, senderPauseGate } from '../src/inbox/pause-gate.ts';
-import { createLogger } from '../src/lib/logger.ts';
-import { pauseExpiry } from '../src/ops/maintenance-steps.ts';
+import { pauseExpiry } from '../src/ops/background-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
@@ -22,6 +19,7 @@ import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { eventRow, subscriptionRow } from './helpers/facts.ts';
 import { githubSender, shopifySender } from './helpers/senders.ts';
+import { cronParts } from './helpers/step-parts.ts';
 
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'pause-token-for-tests-0123456789';
@@ -246,14 +244,8 @@ describe('a paused sender', () => {
       resumed: false,
     });
 
-    const deps = {
-      config: parseConfig({}),
-      db,
-      clock: app.now,
-      logger: createLogger({ level: 'silent', now: () => new Date(app.now()), write: () => {} }),
-      expectedMigration,
-    };
-    expect(await pauseExpiry.run(deps, 1000)).toEqual({ resumed: 1 });
+    const expire = pauseExpiry.prepare(cronParts(db, { clock: app.now }));
+    expect(await expire({ budgetMs: 1000 })).toEqual({ resumed: 1 });
     expect(await pauseRows()).toEqual([]);
     const audit = await auditRows('acme');
     expect(audit.at(-1)).toEqual({
@@ -266,7 +258,7 @@ describe('a paused sender', () => {
       detail: { until: new Date(pausedAt + 60_000).toISOString(), note: 'one minute', reason: 'ended by itself' },
     });
     expect(audit.filter((row) => row.operator === 'grace')).toEqual([]);
-    expect(await pauseExpiry.run(deps, 1000)).toEqual({ resumed: 0 });
+    expect(await expire({ budgetMs: 1000 })).toEqual({ resumed: 0 });
   });
 
   it('pausing again once an earlier pause has ended (its row not yet deleted) audits the sender as found active', async () => {

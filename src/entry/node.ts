@@ -1,8 +1,8 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
-// outbox relay every RELAY_INTERVAL_MS, in async mode the inbox worker every WORKER_INTERVAL_MS and the
-// lease sweeper every minute, the fold of the event counters every minute, the write of refused
-// deliveries every second, the retention purge hourly, and shuts down in order on SIGINT/SIGTERM:
+// background steps each on its timer (ops/background-steps.ts: the outbox relay, in async mode the
+// inbox worker and the lease sweeper, the bulk jobs, the counters' fold, the retention purge, the
+// pauses' ends, the writes of refusals and of the delivery log), and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
 // embedded server. Requests, background jobs and the delivery log's writes use separate pools (pools.ts).
 import { readFileSync } from 'node:fs';
@@ -17,17 +17,12 @@ import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog } from '../inbox/delivery-log.ts';
 import { IntakeLoad } from '../inbox/intake-load.ts';
 import { createRejectionLog } from '../inbox/rejection-log.ts';
-import { purgeByRetention } from '../inbox/retention.ts';
-import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { workUntilCaughtUp } from '../inbox/worker.ts';
 import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
-import { bulkRunnerFor, relayFor, workerFor } from '../ops/drainers.ts';
-import { foldCounters } from '../ops/event-counts.ts';
-import { type ScheduleOptions, startSchedule } from '../ops/schedule.ts';
+import { processSteps } from '../ops/background-steps.ts';
+import { scheduleSteps } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
-import { endExpiredPauses } from '../ops/sender-pauses.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers, type DestinationPublisher } from '../outbox/relays.ts';
@@ -71,18 +66,6 @@ function listenProblem(error: unknown, port: number): string {
 /** Whether /admin answers at all: a shared or a named admin token is set. */
 const adminOpen = (config: { ADMIN_TOKEN?: string | undefined; ADMIN_TOKENS?: readonly unknown[] | undefined }) =>
   config.ADMIN_TOKEN !== undefined || (config.ADMIN_TOKENS?.length ?? 0) > 0;
-
-/** The lease sweeper's and the retention purge's periods: neither has a deadline to meet. */
-const SWEEP_INTERVAL_MS = 60_000;
-const PURGE_INTERVAL_MS = 3_600_000;
-/** How often the event counters of each connection are merged (src/ops/event-counts.ts). */
-const FOLD_INTERVAL_MS = 60_000;
-/** The intake ignores a pause past its end already: this only deletes its row and audits the resume. */
-const PAUSE_EXPIRY_INTERVAL_MS = 60_000;
-/** How often the bulk job runner looks for a queued or interrupted job. */
-const BULK_JOBS_INTERVAL_MS = 1_000;
-/** How often refused deliveries are written (src/inbox/rejection-log.ts): the dashboard is a second behind. */
-const REJECTIONS_FLUSH_INTERVAL_MS = 1000;
 
 /**
  * Explicit bounds on what a client may hold: headers must arrive within HTTP_HEADERS_TIMEOUT_MS and
@@ -245,104 +228,31 @@ async function main(): Promise<void> {
     deliveryLog,
     tracer: tracing.tracer,
   });
-  // Every background job of the process: jittered, one run at a time, stopped before the pools close.
-  const schedule = (options: Pick<ScheduleOptions, 'name' | 'intervalMs' | 'run'>) =>
-    startSchedule({ ...options, random: Math.random, logger });
-  const deliveryLogSchedule = schedule({
-    name: 'delivery log',
-    intervalMs: config.DELIVERY_LOG_FLUSH_MS,
-    run: flushDeliveryLog,
-  });
-  const drainerParts = {
-    config,
-    db: background.db,
-    clock,
-    logger,
-    newId,
-    random: Math.random,
-    metrics,
-    tracer: tracing.tracer,
-  };
-  const relay = relayFor(drainerParts, publishers, { idPrefix: 'relay' });
-  const relaySchedule = schedule({
-    name: 'outbox relay',
-    intervalMs: config.RELAY_INTERVAL_MS,
-    run: async (signal) => {
-      await relay.drain({ signal });
+  // Every background step of the process (ops/background-steps.ts, the cron's list too), each on its
+  // own timer, jittered, one run at a time, stopped before the pools close. The worker applies on one
+  // background connection each, so the relay's writes wait at most for one of them; the bulk jobs and
+  // the worker defer to a saturated intake; refusals are written off the request pool, so a flood of
+  // them never takes a connection a delivery needs.
+  const backgroundJobs = scheduleSteps(
+    processSteps,
+    {
+      config,
+      runtime: 'process',
+      db: background.db,
+      clock,
+      logger,
+      newId,
+      random: Math.random,
+      metrics,
+      tracer: tracing.tracer,
+      expectedMigration,
+      publishers,
+      intakeLoad,
+      backgroundLanes: pools.background,
+      spooled: { flushRefusals: () => rejections.flush(background.db), flushDeliveryLog },
     },
-  });
-  // One application per background connection: the relay's writes wait at most for one of them.
-  const worker = workerFor(drainerParts, { intakeLoad, settings: { lanes: pools.background } });
-  const workerSchedule = schedule({
-    name: 'inbox worker',
-    // Sync mode applies in the request: there is no queue to work.
-    intervalMs: asyncMode ? config.WORKER_INTERVAL_MS : 0,
-    run: (signal) => workUntilCaughtUp(worker, worker.settings.batchSize, signal),
-  });
-  const sweepSchedule = schedule({
-    name: 'inbox sweep',
-    intervalMs: asyncMode ? SWEEP_INTERVAL_MS : 0,
-    run: async (signal) => {
-      const summary = await sweepExpiredLeases(background.db, { nowMs: clock, budgetMs: 10_000, signal });
-      if (summary.swept > 0) logger.warn('inbox leases swept', { swept: summary.swept });
-    },
-  });
-  const purgeSchedule = schedule({
-    name: 'retention purge',
-    intervalMs: PURGE_INTERVAL_MS,
-    run: async (signal) => {
-      const summary = await purgeByRetention(background.db, config, { nowMs: clock, budgetMs: 60_000, signal });
-      logger.info('retention purge', {
-        payloads_nulled: summary.payloadsNulled,
-        rows_deleted: summary.rowsDeleted,
-        rejection_counts_deleted: summary.rejectionCountsDeleted,
-        deliveries_deleted: summary.deliveriesDeleted,
-        stopped_by: summary.stoppedBy,
-      });
-    },
-  });
-  const foldSchedule = schedule({
-    name: 'event counts fold',
-    intervalMs: FOLD_INTERVAL_MS,
-    run: async (signal) => {
-      await foldCounters(background.db, { nowMs: clock, budgetMs: 10_000, signal });
-    },
-  });
-  const pauseExpirySchedule = schedule({
-    name: 'sender pause expiry',
-    intervalMs: PAUSE_EXPIRY_INTERVAL_MS,
-    run: async () => {
-      const { resumed } = await endExpiredPauses(background.db, clock());
-      for (const provider of resumed) logger.info('sender pause ended by itself', { provider });
-    },
-  });
-  // Bulk jobs (replay or retry by filter) on the background pool, deferring to a saturated intake.
-  const bulkRunner = bulkRunnerFor(drainerParts, { idPrefix: 'jobs', intakeLoad, metrics });
-  const bulkSchedule = schedule({
-    name: 'bulk jobs',
-    intervalMs: BULK_JOBS_INTERVAL_MS,
-    run: async (signal) => {
-      await bulkRunner.run({ signal, budgetMs: 60_000 });
-    },
-  });
-  // Off the request pool: a flood of refusals never takes a connection a delivery needs.
-  const rejectionsSchedule = schedule({
-    name: 'refused deliveries',
-    intervalMs: REJECTIONS_FLUSH_INTERVAL_MS,
-    run: () => rejections.flush(background.db),
-  });
-  // Every schedule started above: what start-up and shutdown stop.
-  const backgroundJobs = [
-    relaySchedule,
-    workerSchedule,
-    sweepSchedule,
-    purgeSchedule,
-    foldSchedule,
-    pauseExpirySchedule,
-    bulkSchedule,
-    rejectionsSchedule,
-    deliveryLogSchedule,
-  ];
+    { random: Math.random, logger },
+  );
   const server = serve({ fetch: app.fetch, port: config.PORT, serverOptions: httpLimits(config) }, (info) => {
     logger.info('listening', {
       port: info.port,

@@ -16,8 +16,8 @@ import { AppError, errorName } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import type { Tracer } from '../lib/tracing.ts';
+import { cronSteps } from '../ops/background-steps.ts';
 import { runMaintenance } from '../ops/maintenance.ts';
-import { maintenanceSteps } from '../ops/maintenance-steps.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { portableDestinationPublishers, queueBindings } from '../outbox/publishers/portable.ts';
@@ -195,9 +195,28 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
   const { config, logger, outboxQueues, tracer } = runtime;
   const database = openDatabase(env, config);
   try {
+    const clock = () => Date.now();
+    // Every destination drains in each run, each through its own publisher (outbox/publishers/portable.ts).
+    const publishers = portableDestinationPublishers(configuredRouting(config), {
+      clock,
+      logger,
+      queues: outboxQueues,
+    });
     await runMaintenance(
-      maintenanceSteps,
-      { config, db: database.db, clock: () => Date.now(), logger, expectedMigration, outboxQueues, tracer },
+      cronSteps,
+      {
+        config,
+        db: database.db,
+        clock,
+        logger,
+        expectedMigration,
+        runtime: 'cron',
+        publishers,
+        // A run's lease owners are UUIDs: its isolate shares no counter with the others.
+        newId: () => crypto.randomUUID(),
+        random: Math.random,
+        tracer,
+      },
       { budgetMs: SCHEDULED_BUDGET_MS, fields: { cron: controller.cron } },
     );
   } finally {

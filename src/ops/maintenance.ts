@@ -1,48 +1,11 @@
-// Scheduled maintenance (the Worker's cron trigger): a list of named steps run one after another,
-// each under its own share of the invocation's time budget. A step that fails or overruns is logged
-// and the next one still runs; every step logs one JSON line with its outcome.
-import type { Config } from '../config.ts';
-import type { Database } from '../db/client.ts';
+// Scheduled maintenance (the Worker's cron trigger): the background steps (background-steps.ts) run
+// one after another, each made afresh and run under its own share of the invocation's time budget.
+// A step that fails or overruns is logged and the next one still runs; every step logs one JSON line
+// with its outcome.
 import { describeError } from '../db/errors.ts';
-import type { MigrationMark } from '../db/migrations.ts';
-import { type Clock, elapsedMs } from '../lib/clock.ts';
-import type { LogFields, Logger } from '../lib/logger.ts';
-import type { Tracer } from '../lib/tracing.ts';
-import type { QueueProducer } from '../outbox/publishers/queues.ts';
-
-/** What a step may use: the whole configuration, since each step reads its own settings. */
-export interface MaintenanceDeps {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  logger: Logger;
-  expectedMigration: MigrationMark;
-  /**
-   * The Worker's Queues producer bindings by name: OUTBOX_QUEUE is the `default` destination's target
-   * when OUTBOX_TARGET_URL is unset, and a destination's `queue:BINDING` names one.
-   */
-  outboxQueues?: ReadonlyMap<string, QueueProducer>;
-  /** Spans for the drains' publishes and applications (the Worker's, when OTEL_* asks for them). */
-  tracer?: Tracer;
-}
-
-export interface MaintenanceStep {
-  /** snake_case; the `step` field of the step's log line. */
-  readonly name: string;
-  /**
-   * Works for at most `budgetMs` (a batching step loops while batches come back full and time is
-   * left), then returns counts for its log line: never ids, payloads or messages from the database.
-   */
-  run(deps: MaintenanceDeps, budgetMs: number): Promise<LogFields | undefined>;
-}
-
-/** A failure whose message we wrote ourselves, so it is safe to log as is. */
-export class StepFailure extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'StepFailure';
-  }
-}
+import { elapsedMs } from '../lib/clock.ts';
+import type { LogFields } from '../lib/logger.ts';
+import { type BackgroundStep, StepFailure, type StepParts } from './background.ts';
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';
 
@@ -81,11 +44,11 @@ function withinLimit<T>(work: Promise<T>, limitMs: number): Promise<T> {
 }
 
 export async function runMaintenance(
-  steps: readonly MaintenanceStep[],
-  deps: MaintenanceDeps,
+  steps: readonly BackgroundStep[],
+  parts: StepParts,
   options: MaintenanceOptions,
 ): Promise<StepResult[]> {
-  const { logger } = deps;
+  const { logger } = parts;
   const runStarted = performance.now();
   const results: StepResult[] = [];
   for (const [index, step] of steps.entries()) {
@@ -106,8 +69,8 @@ export async function runMaintenance(
       continue;
     }
     try {
-      // Called inside the try: a step that throws before its first await is a failure like any other.
-      const report = await withinLimit(step.run(deps, budgetMs), shareMs);
+      // Made and called inside the try: a step that throws before its first await is a failure like any other.
+      const report = await withinLimit(step.prepare(parts)({ budgetMs }), shareMs);
       results.push(line('ok', report));
     } catch (error) {
       if (error instanceof Overrun) results.push(line('overran', { error: `still running after ${shareMs} ms` }));

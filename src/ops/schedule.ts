@@ -1,9 +1,12 @@
-// A periodic job inside a long-running process (the Node entry's outbox relay, inbox worker, lease
-// sweeper and retention purge): one run at a time, the next one an interval with jitter after the previous one ended, and
-// a stop that waits for the run in progress, so shutdown can close the database after it.
+// The background steps inside a long-running process (the Node entry): each on a timer of its own,
+// one run at a time, the next one an interval with jitter after the previous one ended, and a stop
+// that waits for the run in progress, so shutdown can close the database after it. A run logs the
+// cron's line (`maintenance step`, under the step's name) when it fails or changed something.
 import { describeError } from '../db/errors.ts';
 import type { RandomSource } from '../lib/backoff.ts';
+import { elapsedMs } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { BackgroundStep, StepParts } from './background.ts';
 
 export interface ScheduleOptions {
   name: string;
@@ -42,7 +45,11 @@ export function startSchedule(options: ScheduleOptions): Schedule {
       () => {},
       (error: unknown) => {
         // A failed run (database down, say) is retried at the next tick; the process keeps serving.
-        options.logger.error(`${options.name} run failed`, { error: describeError(error) });
+        options.logger.error('maintenance step', {
+          step: options.name,
+          outcome: 'failed',
+          error: describeError(error),
+        });
       },
     );
     void running.then(() => {
@@ -58,4 +65,35 @@ export function startSchedule(options: ScheduleOptions): Schedule {
       await running;
     },
   };
+}
+
+/** Starts every step whose interval is not 0 in this configuration: what start-up and shutdown stop. */
+export function scheduleSteps(
+  steps: readonly BackgroundStep[],
+  parts: StepParts,
+  options: Pick<ScheduleOptions, 'random' | 'logger'>,
+): Schedule[] {
+  return steps.flatMap((step) => {
+    const intervalMs = step.intervalMs(parts.config);
+    if (intervalMs === 0) return [];
+    const run = step.prepare(parts);
+    const schedule = startSchedule({
+      ...options,
+      name: step.name,
+      intervalMs,
+      run: async (signal) => {
+        const started = performance.now();
+        const fields = await run({ budgetMs: step.processBudgetMs, signal });
+        const level = fields === undefined ? undefined : step.lineFor?.(fields);
+        if (level === undefined) return;
+        options.logger[level]('maintenance step', {
+          step: step.name,
+          outcome: 'ok',
+          duration_ms: elapsedMs(started),
+          ...fields,
+        });
+      },
+    });
+    return [schedule];
+  });
 }

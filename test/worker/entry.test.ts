@@ -4,7 +4,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
-import { maintenanceSteps } from '../../src/ops/maintenance-steps.ts';
+import { cronSteps } from '../../src/ops/background-steps.ts';
 
 /** The Worker's JSON log lines, swallowed and parsed. */
 function captureLogs(): Array<Record<string, unknown>> {
@@ -123,13 +123,13 @@ describe('the Worker entry', () => {
     await waitOnExecutionContext(ctx);
 
     const steps = logs.filter((line) => line.msg === 'maintenance step');
-    expect(steps.map((line) => line.step)).toEqual(maintenanceSteps.map((step) => step.name));
+    expect(steps.map((line) => line.step)).toEqual(cronSteps.map((step) => step.name));
     expect(steps.every((line) => line.outcome === 'ok')).toBe(true);
     expect(steps[0]).toMatchObject({ step: 'database_readiness', migrations: 'current' });
     expect(logs.find((line) => line.msg === 'maintenance run')).toMatchObject({
       level: 'info',
       cron: '* * * * *',
-      steps: maintenanceSteps.length,
+      steps: cronSteps.length,
       failed: 0,
     });
   });
