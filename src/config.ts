@@ -2,8 +2,10 @@
 // in one error; nothing else in the service reads the environment. Secrets and tokens may also come
 // from files (`<VARIABLE>_FILE`, as container platforms mount secrets), read through the entry's
 // reader so that the Worker, which has no files, imports nothing of the file system. Sender
-// variables are named by src/sender-variables.ts, the one module of src/ this one reads.
+// variables are named by src/sender-variables.ts, and operator names (a named admin token carries
+// one) by src/lib/operator-name.ts: the two modules of src/ this one reads.
 import { z } from 'zod';
+import { OPERATOR_NAME_MAX, operatorNameProblem } from './lib/operator-name.ts';
 import {
   isPublicKeyListVariable,
   isSecretListVariable,
@@ -55,14 +57,12 @@ function splitNamedToken(entry: string): NamedToken | undefined {
   return at < 0 ? undefined : { operator: entry.slice(0, at).trim(), token: entry.slice(at + 1) };
 }
 
-/** The operator names a token may carry: what operator_actions accepts from a client (src/ops/operator-name.ts). */
-const OPERATOR_NAME = /^[^\p{Cc}]{1,200}$/u;
-
 /** Why an ADMIN_TOKENS entry is refused, by rule and never by its content (it holds a token). */
 function namedTokenProblem(pair: NamedToken | undefined): string | undefined {
   if (pair === undefined) return 'each entry must be name:token';
-  if (!OPERATOR_NAME.test(pair.operator) || !pair.operator.isWellFormed()) {
-    return 'each name must be 1 to 200 characters, no control characters';
+  // The operator names a token may carry are those operator_actions accepts from a client.
+  if (operatorNameProblem(pair.operator) !== undefined) {
+    return `each name must be 1 to ${OPERATOR_NAME_MAX} characters, no control characters`;
   }
   if (pair.token.length < BEARER_TOKEN_MIN) return `each token must be at least ${BEARER_TOKEN_MIN} characters`;
   return BEARER_TOKEN.test(pair.token) ? undefined : `each token ${BEARER_SYNTAX}`;

@@ -4,9 +4,9 @@
 // the route does not know is refused, not ignored (a misspelt filter would otherwise list everything).
 import { z } from '@hono/zod-openapi';
 import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
+import { OPERATOR_NAME_MAX, operatorNameProblem } from '../lib/operator-name.ts';
 import { isStorableText } from '../lib/text.ts';
 import { decodeCursor } from '../ops/cursor.ts';
-import { OPERATOR_NAME_MAX, operatorNameProblem } from '../ops/operator-name.ts';
 import { parseTimeBound } from '../ops/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { allProviders } from '../providers/registry.ts';

@@ -14,7 +14,7 @@ import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
-import { operatorNameProblem } from '../ops/operator-name.ts';
+import { operatorNameProblem } from '../lib/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { allProviders } from '../providers/registry.ts';
@@ -250,7 +250,7 @@ export const providerOption = (description: string) =>
   new Option('--provider <name>', description).choices(PROVIDER_NAMES);
 
 /**
- * The `--operator` parser: the admin API's rule (src/ops/operator-name.ts), so a name refused there
+ * The `--operator` parser: the admin API's rule (src/lib/operator-name.ts), so a name refused there
  * is refused here, as a usage error (exit 2) before the database is opened.
  */
 export function operatorName(value: string): string {

@@ -25,7 +25,7 @@ import { scheduleSteps } from '../ops/schedule.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
-import { closePublishers, type DestinationPublisher } from '../outbox/relays.ts';
+import { closePublishers } from '../outbox/relays.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './connection-shedding.ts';
@@ -34,7 +34,6 @@ import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.
 import { splitPool } from './pools.ts';
 import { processMetrics } from './process-metrics.ts';
 import { tracingFromEnv } from './tracing-node.ts';
-import type { Tracing } from './tracing-sdk.ts';
 
 class StartupError extends Error {}
 
@@ -84,16 +83,11 @@ function httpLimits(config: Config) {
 
 function loadConfig(warnings: ConfigWarning[]): Config {
   const warn = (warning: ConfigWarning) => warnings.push(warning);
-  try {
-    const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8'), warn });
-    // Before anything touches DATA_DIR: a refused embedded server leaves no data folder behind.
-    checkEmbeddedDatabase(config, { warn });
-    checkSenderLimits(config, { warn });
-    return config;
-  } catch (error) {
-    if (error instanceof ConfigError) throw new StartupError(error.message);
-    throw error;
-  }
+  const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8'), warn });
+  // Before anything touches DATA_DIR: a refused embedded server leaves no data folder behind.
+  checkEmbeddedDatabase(config, { warn });
+  checkSenderLimits(config, { warn });
+  return config;
 }
 
 async function main(): Promise<void> {
@@ -110,26 +104,13 @@ async function main(): Promise<void> {
 
   // Before anything starts: a malformed OUTBOX_TARGET_URL or OUTBOX_DESTINATIONS is a configuration
   // error (a publisher connects on first publish).
-  let publishers: DestinationPublisher[];
-  try {
-    publishers = nodeDestinationPublishers(configuredRouting(config), {
-      clock,
-      logger,
-      timeoutMs: config.OUTBOX_TIMEOUT_MS,
-    });
-  } catch (error) {
-    if (error instanceof ConfigError) throw new StartupError(error.message);
-    throw error;
-  }
-
+  const publishers = nodeDestinationPublishers(configuredRouting(config), {
+    clock,
+    logger,
+    timeoutMs: config.OUTBOX_TIMEOUT_MS,
+  });
   // OTEL_* (tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
-  let tracing: Tracing;
-  try {
-    tracing = tracingFromEnv(process.env);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new StartupError(error.message);
-    throw error;
-  }
+  const tracing = tracingFromEnv(process.env);
 
   const secrets = { ...providerSecrets(config) };
   const production = config.NODE_ENV === 'production';
@@ -315,6 +296,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof StartupError ? error.message : `start-up failed: ${String(error)}`);
+  // A start-up mistake, in the environment (ConfigError) or found later, is one line; anything else
+  // is a fault of ours and says so.
+  const mistake = error instanceof StartupError || error instanceof ConfigError;
+  console.error(mistake ? error.message : `start-up failed: ${String(error)}`);
   process.exit(1);
 });

@@ -6,6 +6,7 @@ import type { Database } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { assertOperatorName } from '../lib/operator-name.ts';
 import {
   type DestinationState,
   type DestinationStatus,
@@ -13,7 +14,6 @@ import {
   writeDestinationPause,
   writeDestinationResume,
 } from '../outbox/destination-state.ts';
-import { assertOperatorName } from './operator-name.ts';
 import { pauseNoteProblem } from './sender-pauses.ts';
 
 export interface DestinationPauseContext {

@@ -9,10 +9,10 @@ import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../inb
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { assertOperatorName } from '../lib/operator-name.ts';
 import { isStorableText } from '../lib/text.ts';
 import { providersByName } from '../providers/registry.ts';
 import { type EventDetail, getEvent } from './events.ts';
-import { assertOperatorName } from './operator-name.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */
 export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];

@@ -6,8 +6,8 @@ import type { Executor } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { assertOperatorName } from '../lib/operator-name.ts';
 import { type RetryRequest, type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
-import { assertOperatorName } from './operator-name.ts';
 
 export async function retryOutbox(
   context: { db: Executor; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },

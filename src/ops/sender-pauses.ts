@@ -9,8 +9,8 @@ import { operatorActions, senderPauses } from '../db/schema.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { assertOperatorName } from '../lib/operator-name.ts';
 import { isStorableText } from '../lib/text.ts';
-import { assertOperatorName } from './operator-name.ts';
 import { RETRY_WINDOW_DAYS } from './sender-limits.ts';
 
 /**

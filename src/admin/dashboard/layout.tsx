@@ -3,7 +3,7 @@
 // Operator, Sign out) and the <main> a page renders into. The sign-in page gets the frame without
 // the navigation and session controls: it has no time it was read.
 import type { Child, FC } from 'hono/jsx';
-import { OPERATOR_NAME_MAX } from '../../ops/operator-name.ts';
+import { OPERATOR_NAME_MAX } from '../../lib/operator-name.ts';
 import { DASHBOARD_SCRIPT } from './script.ts';
 import { DASHBOARD_STYLE } from './style.ts';
 

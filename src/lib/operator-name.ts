@@ -1,8 +1,9 @@
-// The operator name every replay and retry records in `operator_actions`: one rule for the admin
-// API, the dashboard (which posts to the API) and the CLI, checked before anything is read or
-// changed. A name the database cannot store would otherwise fail the audit insert after the fact.
-import { AppError } from '../lib/errors.ts';
-import { isStorableText } from '../lib/text.ts';
+// The operator name every operator action records in `operator_actions`: one rule for the admin
+// API, the dashboard (which posts to the API), the CLI and the names ADMIN_TOKENS gives its tokens
+// (config.ts), checked before anything is read or changed. A name the database cannot store would
+// otherwise fail the audit insert after the fact.
+import { AppError } from './errors.ts';
+import { isStorableText } from './text.ts';
 
 /** Characters (UTF-16 code units) a name may have once trimmed. */
 export const OPERATOR_NAME_MAX = 200;
