@@ -290,6 +290,13 @@ async function main(): Promise<void> {
     });
     // Keep-alive sockets would hold close() open: end the idle ones now, the rest when they finish.
     if ('closeIdleConnections' in server) server.closeIdleConnections();
+    // close() also stops Node's checks of the headers and request timeouts: a client stalled in its
+    // upload would hold the drain open until the platform's SIGKILL. Past the longest a request may
+    // still take (all of it received, then its deadline), whatever is left is closed.
+    const straggling = setTimeout(() => {
+      if ('closeAllConnections' in server) server.closeAllConnections();
+    }, config.HTTP_REQUEST_TIMEOUT_MS + config.HANDLER_DEADLINE_MS);
+    straggling.unref();
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));

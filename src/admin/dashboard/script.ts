@@ -33,6 +33,13 @@ function swap(html) {
   }
   document.getElementById('app').replaceWith(next);
   document.title = page.title;
+  // A phone's section links scroll sideways: bring the current one (Jobs, Refused) into sight.
+  const sections = document.querySelector('header nav');
+  const current = sections && sections.querySelector('a[aria-current]');
+  if (current) {
+    const overflow = current.getBoundingClientRect().right - sections.getBoundingClientRect().right;
+    if (overflow > 0) sections.scrollLeft += overflow + 24;
+  }
   const operator = document.getElementById('operator');
   if (operator) operator.value = sessionStorage.getItem(OPERATOR) || '';
   const auto = document.getElementById('auto-refresh');

@@ -2,7 +2,11 @@
 // nothing fetched). Status colours (.s-<status>) and the narrow-screen rules that turn tables into
 // cards (under 700 px) live here; the charts' series colours are the overview page's. It is the text
 // of a <style>, which the JSX escapes and HTML does not unescape there: no quotes and no ">" in it
-// (grid lines, not named areas).
+// (grid lines, not named areas). The overview's eight cards take at most four columns, each at
+// least 9rem wide (4 + 4 on a wide screen, 2 + 2 + 2 + 2 on a phone; never 7 + 1). Under 700 px the
+// section links scroll sideways on one line (the header keeps its three lines) and a shadow marks
+// each edge with more beyond it: the white covers scroll with the links (local), the shadows stay
+// (scroll), so a shadow shows only where the links go on.
 export const DASHBOARD_STYLE = `
 *{box-sizing:border-box}
 body{font-family:system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa;line-height:1.4}
@@ -31,7 +35,7 @@ table.rows{border-collapse:collapse;width:100%;background:#fff}
 .rows td,.rows th{border-bottom:1px solid #e0e0e0;padding:.3rem .5rem;text-align:left;font-size:.9rem;vertical-align:top}.rows th{background:#f0f0f0}
 .error{color:#b71c1c;overflow-wrap:anywhere}.rows td.error{max-width:26rem}.rows td.time{white-space:nowrap}.rows td.id{min-width:12rem;overflow-wrap:anywhere}.empty,.note{color:#555}.note{font-size:.85rem}
 .pager{display:flex;gap:1.5rem;margin:.8rem 0}
-.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(9rem,1fr));gap:.6rem;margin-bottom:1rem}
+.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(max(9rem,calc(25% - .45rem)),1fr));gap:.6rem;margin-bottom:1rem}
 .figures div{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:.5rem .7rem;display:flex;flex-direction:column}
 .figures strong{font-size:1.5rem}.figures div.warn{border:2px solid #e65100}.figures div.alert{border:2px solid #b71c1c;background:#fdecea}.figures div.alert strong,.figures div.alert .label{color:#b71c1c}.label{font-size:.85rem;color:#555}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem}
@@ -60,7 +64,7 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
 .rows tr[aria-current]{background:#eef3fd}.rows td.dest{font-weight:600}
 #sign-in{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}#sign-in label{display:flex;flex-direction:column}
 @media (max-width:700px){
-  header{padding:.3rem .6rem;gap:.2rem .6rem}header .brand{display:none}header nav{gap:.55rem;font-size:.9rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap}
+  header{padding:.3rem .6rem;gap:.2rem .6rem}header .brand{display:none}header nav{gap:.55rem;font-size:.9rem;flex:1 1 0;min-width:0;overflow-x:auto;white-space:nowrap;overscroll-behavior-x:contain;background:linear-gradient(90deg,#fff 40%,#fff0) 0 0/2rem 100% no-repeat local,linear-gradient(270deg,#fff 40%,#fff0) 100% 0/2rem 100% no-repeat local,radial-gradient(farthest-side at 0 50%,#0008,#0000) 0 0/1rem 100% no-repeat scroll,radial-gradient(farthest-side at 100% 50%,#0008,#0000) 100% 0/1rem 100% no-repeat scroll,#fff}
   .session{margin-left:0;width:100%;gap:.25rem .6rem;font-size:.8rem}.session .date{display:none}.session #operator{width:7rem}
   .session button{padding:.1rem .5rem}
   main{padding:.5rem .6rem}h1{font-size:1.2rem;margin:.1rem 0 .4rem}
