@@ -34,7 +34,7 @@ const NOT_QUANTITIES = /\b[1-5]\d\ds\b|\b\d+(?:\.\d+)*\.x\b/g;
 const NOT_MEASURED = [/`[^`]*`\s*\([^)]*\)/g, /\(`[A-Z][A-Z0-9_]+`[^)]*\)/g, /`[^`]*`/g];
 /** A command in code quotes, or an issue whose finding the figure repeats. */
 const SOURCE =
-  /`(?:npm (?:run|test|ci|start)|npx |node |wrk |du |tsx |\.ci\/run|bash |sh |git )[^`]*`|\b[Ii]ssue \d+\b/;
+  /`(?:npm (?:run|test|ci|start)|npx |node |wrk |du |tsx |\.ci\/run|bash |sh |git |docker )[^`]*`|\b[Ii]ssue \d+\b/;
 
 function unsourcedFigures(markdown: string): string[] {
   return textUnits(markdown).flatMap((unit) => {
