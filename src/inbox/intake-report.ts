@@ -59,6 +59,9 @@ const senderMistakes: ReadonlySet<string> = new Set<AppError['code']>([
   'invalid_payload',
 ]);
 
+/** A delivery with nothing set aside (every one but a batch with malformed events): shared, not made per delivery. */
+const NONE_SET_ASIDE: readonly string[] = [];
+
 /** Lines per provider and reason per minute before a sender's mistakes are only counted. */
 export const REJECTION_LINES_PER_MINUTE = 10;
 
@@ -91,7 +94,7 @@ export class DeliveryReport {
   /** The delivery's events and trace id, once authenticated: what the delivery log records. */
   #carried: { events: readonly InboxEvent[]; traceId: string } | undefined;
   /** A batch's events set aside as refused, each named by the field it failed on. */
-  #setAside: readonly string[] = [];
+  #setAside: readonly string[] = NONE_SET_ASIDE;
 
   constructor(private readonly deps: ReportDeps) {
     this.#arrivedAt = deps.clock();

@@ -169,7 +169,7 @@ function planBatch(
 ): Planned[] {
   const planned: Planned[] = [];
   let refusal: AppError | undefined;
-  const setAside = refused?.map((event) => event.field) ?? [];
+  let setAside = refused?.map((event) => event.field);
   for (const event of events) {
     try {
       planned.push({ event, plan: planFor(handlers, event) });
@@ -177,11 +177,12 @@ function planBatch(
       if (!(error instanceof AppError) || error.code !== 'invalid_payload') throw error;
       refusal ??= error;
       const { field } = error.why;
+      setAside ??= [];
       setAside.push(`${event.eventId}: ${typeof field === 'string' ? field : '(the event)'}`);
     }
   }
   if (planned.length === 0) throw refusal ?? new AppError('invalid_payload');
-  if (setAside.length > 0) report.setsAside(setAside);
+  if (setAside !== undefined) report.setsAside(setAside);
   return planned;
 }
 

@@ -118,26 +118,30 @@ interface FailedApply {
   lastError: string;
 }
 
-/** A delivery's run: its deadline, its span, and the event whose handler is running (until it returns). */
+/**
+ * A delivery's run: its deadline, its span, the event whose handler is running (until it returns),
+ * and, after a run around failures, the failures counted on each failed row.
+ */
 interface RunContext {
   deadline: Deadline;
   boundByDeadline: boolean;
   delivery: Span;
   applying?: number | undefined;
+  attempts?: number[];
 }
 
 /**
  * One transaction over the delivery: inserts the rows of every event not in `failed`, applies the
  * written ones in the sender's order, and records each of `failed` as `failed` (recordDeliveryFailure),
  * so the batch-mates of a failing event commit with the failure itself. Answers each stored event's
- * Committed (the failed ones left out) and the failures now counted on each failed row.
+ * Committed (the failed ones left out); the failures now counted on each failed row go to `run`.
  */
 async function runDelivery(
   tx: Transaction,
   items: readonly PlannedEvent[],
   run: RunContext,
   failed?: ReadonlyMap<number, FailedApply>,
-): Promise<{ results: Committed[]; attempts: number[] }> {
+): Promise<Committed[]> {
   const { delivery } = run;
   // Only a run around a failure filters: the all-good path inserts the delivery's own list.
   const stored = failed === undefined ? items : items.filter((_item, index) => !failed.has(index));
@@ -159,12 +163,13 @@ async function runDelivery(
     }
     results.push(committedAs(item, written));
   }
-  const attempts: number[] = [];
-  for (const [index, failure] of failed ?? []) {
+  if (failed === undefined) return results;
+  run.attempts = [];
+  for (const [index, failure] of failed) {
     const event = items[index]?.event;
-    if (event !== undefined) attempts.push(await recordDeliveryFailure(tx, event, failure.lastError));
+    if (event !== undefined) run.attempts.push(await recordDeliveryFailure(tx, event, failure.lastError));
   }
-  return { results, attempts };
+  return results;
 }
 
 /**
@@ -193,7 +198,7 @@ export async function processDelivery(
   let commit: Span | undefined;
   try {
     const committed = await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
-      const { results } = await runDelivery(tx, items, run);
+      const results = await runDelivery(tx, items, run);
       commit = delivery.child('commit', { 'inbox.batch.size': 1 });
       return results;
     });
@@ -253,9 +258,7 @@ async function storeAroundFailures(
   for (;;) {
     run.applying = undefined;
     try {
-      const { results, attempts } = await transactionBefore(db, run.deadline, (tx) =>
-        runDelivery(tx, items, run, failed),
-      );
+      const results = await transactionBefore(db, run.deadline, (tx) => runDelivery(tx, items, run, failed));
       const stored = new Map<InboxEvent, Committed>();
       let at = 0;
       for (const [index, item] of items.entries()) {
@@ -263,7 +266,13 @@ async function storeAroundFailures(
         if (committed !== undefined) stored.set(item.event, committed);
       }
       const { eventType } = items[firstAt]?.event ?? {};
-      return new ProcessingFailure(attempts[0] ?? 0, firstFailure.cause, firstFailure.lastError, eventType, stored);
+      return new ProcessingFailure(
+        run.attempts?.[0] ?? 0,
+        firstFailure.cause,
+        firstFailure.lastError,
+        eventType,
+        stored,
+      );
     } catch (error) {
       const failing = run.applying;
       if (failing === undefined || error instanceof AppError || isTransientDatabaseError(error)) {

@@ -517,7 +517,7 @@ async function verify(
   const secondKey = keysByContentDigest(coverageOf(description, authentication));
   if (description.events !== undefined) {
     const read = (event: ExactJson) => eventOf(description, event, headers, authentication.timestamp);
-    return batchOf(description.events.path, bodyText, payload, read, { secondKey, refusedAt });
+    return batchOf(description.events.path, bodyText, payload, read, secondKey, refusedAt);
   }
   // Hashed only where it keys the event, or is the id itself.
   // Stryker disable next-line ConditionalExpression: hashing every body only costs time: the digest keys the event only where secondKey says so (below)
@@ -578,7 +578,8 @@ async function batchOf(
   text: string,
   payload: ExactJson,
   read: (event: ExactJson) => AuthenticatedEvent | { field: string | undefined },
-  options: { secondKey: boolean; refusedAt: ReadonlyMap<number, string> | undefined },
+  secondKey: boolean,
+  refusedAt: ReadonlyMap<number, string> | undefined,
 ): Promise<Verification> {
   const items = valueAt(payload, path);
   const texts = arrayElementTexts(text, path);
@@ -590,7 +591,7 @@ async function batchOf(
   const events: BatchedEvent[] = [];
   let refused: RefusedEvent[] | undefined;
   for (const [index, item] of items.entries()) {
-    const schemaField = options.refusedAt?.get(index);
+    const schemaField = refusedAt?.get(index);
     const event = schemaField === undefined ? read(item) : { field: schemaField };
     const eventText = texts[index];
     // Stryker disable next-line ConditionalExpression: texts has an entry for every item (checked above), so eventText is always there
@@ -608,7 +609,7 @@ async function batchOf(
     // A sender that signs no time leaves a captured batch valid forever, and only stored keys keep
     // it from being applied again: each event's row carries the digest of its signed id, which keys
     // nothing the id does not, but keeps the row past retention as every digest-backed row is kept.
-    const contentDigest = options.secondKey ? await sha256Hex(utf8(event.eventId)) : undefined;
+    const contentDigest = secondKey ? await sha256Hex(utf8(event.eventId)) : undefined;
     // Stryker disable next-line ConditionalExpression: an undefined digest is stored as none, as an absent one
     events.push({ ...event, payloadText: eventText, ...(contentDigest === undefined ? {} : { contentDigest }) });
   }
