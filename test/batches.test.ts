@@ -173,6 +173,20 @@ function traced(): { traceId: string; traceparent: string } {
   return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
 }
 
+/** An app whose refusals are recorded in a log of its own and listed by its admin API. */
+async function appWithRefusals(
+  overrides: { handlers?: HandlerMap; config?: { PROCESSING_MODE?: 'sync' | 'async' } } = {},
+): Promise<{ test: TestApp; log: RejectionLog }> {
+  const log = new RejectionLog();
+  const test = await buildTestApp(db, {
+    enabledProviders,
+    handlers: overrides.handlers ?? countingHandlers(),
+    rejections: log,
+    config: { ADMIN_TOKEN, ...overrides.config },
+  });
+  return { test, log };
+}
+
 /** The refusals of the delivery traced `traceId`, as the operator's API lists them. */
 async function refusalsOf(test: TestApp, provider: string, traceId: string) {
   const response = await test.request(`/admin/api/rejections?provider=${provider}`, {
@@ -263,13 +277,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   }
 
   it('stores the well-formed events of a batch beside a malformed one, set aside as refused for the operator (200)', async () => {
-    const log = new RejectionLog();
-    const test = await buildTestApp(db, {
-      enabledProviders,
-      handlers: countingHandlers(),
-      rejections: log,
-      config: { ADMIN_TOKEN },
-    });
+    const { test, log } = await appWithRefusals();
     const [model] = events(1);
     if (model === undefined) throw new Error('one event');
     for (const malformed of malformedCopies(model)) {
@@ -298,14 +306,8 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('sets aside an event its handler schema refuses, naming its id and field, and stores its batch-mates (200)', async () => {
-    const log = new RejectionLog();
     const schema = z.looseObject({ note: z.string().max(10).optional() });
-    const test = await buildTestApp(db, {
-      enabledProviders,
-      handlers: countingHandlers(undefined, schema),
-      rejections: log,
-      config: { ADMIN_TOKEN },
-    });
+    const { test, log } = await appWithRefusals({ handlers: countingHandlers(undefined, schema) });
     const [good, refused] = events(2);
     if (good === undefined || refused === undefined) throw new Error('two events');
     const invalid = `${refused.text.slice(0, -1)},"note":${JSON.stringify('x'.repeat(11))}}`;
@@ -407,13 +409,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('sets a malformed event aside in async mode too, and queues its batch-mates (202)', async () => {
-    const log = new RejectionLog();
-    const test = await buildTestApp(db, {
-      enabledProviders,
-      handlers: countingHandlers(),
-      rejections: log,
-      config: { PROCESSING_MODE: 'async', ADMIN_TOKEN },
-    });
+    const { test, log } = await appWithRefusals({ config: { PROCESSING_MODE: 'async' } });
     const [model, ...good] = events(3);
     const [malformed] = model === undefined ? [] : malformedCopies(model);
     if (malformed === undefined || good.length !== 2) throw new Error('three events');
