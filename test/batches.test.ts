@@ -10,8 +10,10 @@ import { sql as drizzleSql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { createDeliveryLog } from '../src/inbox/delivery-log.ts';
 import { RejectionLog } from '../src/inbox/rejection-log.ts';
 import { arrayElementTexts } from '../src/lib/json.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, providerRows } from './helpers/facts.ts';
@@ -372,6 +374,26 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
       expect(statuses).toEqual([{ status: 'completed' }]);
     },
   );
+
+  it("logs a failing event's batch-mates as stored (completed) and it as failed, each under the delivery's 500", async () => {
+    const log = createDeliveryLog({ logger: createLogger({ level: 'silent', now: () => new Date() }) });
+    const batch = events(3);
+    const ids = batch.map((event) => event.id);
+    const failingId = ids[1] ?? '';
+    const test = await buildTestApp(db, {
+      enabledProviders,
+      handlers: countingHandlers(new Set([failingId])),
+      deliveryLog: log,
+    });
+    expect((await post(test, sender.body(batch.map((event) => event.text)))).status).toBe(500);
+    await log.flush(db);
+    const rows = await sql<{ event_id: string; status_code: number; outcome: string }[]>`
+      select event_id, status_code, outcome from webhook_deliveries
+      where provider = ${sender.name} and event_id in ${sql(ids)}`;
+    expect(Object.fromEntries(rows.map((row) => [row.event_id, [row.status_code, row.outcome]]))).toEqual(
+      Object.fromEntries(ids.map((id) => [id, [500, id === failingId ? 'failed' : 'completed']])),
+    );
+  });
 
   it('records every failing event of a batch `failed` and stores the others, in one more transaction each', async () => {
     const batch = events(6);
