@@ -2,12 +2,18 @@
 // Event Streams): each event is a row of its own under its own id and type, and each is applied
 // once, whatever shape the sender's retry takes (HubSpot raises `attemptNumber`, LINE marks
 // `isRedelivery`, SendGrid and Twilio re-batch in another order or a subset, GoCardless re-sends the
-// events under a new `webhook_id`). A delivery is stored whole or not at all.
+// events under a new `webhook_id`). An event's batch-mates never depend on it: a malformed event is set
+// aside as refused while they are stored, and a failing handler's event is recorded `failed` while
+// they are stored and applied.
+import { randomBytes } from 'node:crypto';
 import { sql as drizzleSql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
+import { createDeliveryLog } from '../src/inbox/delivery-log.ts';
+import { RejectionLog } from '../src/inbox/rejection-log.ts';
 import { arrayElementTexts } from '../src/lib/json.ts';
+import { createLogger } from '../src/lib/logger.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, providerRows } from './helpers/facts.ts';
@@ -120,9 +126,9 @@ beforeAll(async () => {
 });
 
 /** A handler that counts each application of an event by its stored id, in the delivery's transaction. */
-function countingHandler(failOn?: Set<string>) {
+function countingHandler(failOn?: Set<string>, schema: z.ZodType<unknown> = z.looseObject({})) {
   return defineHandler({
-    schema: z.looseObject({}),
+    schema,
     async apply({ tx, event }) {
       if (failOn?.has(event.eventId)) throw new Error('ledger down');
       await tx.execute(drizzleSql`insert into batch_applications (provider, event_id, n)
@@ -133,8 +139,8 @@ function countingHandler(failOn?: Set<string>) {
 }
 
 /** Every batch sender's event type handled by the counting handler. */
-function countingHandlers(failOn?: Set<string>): HandlerMap {
-  const handler = countingHandler(failOn);
+function countingHandlers(failOn?: Set<string>, schema?: z.ZodType<unknown>): HandlerMap {
+  const handler = countingHandler(failOn, schema);
   const now = nowSeconds();
   return Object.fromEntries(batchSenders.map((sender) => [sender.name, { [sender.newEvent(now).type]: handler }]));
 }
@@ -153,15 +159,60 @@ async function rowsPerId(provider: string, ids: readonly string[]): Promise<Reco
 
 const once = (ids: readonly string[]) => Object.fromEntries(ids.map((id) => [id, 1]));
 
+/** Each event's row: its status, failures so far and last error. */
+async function statusesOf(provider: string, ids: readonly string[]) {
+  const rows = await sql<{ event_id: string; status: string; attempt_count: number; last_error: string | null }[]>`
+    select event_id, status, attempt_count, last_error from webhook_events
+    where provider = ${provider} and event_id in ${sql(ids)}`;
+  return Object.fromEntries(rows.map(({ event_id, ...row }) => [event_id, row]));
+}
+
+const ADMIN_TOKEN = 'batches-admin-token-0123456789abcdef';
+
+/** A fresh W3C trace: the refusals of one delivery are found by its trace id. */
+function traced(): { traceId: string; traceparent: string } {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+}
+
+/** An app whose refusals are recorded in a log of its own and listed by its admin API. */
+async function appWithRefusals(
+  overrides: { handlers?: HandlerMap; config?: { PROCESSING_MODE?: 'sync' | 'async' } } = {},
+): Promise<{ test: TestApp; log: RejectionLog }> {
+  const log = new RejectionLog();
+  const test = await buildTestApp(db, {
+    enabledProviders,
+    handlers: overrides.handlers ?? countingHandlers(),
+    rejections: log,
+    config: { ADMIN_TOKEN, ...overrides.config },
+  });
+  return { test, log };
+}
+
+/** The refusals of the delivery traced `traceId`, as the operator's API lists them. */
+async function refusalsOf(test: TestApp, provider: string, traceId: string) {
+  const response = await test.request(`/admin/api/rejections?provider=${provider}`, {
+    method: 'GET',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  expect(response.status).toBe(200);
+  const { rejections } = (await response.json()) as {
+    rejections: { trace_id: string | null; status: number; reason: string; detail: string | null }[];
+  };
+  return rejections
+    .filter((rejection) => rejection.trace_id === traceId)
+    .map(({ status, reason, detail }) => ({ status, reason, detail }));
+}
+
 describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s', (_name, sender) => {
   const signer = named(sender.name);
-  const post = (test: TestApp, body: string) => {
+  const post = (test: TestApp, body: string, extra: Record<string, string> = {}) => {
     const now = nowSeconds();
     test.setNow(now * 1000);
     return test.request(`/webhooks/${sender.name}`, {
       method: 'POST',
       body,
-      headers: signer.headers({ body, eventType: '' }, signer.credentials[0], now),
+      headers: { ...signer.headers({ body, eventType: '' }, signer.credentials[0], now), ...extra },
     });
   };
   const events = (count: number) => Array.from({ length: count }, () => sender.newEvent(nowSeconds()));
@@ -212,55 +263,153 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     expect(await applications(sender.name, ids)).toEqual(once(ids));
   });
 
-  it('refuses a batch with one malformed event (400) and stores nothing of it', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
-    const before = (await providerRows(sql, sender.name)).length;
-    const good = events(2);
-    const [one] = events(1);
-    if (one === undefined) throw new Error('one event');
-    const event = JSON.parse(one.text) as Record<string, unknown>;
-    const idField = Object.keys(event).find((key) => event[key] === one.id || String(event[key]) === one.id) ?? '';
-    const { [idField]: _dropped, ...withoutId } = event;
-    const malformed = {
-      'missing id': JSON.stringify(withoutId),
-      'id too long': JSON.stringify({ ...event, [idField]: 'x'.repeat(256) }),
-      'not an object': '"event"',
-    };
-    for (const [name, text] of Object.entries(malformed)) {
-      const response = await post(test, sender.body([...good.map((e) => e.text), text]));
-      expect({ name, status: response.status, body: await response.text() }).toEqual({
-        name,
-        status: 400,
-        body: '{"error":"invalid_payload"}',
+  /** A copy of `event`'s text with its id dropped, its id too long, or no object at all. */
+  function malformedCopies(event: BatchEvent) {
+    const fields = JSON.parse(event.text) as Record<string, unknown>;
+    const idField =
+      Object.keys(fields).find((key) => fields[key] === event.id || String(fields[key]) === event.id) ?? '';
+    const { [idField]: _dropped, ...withoutId } = fields;
+    // Where the refusal names it: the event's place in the body (second of three), then the field.
+    const at = (...field: string[]) => [...sender.eventsPath, 1, ...field].join('.');
+    return [
+      { name: 'missing id', text: JSON.stringify(withoutId), detail: at(idField) },
+      { name: 'id too long', text: JSON.stringify({ ...fields, [idField]: 'x'.repeat(256) }), detail: at(idField) },
+      { name: 'not an object', text: '"event"', detail: at() },
+    ];
+  }
+
+  it('stores the well-formed events of a batch beside a malformed one, set aside as refused for the operator (200)', async () => {
+    const { test, log } = await appWithRefusals();
+    const [model] = events(1);
+    if (model === undefined) throw new Error('one event');
+    for (const malformed of malformedCopies(model)) {
+      const good = events(2);
+      const ids = good.map((event) => event.id);
+      const { traceId, traceparent } = traced();
+      const texts = [good[0]?.text ?? '', malformed.text, good[1]?.text ?? ''];
+      const response = await post(test, sender.body(texts), { traceparent });
+      expect({ name: malformed.name, status: response.status, body: await response.text() }).toEqual({
+        name: malformed.name,
+        status: 200,
+        body: '{"received":true}',
       });
+      expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+      expect(await applications(sender.name, ids)).toEqual(once(ids));
+      // The refused event is where the operator looks for refusals, with its reason and field.
+      await log.flush(db);
+      expect(await refusalsOf(test, sender.name, traceId)).toEqual([
+        { status: 200, reason: 'invalid_event', detail: malformed.detail },
+      ]);
+      // The sender's retry (every event again) stores nothing twice and refuses the malformed one again.
+      const retry = await post(test, sender.body([good[1]?.retried ?? '', malformed.text, good[0]?.retried ?? '']));
+      expect(await retry.text()).toBe('{"received":true,"duplicate":true}');
+      expect(await applications(sender.name, ids)).toEqual(once(ids));
     }
-    expect((await providerRows(sql, sender.name)).length).toBe(before);
-    expect(
-      await applications(
-        sender.name,
-        good.map((e) => e.id),
-      ),
-    ).toEqual({});
   });
 
-  it('stores a whole delivery or nothing: a failing handler rolls back its batch, the retry applies each once', async () => {
+  it('sets aside an event its handler schema refuses, naming its id and field, and stores its batch-mates (200)', async () => {
+    const schema = z.looseObject({ note: z.string().max(10).optional() });
+    const { test, log } = await appWithRefusals({ handlers: countingHandlers(undefined, schema) });
+    const [good, refused] = events(2);
+    if (good === undefined || refused === undefined) throw new Error('two events');
+    const invalid = `${refused.text.slice(0, -1)},"note":${JSON.stringify('x'.repeat(11))}}`;
+    const { traceId, traceparent } = traced();
+    const response = await post(test, sender.body([invalid, good.text]), { traceparent });
+    expect(await response.text()).toBe('{"received":true}');
+    expect(await rowsPerId(sender.name, [good.id, refused.id])).toEqual({ [good.id]: 1 });
+    await log.flush(db);
+    expect(await refusalsOf(test, sender.name, traceId)).toEqual([
+      { status: 200, reason: 'invalid_event', detail: `${refused.id}: note` },
+    ]);
+  });
+
+  it('refuses (400) a batch none of whose events is well-formed, and stores nothing of it', async () => {
+    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const before = (await providerRows(sql, sender.name)).length;
+    const [model] = events(1);
+    if (model === undefined) throw new Error('one event');
+    const response = await post(test, sender.body(malformedCopies(model).map((malformed) => malformed.text)));
+    expect({ status: response.status, body: await response.text() }).toEqual({
+      status: 400,
+      body: '{"error":"invalid_payload"}',
+    });
+    expect((await providerRows(sql, sender.name)).length).toBe(before);
+  });
+
+  it.each([
+    ['group commit', { maxBatch: 64, lanes: 4 }],
+    ['a transaction per delivery', undefined],
+  ] as const)(
+    'stores and applies the batch-mates of an event whose handler fails, records it `failed`, and answers 500 (%s)',
+    async (_label, groupCommit) => {
+      const batch = events(10);
+      const ids = batch.map((event) => event.id);
+      const failingId = ids[3] ?? '';
+      const goodIds = ids.filter((id) => id !== failingId);
+      const failing = new Set([failingId]);
+      const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers(failing), groupCommit });
+      const first = await post(test, sender.body(batch.map((event) => event.text)));
+      // 500: every batch sender retries it (docs/providers.md, what each sender does with each answer).
+      expect({ status: first.status, body: await first.text() }).toEqual({
+        status: 500,
+        body: '{"error":"processing_failed"}',
+      });
+      expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+      expect(await applications(sender.name, ids)).toEqual(once(goodIds));
+      expect(await statusesOf(sender.name, ids)).toEqual({
+        ...Object.fromEntries(goodIds.map((id) => [id, { status: 'completed', attempt_count: 0, last_error: null }])),
+        [failingId]: { status: 'failed', attempt_count: 1, last_error: 'Error: ledger down' },
+      });
+
+      // Its retries, in the sender's retry shape: the batch-mates are duplicates, applied no second time.
+      const again = await post(test, sender.body(batch.map((event) => event.retried).reverse()));
+      expect(again.status).toBe(500);
+      expect((await statusesOf(sender.name, [failingId]))[failingId]).toMatchObject({ attempt_count: 2 });
+      failing.clear();
+      const retry = await post(test, sender.body(batch.map((event) => event.retried)));
+      expect(await retry.text()).toBe('{"received":true}');
+      expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+      expect(await applications(sender.name, ids)).toEqual(once(ids));
+      const statuses = await sql`select distinct status from webhook_events where event_id in ${sql(ids)}`;
+      expect(statuses).toEqual([{ status: 'completed' }]);
+    },
+  );
+
+  it("logs a failing event's batch-mates as stored (completed) and it as failed, each under the delivery's 500", async () => {
+    const log = createDeliveryLog({ logger: createLogger({ level: 'silent', now: () => new Date() }) });
     const batch = events(3);
     const ids = batch.map((event) => event.id);
-    const failing = new Set([ids[1] ?? '']);
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers(failing) });
-    const first = await post(test, sender.body(batch.map((event) => event.text)));
-    expect(first.status).toBe(500);
-    // Only the failing event's row is recorded (`failed`); the others were rolled back with it.
-    expect(await rowsPerId(sender.name, ids)).toEqual({ [ids[1] ?? '']: 1 });
-    expect(await applications(sender.name, ids)).toEqual({});
+    const failingId = ids[1] ?? '';
+    const test = await buildTestApp(db, {
+      enabledProviders,
+      handlers: countingHandlers(new Set([failingId])),
+      deliveryLog: log,
+    });
+    expect((await post(test, sender.body(batch.map((event) => event.text)))).status).toBe(500);
+    await log.flush(db);
+    const rows = await sql<{ event_id: string; status_code: number; outcome: string }[]>`
+      select event_id, status_code, outcome from webhook_deliveries
+      where provider = ${sender.name} and event_id in ${sql(ids)}`;
+    expect(Object.fromEntries(rows.map((row) => [row.event_id, [row.status_code, row.outcome]]))).toEqual(
+      Object.fromEntries(ids.map((id) => [id, [500, id === failingId ? 'failed' : 'completed']])),
+    );
+  });
 
-    failing.clear();
-    const retry = await post(test, sender.body(batch.map((event) => event.retried)));
-    expect(await retry.text()).toBe('{"received":true}');
-    expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
-    expect(await applications(sender.name, ids)).toEqual(once(ids));
-    const statuses = await sql`select distinct status from webhook_events where event_id in ${sql(ids)}`;
-    expect(statuses).toEqual([{ status: 'completed' }]);
+  it('records every failing event of a batch `failed` and stores the others, in one more transaction each', async () => {
+    const batch = events(6);
+    const ids = batch.map((event) => event.id);
+    const failingIds = [ids[0] ?? '', ids[4] ?? ''];
+    const test = await buildTestApp(db, {
+      enabledProviders,
+      handlers: countingHandlers(new Set(failingIds)),
+      groupCommit: undefined,
+    });
+    expect((await post(test, sender.body(batch.map((event) => event.text)))).status).toBe(500);
+    const goodIds = ids.filter((id) => !failingIds.includes(id));
+    expect(await applications(sender.name, ids)).toEqual(once(goodIds));
+    const statuses = await statusesOf(sender.name, ids);
+    expect(failingIds.map((id) => statuses[id]?.status)).toEqual(['failed', 'failed']);
+    expect(goodIds.map((id) => statuses[id]?.status)).toEqual(goodIds.map(() => 'completed'));
   });
 
   it('stores each event as its own `received` row in async mode, and a retry queues nothing twice', async () => {
@@ -279,6 +428,28 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const rows = await sql`select event_id, status from webhook_events where event_id in ${sql(ids)}`;
     expect(rows.map((row) => row.status)).toEqual(['received', 'received', 'received']);
     expect(await rowsPerId(sender.name, ids)).toEqual(once(ids));
+  });
+
+  it('sets a malformed event aside in async mode too, and queues its batch-mates (202)', async () => {
+    const { test, log } = await appWithRefusals({ config: { PROCESSING_MODE: 'async' } });
+    const [model, ...good] = events(3);
+    const [malformed] = model === undefined ? [] : malformedCopies(model);
+    if (malformed === undefined || good.length !== 2) throw new Error('three events');
+    const ids = good.map((event) => event.id);
+    const { traceId, traceparent } = traced();
+    const texts = [good[0]?.text ?? '', malformed.text, good[1]?.text ?? ''];
+    const response = await post(test, sender.body(texts), { traceparent });
+    expect({ status: response.status, body: await response.text() }).toEqual({
+      status: 202,
+      body: '{"received":true,"queued":true}',
+    });
+    expect(await statusesOf(sender.name, ids)).toEqual(
+      Object.fromEntries(ids.map((id) => [id, { status: 'received', attempt_count: 0, last_error: null }])),
+    );
+    await log.flush(db);
+    expect(await refusalsOf(test, sender.name, traceId)).toEqual([
+      { status: 202, reason: 'invalid_event', detail: malformed.detail },
+    ]);
   });
 
   it('stores and applies an id repeated inside one delivery once, and answers it as one new event', async () => {

@@ -268,9 +268,16 @@ describe('where a refused field is named', () => {
   it('a batch event whose type and suffix together exceed 255 characters names its type; 255 are taken', async () => {
     const event = { id: 'EV1', resource_type: 'r'.repeat(200), action: 'a'.repeat(60) };
     const body = JSON.stringify({ events: [{ id: 'EV0', resource_type: 'payments', action: 'paid' }, event] });
-    expect(await verify(provider('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toEqual({
+    // Set aside, named; its batch-mate goes on.
+    expect(await verify(provider('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toMatchObject({
+      outcome: 'verified_batch',
+      events: [{ eventId: 'EV0' }],
+      refused: [{ field: 'events.1.resource_type' }],
+    });
+    const alone = JSON.stringify({ events: [event] });
+    expect(await verify(provider('gocardless'), alone, { 'webhook-signature': hmac(alone, 'hex') })).toEqual({
       outcome: 'invalid_payload',
-      field: 'events.1.resource_type',
+      field: 'events.0.resource_type',
     });
     const longest = { id: 'EV2', resource_type: 'r'.repeat(200), action: 'a'.repeat(54) };
     const accepted = JSON.stringify({ events: [longest] });
@@ -349,10 +356,15 @@ describe('where a refused field is named', () => {
       expect(await send([], '{"id":"a","type":"t"}')).toEqual({ outcome: 'invalid_payload' });
     });
 
-    it('refuses the whole batch for one event without an id, naming it', async () => {
-      expect(await send(['events'], '{"events":[{"id":"a","type":"t"},{"type":"t"}]}')).toEqual({
+    it('sets aside an event without an id, naming it, and refuses a batch of no other', async () => {
+      expect(await send(['events'], '{"events":[{"id":"a","type":"t"},{"type":"t"}]}')).toMatchObject({
+        outcome: 'verified_batch',
+        events: [{ eventId: 'a' }],
+        refused: [{ field: 'events.1.id' }],
+      });
+      expect(await send(['events'], '{"events":[{"type":"t"},{"type":"t"}]}')).toEqual({
         outcome: 'invalid_payload',
-        field: 'events.1.id',
+        field: 'events.0.id',
       });
     });
   });
@@ -571,6 +583,26 @@ describe('more refusals, each with its reason', () => {
       body: '{"received":true}',
       reason: 'empty_batch',
     });
+  });
+
+  it("LINE: its schema's refusal inside one event sets that event aside; one about the envelope refuses the delivery", async () => {
+    const line = (body: string) => verify(provider('line'), body, { 'x-line-signature': hmac(body, 'base64') });
+    const good = { webhookEventId: '01A', type: 'follow' };
+    expect(await line(JSON.stringify({ destination: 'U1', events: [{ type: 'follow' }, good, 7] }))).toMatchObject({
+      outcome: 'verified_batch',
+      events: [{ eventId: '01A', eventType: 'follow' }],
+      refused: [{ field: 'events.0.webhookEventId' }, { field: 'events.2' }],
+    });
+    expect(await line(JSON.stringify({ events: [good, { type: 'follow' }] }))).toEqual({
+      outcome: 'invalid_payload',
+      field: 'destination',
+    });
+    expect(await line(JSON.stringify({ destination: 'U1', events: { 0: good } }))).toEqual({
+      outcome: 'invalid_payload',
+      field: 'events',
+    });
+    // The all-good batch carries no `refused` at all.
+    expect(await line(JSON.stringify({ destination: 'U1', events: [good] }))).not.toHaveProperty('refused');
   });
 
   it('a delivery without its signature header is malformed', async () => {

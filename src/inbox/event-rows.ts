@@ -245,12 +245,13 @@ async function takeBackFailed(
 }
 
 /**
- * Records a delivery whose application failed (sync mode), after its transaction rolled back: a new
- * `failed` row, or one more attempt on the `failed` row it took back. Leaves the row alone if another
+ * Records a delivery whose application failed (sync mode), after its transaction rolled back (on its
+ * own, or in the transaction that stores its batch-mates): a new `failed` row, or one more attempt
+ * on the `failed` row it took back. Leaves the row alone if another
  * delivery completed it meanwhile. Answers the failures now recorded (0 when nothing was).
  * `lastError` is the cause as describeCause words it, so the caller can log the very same text.
  */
-export async function recordDeliveryFailure(db: Database, event: InboxEvent, lastError: string): Promise<number> {
+export async function recordDeliveryFailure(db: Executor, event: InboxEvent, lastError: string): Promise<number> {
   const [inserted] = await db
     .insert(webhookEvents)
     .values({

@@ -59,6 +59,9 @@ const senderMistakes: ReadonlySet<string> = new Set<AppError['code']>([
   'invalid_payload',
 ]);
 
+/** A delivery with nothing set aside (every one but a batch with malformed events): shared, not made per delivery. */
+const NONE_SET_ASIDE: readonly string[] = [];
+
 /** Lines per provider and reason per minute before a sender's mistakes are only counted. */
 export const REJECTION_LINES_PER_MINUTE = 10;
 
@@ -90,6 +93,8 @@ export class DeliveryReport {
   #fields: LogFields = {};
   /** The delivery's events and trace id, once authenticated: what the delivery log records. */
   #carried: { events: readonly InboxEvent[]; traceId: string } | undefined;
+  /** A batch's events set aside as refused, each named by the field it failed on. */
+  #setAside: readonly string[] = NONE_SET_ASIDE;
 
   constructor(private readonly deps: ReportDeps) {
     this.#arrivedAt = deps.clock();
@@ -132,6 +137,16 @@ export class DeliveryReport {
     this.#carried = { events, traceId };
   }
 
+  /** A batch's events set aside as refused (the field each failed on): counted in the delivery's line. */
+  setsAside(fields: readonly string[]): void {
+    this.#setAside = fields;
+    this.#fields = { ...this.#fields, events_refused: fields.length };
+  }
+
+  get setAside(): readonly string[] {
+    return this.#setAside;
+  }
+
   /** One delivery-log record per event, all with the delivery's answer, time and trace. */
   #logDelivery(
     events: readonly { event: InboxEvent; outcome: DeliveryLogOutcome; attempt?: number | undefined }[],
@@ -167,6 +182,20 @@ export class DeliveryReport {
     });
   }
 
+  /** The event counted under its own type and what became of it. */
+  #count({ event, outcome, attempt }: AnsweredEvent): void {
+    const { metrics } = this.deps;
+    metrics.countEvent(
+      event.provider,
+      event.eventType,
+      outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
+    );
+    // A re-queued failed event is retried by the worker, which counts it then.
+    if (outcome !== 'queued' && attempt !== undefined && attempt > 1) {
+      metrics.countEvent(event.provider, event.eventType, 'retried');
+    }
+  }
+
   /** Each event counted under its own type; one line for the delivery, with the answer it got. */
   stored(events: readonly AnsweredEvent[], answered: Answered): void {
     const { logger, metrics } = this.deps;
@@ -174,17 +203,7 @@ export class DeliveryReport {
     const [only] = events;
     const attempt = events.length === 1 ? only?.attempt : undefined;
     const fields = { ...this.#fields, outcome: answered, attempt, duration_ms: durationMs };
-    for (const { event, outcome, attempt: its } of events) {
-      metrics.countEvent(
-        event.provider,
-        event.eventType,
-        outcome === 'completed' || outcome === 'queued' ? 'accepted' : outcome,
-      );
-      // A re-queued failed event is retried by the worker, which counts it then.
-      if (outcome !== 'queued' && its !== undefined && its > 1) {
-        metrics.countEvent(event.provider, event.eventType, 'retried');
-      }
-    }
+    for (const answered of events) this.#count(answered);
     if (only !== undefined) metrics.observeProcessing(only.event.provider, durationMs / 1000);
     this.#logDelivery(events, answers[answered].status, durationMs);
     if (events.some((event) => event.outcome === 'parked')) {
@@ -220,8 +239,15 @@ export class DeliveryReport {
     // retry: logged under each event. A sender's mistake never reaches the log (its events may be forged).
     const failed = error instanceof ProcessingFailure;
     if (failed || outcome === 'unavailable') {
-      const logged = failed ? 'failed' : 'unavailable';
-      const events = (this.#carried?.events ?? []).map((event) => ({ event, outcome: logged }) as const);
+      const logged: DeliveryLogOutcome = failed ? 'failed' : 'unavailable';
+      // A failing event's batch-mates were stored all the same: each logged (and counted) as it was.
+      const stored = error instanceof ProcessingFailure ? error.stored : undefined;
+      const events = (this.#carried?.events ?? []).map((event) => {
+        const mate = stored?.get(event);
+        if (mate === undefined) return { event, outcome: logged };
+        this.#count({ event, ...mate });
+        return { event, outcome: mate.outcome, attempt: mate.attempt };
+      });
       this.#logDelivery(events, failed ? 500 : 503, durationMs);
     }
     if (senderMistakes.has(outcome)) logSampled(this.deps, 'warn', 'event not accepted', fields);

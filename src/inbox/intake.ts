@@ -16,7 +16,7 @@ import { storableTime } from '../lib/occurrence.ts';
 import { printableLine } from '../lib/text.ts';
 import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
-import type { AuthenticatedEvent } from '../providers/types.ts';
+import type { AuthenticatedEvent, RefusedEvent } from '../providers/types.ts';
 import { backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
@@ -33,7 +33,7 @@ import {
 import { senderPauseGate } from './pause-gate.ts';
 import { type Committed, finalStatus, type PlannedEvent, planFor, processDelivery } from './process.ts';
 import type { RejectionLog } from './rejection-log.ts';
-import { rejectionOf } from './rejections.ts';
+import { refusedEventRecords, rejectionOf } from './rejections.ts';
 
 /** What the intake needs from the app; the database comes with each request (`c.get('db')`). */
 export interface IntakeDeps {
@@ -156,6 +156,36 @@ function deliveryOutcome(outcomes: readonly Answered[]): Answered {
   return ANSWER_ORDER.find((outcome) => outcomes.includes(outcome)) ?? 'duplicate';
 }
 
+/**
+ * A batch's events with their plans. An event its handler's schema refuses is set aside, named by its
+ * id and the field (`<id>: data.status`), with those the cut refused (`refused`), and the report told;
+ * a batch none of whose events is left is refused (400) as a lone event would be.
+ */
+function planBatch(
+  handlers: HandlerMap,
+  events: readonly InboxEvent[],
+  refused: readonly RefusedEvent[] | undefined,
+  report: DeliveryReport,
+): Planned[] {
+  const planned: Planned[] = [];
+  let refusal: AppError | undefined;
+  let setAside = refused?.map((event) => event.field);
+  for (const event of events) {
+    try {
+      planned.push({ event, plan: planFor(handlers, event) });
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'invalid_payload') throw error;
+      refusal ??= error;
+      const { field } = error.why;
+      setAside ??= [];
+      setAside.push(`${event.eventId}: ${typeof field === 'string' ? field : '(the event)'}`);
+    }
+  }
+  if (planned.length === 0) throw refusal ?? new AppError('invalid_payload');
+  if (setAside !== undefined) report.setsAside(setAside);
+  return planned;
+}
+
 export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   const { config } = deps;
   const routes = new Hono<IntakeEnv>();
@@ -249,8 +279,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       throw new AppError('unauthorized', { why: { reason: verification.reason } });
     }
     let authenticated: readonly (AuthenticatedEvent & { payloadText: string })[];
-    if (verification.outcome === 'verified_batch') authenticated = verification.events;
-    else {
+    let refused: readonly RefusedEvent[] | undefined;
+    const batch = verification.outcome === 'verified_batch';
+    if (verification.outcome === 'verified_batch') {
+      authenticated = verification.events;
+      refused = verification.refused;
+    } else {
       // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
       const text = payloadText(body);
       if (text === undefined) throw new AppError('invalid_payload');
@@ -266,7 +300,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     );
     // The delivery span's trace (the sender's when it sent one): log lines and spans share it.
     report.carries(events, traceIdOf(c.get('span').traceparent ?? c.req.header('traceparent'), deps.newId));
-    return { outcome: 'verified' as const, events };
+    return { outcome: 'verified' as const, events, batch, refused };
   }
 
   /**
@@ -309,6 +343,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     } finally {
       if (tracer.enabled) endDeliverySpan(span, report.provider, c.res.status, c.error);
     }
+    recordSetAside(c, report);
     if (c.error === undefined) return;
     if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
       deps.metrics.countRejection(c.req.param('provider'), c.error.code);
@@ -326,6 +361,20 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     });
     if (rejection !== undefined) rejections.record(rejection);
   });
+
+  /**
+   * A batch's events set aside as refused: counted, and recorded for the dashboard with the status
+   * their delivery was answered with (2xx when the others were stored; a 500 or 503 that the sender
+   * retries records them again with its retry).
+   */
+  function recordSetAside(c: Context<IntakeEnv>, report: DeliveryReport): void {
+    const { setAside, provider } = report;
+    if (setAside.length === 0 || provider === undefined) return;
+    for (let n = 0; n < setAside.length; n++) deps.metrics.countRejection(provider, 'invalid_event');
+    const traceId = senderTraceId(c.req.header('traceparent')) ?? report.traceId;
+    const request = { at: deps.clock(), provider, statusCode: c.res.status, headers: c.req.raw.headers, traceId };
+    for (const record of refusedEventRecords(setAside, request)) deps.rejections?.record(record);
+  }
 
   routes.post('/webhooks/:provider', admit, streamedBodyLimit(config.MAX_BODY_BYTES), async (c) => {
     const report = c.get('report');
@@ -353,8 +402,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         if (authenticated.status === 204) return c.body(null, 204);
         return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
       }
-      // Every event's handler schema before any database work: one invalid event refuses the delivery.
-      const planned = distinct(authenticated.events).map((event) => ({ event, plan: planFor(deps.handlers, event) }));
+      // Every event's handler schema before any database work: an invalid event refuses a delivery of
+      // its own; a batch's is set aside with those the cut refused, and its batch-mates go on.
+      const events = distinct(authenticated.events);
+      const planned = authenticated.batch
+        ? planBatch(deps.handlers, events, authenticated.refused, report)
+        : events.map((event) => ({ event, plan: planFor(deps.handlers, event) }));
       const [first] = planned;
       if (first !== undefined)
         await deps.beforeStore?.({ provider: first.event.provider, eventId: first.event.eventId });

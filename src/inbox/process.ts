@@ -55,6 +55,11 @@ export class ProcessingFailure extends AppError {
     cause: unknown,
     lastError: string,
     readonly eventType?: string,
+    /**
+     * What was stored of each of a batch's other events, committed with the failure; absent when
+     * nothing but the failure was recorded.
+     */
+    readonly stored?: ReadonlyMap<InboxEvent, Committed>,
   ) {
     super('processing_failed', { cause, why: { error: lastError } });
   }
@@ -106,12 +111,77 @@ export function applyTraced(
   );
 }
 
+/** A handler that threw while its event was applied, and why. */
+interface FailedApply {
+  cause: unknown;
+  /** The cause as recordDeliveryFailure writes it. */
+  lastError: string;
+}
+
+/**
+ * A delivery's run: its deadline, its span, the event whose handler is running (until it returns),
+ * and, after a run around failures, the failures counted on each failed row.
+ */
+interface RunContext {
+  deadline: Deadline;
+  boundByDeadline: boolean;
+  delivery: Span;
+  applying?: number | undefined;
+  attempts?: number[];
+}
+
+/**
+ * One transaction over the delivery: inserts the rows of every event not in `failed`, applies the
+ * written ones in the sender's order, and records each of `failed` as `failed` (recordDeliveryFailure),
+ * so the batch-mates of a failing event commit with the failure itself. Answers each stored event's
+ * Committed (the failed ones left out); the failures now counted on each failed row go to `run`.
+ */
+async function runDelivery(
+  tx: Transaction,
+  items: readonly PlannedEvent[],
+  run: RunContext,
+  failed?: ReadonlyMap<number, FailedApply>,
+): Promise<Committed[]> {
+  const { delivery } = run;
+  // Only a run around a failure filters: the all-good path inserts the delivery's own list.
+  const stored = failed === undefined ? items : items.filter((_item, index) => !failed.has(index));
+  const [, rows] = await Promise.all([
+    run.boundByDeadline ? limitStatements(tx, run.deadline.remainingMs) : undefined,
+    stored.length === 0
+      ? []
+      : inSpan(delivery, 'claim', () => insertOrTakeBackAll(tx, stored), { 'inbox.batch.size': 1 }),
+  ]);
+  const results: Committed[] = [];
+  let row = 0;
+  for (const [index, item] of items.entries()) {
+    if (failed?.has(index) === true) continue;
+    const written = rows[row++] ?? null;
+    if (written !== null && appliesNow(item)) {
+      run.applying = index;
+      await applyTraced(delivery, tx, item.plan, item.event, written.eventId);
+      run.applying = undefined;
+    }
+    results.push(committedAs(item, written));
+  }
+  if (failed === undefined) return results;
+  run.attempts = [];
+  for (const [index, failure] of failed) {
+    const event = items[index]?.event;
+    if (event !== undefined) run.attempts.push(await recordDeliveryFailure(tx, event, failure.lastError));
+  }
+  return results;
+}
+
 /**
  * Processes one delivery's events (one, or a sender's batch) in one transaction of their own: inserts
- * every row in one statement, applies the written ones in the sender's order, and commits them all or
- * none. The events must not share a key. When a handler fails, everything rolls back and the failure
- * is recorded on that event's row alone (the others were not stored): the sender's retry of the whole
- * delivery then stores the others and takes the failed one back.
+ * every row in one statement, applies the written ones in the sender's order, and commits them all.
+ * The events must not share a key. When a handler fails, everything rolls back; a lone event's failure
+ * is then recorded on its row in a statement of its own. A batch is run again, its failing event
+ * recorded `failed` and every other one stored and applied, in one transaction (and again should
+ * another handler fail): its batch-mates never depend on it. Either way the answer is 500
+ * (ProcessingFailure), so the sender retries the whole delivery: the stored events are then
+ * duplicates, and the failed one is taken back. The all-good path pays nothing for this; the failure
+ * path pays a transaction per failing handler.
  *
  * `boundByDeadline`: its statements time out when the delivery's deadline passes rather than at the
  * connection's statement_timeout, so a run that waits on a lock gives its connection back as soon as
@@ -123,24 +193,12 @@ export async function processDelivery(
   items: readonly PlannedEvent[],
   options: { boundByDeadline?: boolean; span?: Span } = {},
 ): Promise<Committed[]> {
-  let failing = items[0]?.event;
   const delivery = options.span ?? noSpan;
+  const run: RunContext = { deadline, boundByDeadline: options.boundByDeadline === true, delivery };
   let commit: Span | undefined;
   try {
     const committed = await transactionBefore(db, deadline, async (tx): Promise<Committed[]> => {
-      const [, rows] = await Promise.all([
-        options.boundByDeadline === true ? limitStatements(tx, deadline.remainingMs) : undefined,
-        inSpan(delivery, 'claim', () => insertOrTakeBackAll(tx, items), { 'inbox.batch.size': 1 }),
-      ]);
-      const results: Committed[] = [];
-      for (const [index, item] of items.entries()) {
-        const written = rows[index] ?? null;
-        if (written !== null && appliesNow(item)) {
-          failing = item.event;
-          await applyTraced(delivery, tx, item.plan, item.event, written.eventId);
-        }
-        results.push(committedAs(item, written));
-      }
+      const results = await runDelivery(tx, items, run);
       commit = delivery.child('commit', { 'inbox.batch.size': 1 });
       return results;
     });
@@ -149,17 +207,78 @@ export async function processDelivery(
   } catch (error) {
     commit?.fail(error);
     commit?.end();
-    if (error instanceof AppError) throw error;
-    if (isTransientDatabaseError(error)) {
-      throw new AppError('unavailable', { cause: error, why: { reason: 'database_unavailable' } });
+    const failure = recordable(error);
+    const failing = run.applying;
+    if (failing !== undefined && items.length > 1) {
+      throw await storeAroundFailures(db, items, run, new Map([[failing, failure]]));
     }
-    const lastError = describeCause(error);
-    let attempt: number;
+    throw await recordAlone(db, items[failing ?? 0]?.event, failure);
+  }
+}
+
+/**
+ * A failure to record on the event's row; an AppError (the deadline, a refusal) or a database outage
+ * is thrown as it is, answered without recording anything.
+ */
+function recordable(error: unknown): FailedApply {
+  if (error instanceof AppError) throw error;
+  if (isTransientDatabaseError(error)) {
+    throw new AppError('unavailable', { cause: error, why: { reason: 'database_unavailable' } });
+  }
+  return { cause: error, lastError: describeCause(error) };
+}
+
+/** The failure recorded on the event's row alone (the others, if any, are not stored): the 500 to answer. */
+async function recordAlone(db: Database, event: InboxEvent | undefined, failure: FailedApply): Promise<AppError> {
+  let attempt: number;
+  try {
+    attempt = event === undefined ? 0 : await recordDeliveryFailure(db, event, failure.lastError);
+  } catch (recordError) {
+    return new AppError('unavailable', { cause: recordError, why: { reason: 'database_unavailable' } });
+  }
+  return new ProcessingFailure(attempt, failure.cause, failure.lastError, event?.eventType);
+}
+
+/**
+ * A batch whose handler failed at `failed`: run again with the failing events recorded `failed` and
+ * the others stored and applied, once more for each further handler that fails (so at most one run
+ * per event). Answers the 500 to throw, carrying what was stored of each batch-mate. Should a run fail
+ * any other way (the deadline, the database), the first failure is recorded alone, as a lone event's.
+ */
+async function storeAroundFailures(
+  db: Database,
+  items: readonly PlannedEvent[],
+  run: RunContext,
+  failed: Map<number, FailedApply>,
+): Promise<AppError> {
+  const [first] = failed;
+  // Stryker disable next-line ConditionalExpression: the caller passes one failure at least
+  if (first === undefined) throw new Error('unreachable: a failure to store around');
+  const [firstAt, firstFailure] = first;
+  for (;;) {
+    run.applying = undefined;
     try {
-      attempt = failing === undefined ? 0 : await recordDeliveryFailure(db, failing, lastError);
-    } catch (recordError) {
-      throw new AppError('unavailable', { cause: recordError, why: { reason: 'database_unavailable' } });
+      const results = await transactionBefore(db, run.deadline, (tx) => runDelivery(tx, items, run, failed));
+      const stored = new Map<InboxEvent, Committed>();
+      let at = 0;
+      for (const [index, item] of items.entries()) {
+        const committed = failed.has(index) ? undefined : results[at++];
+        if (committed !== undefined) stored.set(item.event, committed);
+      }
+      const { eventType } = items[firstAt]?.event ?? {};
+      return new ProcessingFailure(
+        run.attempts?.[0] ?? 0,
+        firstFailure.cause,
+        firstFailure.lastError,
+        eventType,
+        stored,
+      );
+    } catch (error) {
+      const failing = run.applying;
+      if (failing === undefined || error instanceof AppError || isTransientDatabaseError(error)) {
+        return recordAlone(db, items[firstAt]?.event, firstFailure);
+      }
+      failed.set(failing, { cause: error, lastError: describeCause(error) });
     }
-    throw new ProcessingFailure(attempt, error, lastError, failing?.eventType);
   }
 }

@@ -1,4 +1,5 @@
-// What a refused delivery leaves for operators (404, 413, 415, 401, 400, 503): the sender, a reason from
+// What a refused delivery leaves for operators (404, 413, 415, 401, 400, 503), and a batch's event set
+// aside while the others were stored (`invalid_event`): the sender, a reason from
 // a closed set, the field or limit it failed on, and its headers with every credential redacted, by the
 // header's name and, inside a value holding a URL or a query string, by the parameter's name. Built
 // from the request's headers and the error that answered it, never from its body, which is not read
@@ -27,6 +28,9 @@ export const REJECTION_REASONS = {
   timestamp_outside_tolerance: 401,
   unauthorized: 401,
   invalid_payload: 400,
+  // One event of a batch, malformed or refused by its schema: set aside while its batch-mates are
+  // stored, so the delivery is answered as they are (200; 202 in async mode, the record says which).
+  invalid_event: 200,
   backlog_full: 503,
   deadline_passed: 503,
   database_unavailable: 503,
@@ -174,6 +178,33 @@ function detailOf(error: AppError, requestedRoute: string): string | null {
   }
 }
 
+/** What a refusal is recorded with besides its reason: when, the sender, and the request's headers and trace. */
+interface RefusedRequest {
+  at: number;
+  headers: Headers;
+  traceId?: string | undefined;
+}
+
+/**
+ * The records of a batch's events set aside as refused (`invalid_event`), one each, with the field
+ * it names and the status its delivery was answered with.
+ */
+export function refusedEventRecords(
+  fields: readonly string[],
+  request: RefusedRequest & { provider: string; statusCode: number },
+): RejectionRecord[] {
+  const headers = redactedHeaders(request.headers);
+  return fields.map((field) => ({
+    at: request.at,
+    provider: request.provider,
+    statusCode: request.statusCode,
+    reason: 'invalid_event',
+    detail: printableLine(field, DETAIL_MAX),
+    traceId: request.traceId ?? null,
+    headers,
+  }));
+}
+
 /**
  * The record of a refused delivery, or undefined when `error` did not refuse it (a handler's failure
  * stored it as failed). Anything that is not an AppError is a fault of ours that the app answers 503
@@ -182,7 +213,7 @@ function detailOf(error: AppError, requestedRoute: string): string | null {
  */
 export function rejectionOf(
   error: unknown,
-  request: { at: number; provider: string | undefined; requestedRoute: string; headers: Headers; traceId?: string },
+  request: RefusedRequest & { provider: string | undefined; requestedRoute: string },
 ): RejectionRecord | undefined {
   const refusal = error instanceof AppError ? error : new AppError('unavailable');
   if (!REFUSING_CODES.has(refusal.code)) return undefined;

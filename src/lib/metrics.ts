@@ -17,8 +17,11 @@ export type EventOutcome =
   | 'ignored'
   | 'dead_letter';
 
-/** Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers. */
-export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'>;
+/**
+ * Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers; or
+ * `invalid_event`, one event of a batch set aside while the others were stored.
+ */
+export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'> | 'invalid_event';
 
 export interface GaugeSample {
   name: string;

@@ -34,6 +34,7 @@ import type {
   BatchedEvent,
   Credentials,
   Delivery,
+  RefusedEvent,
   UnauthorizedReason,
   Verification,
   VerificationTime,
@@ -498,7 +499,11 @@ async function verify(
   const payload = bodyText === undefined ? undefined : parseJsonText(bodyText);
   if (bodyText === undefined || payload === undefined) return { outcome: 'invalid_payload' };
   const checked = schema.safeParse(payload);
-  if (!checked.success) return { outcome: 'invalid_payload', field: refusedField(checked.error) };
+  // A batch's schema may refuse some of its events and still take the rest (refusedEvents).
+  const refusedAt = checked.success ? undefined : refusedEvents(description, checked.error);
+  if (!checked.success && refusedAt === undefined) {
+    return { outcome: 'invalid_payload', field: refusedField(checked.error) };
+  }
   const timestamp = description.timestamp;
   if (timestamp !== undefined && 'path' in timestamp.from) {
     // A time inside the body is read only now, but refused the same way as a header's.
@@ -512,7 +517,7 @@ async function verify(
   const secondKey = keysByContentDigest(coverageOf(description, authentication));
   if (description.events !== undefined) {
     const read = (event: ExactJson) => eventOf(description, event, headers, authentication.timestamp);
-    return batchOf(description.events.path, bodyText, payload, read, secondKey);
+    return batchOf(description.events.path, bodyText, payload, read, secondKey, refusedAt);
   }
   // Hashed only where it keys the event, or is the id itself.
   // Stryker disable next-line ConditionalExpression: hashing every body only costs time: the digest keys the event only where secondKey says so (below)
@@ -539,9 +544,34 @@ export function describedProvider(description: SenderDescription): WebhookProvid
 }
 
 /**
- * Every event of a batch, each read as `read` reads one, with its own exact text from the body; one
- * unusable event refuses the whole delivery, so nothing of it is stored. An empty batch (LINE's check
- * of a new URL) is answered and stores nothing.
+ * The events a batch's schema refused, each with the field it names, when every issue lies inside
+ * one event of the batch; undefined when any is about the delivery as a whole (its envelope, or an
+ * events array that is none), or the sender sends no batch. Read only from a failed parse: the
+ * all-good path never comes here.
+ */
+function refusedEvents(description: SenderDescription, error: z.ZodError): ReadonlyMap<number, string> | undefined {
+  const path = description.events?.path;
+  if (path === undefined) return undefined;
+  const byEvent = new Map<number, z.core.$ZodIssue[]>();
+  for (const issue of error.issues) {
+    const at = issue.path[path.length];
+    const inside = issue.path.length > path.length && path.every((name, n) => issue.path[n] === name);
+    if (!inside || typeof at !== 'number') return undefined;
+    const own = byEvent.get(at);
+    if (own === undefined) byEvent.set(at, [issue]);
+    else own.push(issue);
+  }
+  const refused = new Map<number, string>();
+  // Stryker disable next-line ArrayDeclaration: each issue's path reaches its event's position, so the field is never undefined
+  for (const [at, issues] of byEvent) refused.set(at, refusedField({ issues }) ?? [...path, at].join('.'));
+  return refused;
+}
+
+/**
+ * Every event of a batch, each read as `read` reads one, with its own exact text from the body. An
+ * unusable event (refused by the schema, `refusedAt`, or without an id or a type) is set aside as
+ * refused, and the others go on without it; when none is usable, the delivery is refused. An empty
+ * batch (LINE's check of a new URL) is answered and stores nothing.
  */
 async function batchOf(
   path: readonly string[],
@@ -549,6 +579,7 @@ async function batchOf(
   payload: ExactJson,
   read: (event: ExactJson) => AuthenticatedEvent | { field: string | undefined },
   secondKey: boolean,
+  refusedAt: ReadonlyMap<number, string> | undefined,
 ): Promise<Verification> {
   const items = valueAt(payload, path);
   const texts = arrayElementTexts(text, path);
@@ -558,14 +589,22 @@ async function batchOf(
   }
   if (items.length === 0) return { outcome: 'respond', body: '{"received":true}', reason: 'empty_batch' };
   const events: BatchedEvent[] = [];
+  let refused: RefusedEvent[] | undefined;
   for (const [index, item] of items.entries()) {
-    const event = read(item);
+    const schemaField = refusedAt?.get(index);
+    const event = schemaField === undefined ? read(item) : { field: schemaField };
     const eventText = texts[index];
     // Stryker disable next-line ConditionalExpression: texts has an entry for every item (checked above), so eventText is always there
     if ('field' in event || eventText === undefined) {
       const field = 'field' in event ? event.field : undefined;
-      // Stryker disable next-line ConditionalExpression,ArrayDeclaration: a batch reads its id and type at paths (descriptionProblems), and a path is always named, so field is never undefined here
-      return { outcome: 'invalid_payload', field: [...path, index, ...(field === undefined ? [] : [field])].join('.') };
+      refused ??= [];
+      refused.push({
+        field:
+          schemaField ??
+          // Stryker disable next-line ConditionalExpression,ArrayDeclaration: a batch reads its id and type at paths (descriptionProblems), and a path is always named, so field is never undefined here
+          [...path, index, ...(field === undefined ? [] : [field])].join('.'),
+      });
+      continue;
     }
     // A sender that signs no time leaves a captured batch valid forever, and only stored keys keep
     // it from being applied again: each event's row carries the digest of its signed id, which keys
@@ -574,5 +613,9 @@ async function batchOf(
     // Stryker disable next-line ConditionalExpression: an undefined digest is stored as none, as an absent one
     events.push({ ...event, payloadText: eventText, ...(contentDigest === undefined ? {} : { contentDigest }) });
   }
-  return { outcome: 'verified_batch', events };
+  const [firstRefused] = refused ?? [];
+  if (events.length === 0) {
+    return { outcome: 'invalid_payload', ...(firstRefused === undefined ? {} : { field: firstRefused.field }) };
+  }
+  return { outcome: 'verified_batch', events, ...(refused === undefined ? {} : { refused }) };
 }

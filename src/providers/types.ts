@@ -51,6 +51,15 @@ export interface BatchedEvent extends AuthenticatedEvent {
   payloadText: string;
 }
 
+/**
+ * One event of an authentic batch that cannot be stored: no usable id or type, or refused by the
+ * sender's schema. `field` is where, as a path of names and positions in the body (`events.1.webhookEventId`),
+ * never a value.
+ */
+export interface RefusedEvent {
+  field: string;
+}
+
 /** Why a delivery was not authentic: logged for operators, never told to the sender. */
 export type UnauthorizedReason =
   | 'headers_missing'
@@ -67,8 +76,12 @@ export type Verification =
    */
   | { outcome: 'invalid_payload'; field?: string }
   | { outcome: 'verified'; event: AuthenticatedEvent }
-  /** Authentic, and carrying these events (at least one; an empty batch is answered as `respond`). */
-  | { outcome: 'verified_batch'; events: readonly BatchedEvent[] }
+  /**
+   * Authentic, and carrying these events (at least one; an empty batch is answered as `respond`).
+   * `refused`, present only when some are: the batch's other events, malformed or refused by the
+   * sender's schema, which the well-formed ones do not depend on.
+   */
+  | { outcome: 'verified_batch'; events: readonly BatchedEvent[]; refused?: readonly RefusedEvent[] }
   /**
    * Authentic, but a protocol message rather than an event (Slack's `url_verification`, Zoom's
    * `endpoint.url_validation`, Discord's ping): answered with `status` (200 when absent) and `body`
