@@ -101,6 +101,48 @@ describe('the shedding policy', () => {
     policy.requestArrived('slow', receiving);
     expect(policy.size).toBe(1);
   });
+
+  it('makes room from the address holding the most connections first, whatever their age', () => {
+    const { policy, at } = shedder(4);
+    policy.admit('g1', 'genuine');
+    at(5);
+    for (const flood of ['f1', 'f2', 'f3']) policy.admit(flood, 'flooding');
+    at(10);
+    // Every connection is far within the grace: the newcomer from the lighter address still gets in.
+    expect(policy.admit('g2', 'genuine')).toEqual({ admitted: true, shed: 'f1' });
+    // Two against two: the flooding address is no longer heavier, the newcomer's own goes by age.
+    expect(policy.admit('g3', 'genuine')).toEqual({ admitted: false });
+    // A newcomer from the heaviest address takes its own address's oldest place, never an older one elsewhere.
+    at(5000);
+    expect(policy.admit('f4', 'flooding')).toEqual({ admitted: true, shed: 'f2' });
+    expect(policy.size).toBe(4);
+  });
+
+  it('keeps an idle keep-alive connection of a light address while a heavy one reconnects at once', () => {
+    const { policy, at } = shedder(3);
+    policy.admit('keep-alive', 'genuine');
+    policy.requestArrived('keep-alive', received);
+    at(10);
+    policy.answered('keep-alive');
+    at(1000);
+    policy.admit('f1', 'flooding');
+    policy.admit('f2', 'flooding');
+    // The keep-alive connection has been idle past the grace; the flood's are young: refused.
+    at(1500);
+    expect(policy.admit('f3', 'flooding')).toEqual({ admitted: false });
+    // Once its own have waited past the grace, the flood takes their places, never the idle one's.
+    at(2000);
+    expect(policy.admit('f3', 'flooding')).toEqual({ admitted: true, shed: 'f1' });
+    // A connection being answered is skipped on the heaviest address too.
+    policy.requestArrived('f2', received);
+    expect(policy.admit('g1', 'genuine')).toEqual({ admitted: true, shed: 'f3' });
+    // An address whose connections all closed holds none: a newcomer from it is the lightest.
+    policy.closed('g1');
+    policy.closed('keep-alive');
+    policy.admit('f4', 'flooding');
+    policy.admit('f5', 'flooding');
+    expect(policy.admit('g2', 'genuine')).toEqual({ admitted: true, shed: 'f4' });
+  });
 });
 
 const ATTACK_SOCKETS = 1030;

@@ -1,13 +1,17 @@
 // HTTP_MAX_CONNECTIONS without a lock-out: Node's `maxConnections` refuses every new connection once
 // the pool is full, so one client holding 1,030 slow uploads (one body byte each) made 20 of 20
-// genuine deliveries fail with ECONNRESET. Here a full pool first makes room: the connection that has
-// waited longest for its client (no complete headers or body yet, or idle between keep-alive
-// requests) is closed for the new one, provided it has waited at least the grace; only when none
-// has is the new connection refused. A genuine sender sends its request within milliseconds of
-// connecting and is never shed while it is being answered; an attacker must open more than the whole
-// pool per grace period to lock it out, and that rate is for a proxy's per-client limits to stop
-// (docs/security.md). The policy is plain data (`ConnectionShedder`, tested with its own clock);
-// `shedAtCapacity` attaches it to a Node server.
+// genuine deliveries fail with ECONNRESET. Here a full pool first makes room, by remote address
+// first, then by age. A newcomer from an address holding fewer connections than some other address
+// takes the place of that heaviest address's longest-waiting connection (no complete request yet, or
+// idle between keep-alive requests), whatever its age: one client reconnecting the moment it is
+// closed (1,100 sockets, 5 ms later) kept every connection of its own younger than any grace and so
+// locked genuine senders out again. A newcomer from the heaviest address itself may only take the
+// place of its own address's longest-waiting connection, and only once that one has waited at least
+// the grace; otherwise it is refused. A genuine sender sends its request within milliseconds of
+// connecting and is never shed while it is being answered; an attacker must spread its connections
+// over many addresses, or open more than the whole pool per grace period from one, to lock it out, and
+// that is for a proxy's per-client limits to stop (docs/security.md). The policy is plain data
+// (`ConnectionShedder`, tested with its own clock); `shedAtCapacity` attaches it to a Node server.
 import { type IncomingMessage, Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -28,13 +32,17 @@ interface Waiting {
   since: number;
   /** The request being received, once its headers are in. */
   request: Arriving | undefined;
+  /** Its remote address ('' when unknown). */
+  address: string;
 }
 
 export type Admission<C> = { admitted: true; shed: C | undefined } | { admitted: false };
 
 export class ConnectionShedder<C> {
-  /** Every open connection, in the order they began to wait (a Map keeps insertion order). */
+  /** Every open connection. */
   readonly #connections = new Map<C, Waiting>();
+  /** The open connections of each remote address, in the order they began to wait (a Map keeps insertion order). */
+  readonly #byAddress = new Map<string, Map<C, Waiting>>();
   readonly #capacity: number;
   readonly #graceMs: number;
   readonly #now: () => number;
@@ -50,16 +58,19 @@ export class ConnectionShedder<C> {
     return this.#connections.size;
   }
 
-  /** A new connection: admitted (with the one to close for it, at capacity) or refused. */
-  admit(connection: C): Admission<C> {
+  /**
+   * A new connection from `address` (its remote address; connections without one count as one
+   * address): admitted (with the one to close for it, at capacity) or refused.
+   */
+  admit(connection: C, address = ''): Admission<C> {
     const now = this.#now();
     let shed: C | undefined;
     if (this.#connections.size >= this.#capacity) {
-      shed = this.#overdue(now);
+      shed = this.#victim(address, now);
       if (shed === undefined) return { admitted: false };
-      this.#connections.delete(shed);
+      this.closed(shed);
     }
-    this.#connections.set(connection, { since: now, request: undefined });
+    this.#wait(connection, { since: now, request: undefined, address });
     return { admitted: true, shed };
   }
 
@@ -71,21 +82,52 @@ export class ConnectionShedder<C> {
 
   /** Its answer is sent: a keep-alive connection waits for its client again, from now. */
   answered(connection: C): void {
-    if (!this.#connections.delete(connection)) return;
-    this.#connections.set(connection, { since: this.#now(), request: undefined });
+    const waiting = this.#connections.get(connection);
+    if (waiting === undefined) return;
+    this.closed(connection);
+    this.#wait(connection, { since: this.#now(), request: undefined, address: waiting.address });
   }
 
   closed(connection: C): void {
+    const waiting = this.#connections.get(connection);
+    if (waiting === undefined) return;
     this.#connections.delete(connection);
+    const peers = this.#byAddress.get(waiting.address);
+    peers?.delete(connection);
+    if (peers?.size === 0) this.#byAddress.delete(waiting.address);
   }
 
-  /** The longest-waiting connection without its whole request, if it has waited past the grace. */
-  #overdue(now: number): C | undefined {
-    for (const [connection, waiting] of this.#connections) {
+  #wait(connection: C, waiting: Waiting): void {
+    this.#connections.set(connection, waiting);
+    const peers = this.#byAddress.get(waiting.address);
+    if (peers === undefined) this.#byAddress.set(waiting.address, new Map([[connection, waiting]]));
+    else peers.set(connection, waiting);
+  }
+
+  /**
+   * The connection to close for a newcomer from `address`: the longest-waiting one of the address
+   * holding the most connections, when that is another address holding more than the newcomer's;
+   * else the newcomer's own address's longest-waiting one, once past the grace.
+   */
+  #victim(address: string, now: number): C | undefined {
+    const own = this.#byAddress.get(address);
+    let heaviest: Map<C, Waiting> | undefined;
+    for (const [other, peers] of this.#byAddress) {
+      if (other !== address && peers.size > ((heaviest ?? own)?.size ?? 0)) heaviest = peers;
+    }
+    return (
+      (heaviest === undefined ? undefined : this.#longestWaiting(heaviest, now, 0)) ??
+      (own === undefined ? undefined : this.#longestWaiting(own, now, this.#graceMs))
+    );
+  }
+
+  /** Of `peers`, the longest-waiting connection without its whole request, if it has waited `atLeastMs`. */
+  #longestWaiting(peers: Map<C, Waiting>, now: number, atLeastMs: number): C | undefined {
+    for (const [connection, waiting] of peers) {
       // Being answered: the request is in, the client waits for us.
       if (waiting.request?.complete === true) continue;
       // Ordered by `since`: every later one has waited less.
-      return now - waiting.since >= this.#graceMs ? connection : undefined;
+      return now - waiting.since >= atLeastMs ? connection : undefined;
     }
     return undefined;
   }
@@ -99,7 +141,7 @@ export function shedAtCapacity(server: unknown, capacity: number): ConnectionShe
   if (!(server instanceof Server)) throw new TypeError('connection shedding needs a node:http server');
   const shedder = new ConnectionShedder<Socket>({ capacity, graceMs: SHED_GRACE_MS });
   server.on('connection', (socket: Socket) => {
-    const admission = shedder.admit(socket);
+    const admission = shedder.admit(socket, socket.remoteAddress);
     if (!admission.admitted) {
       socket.destroy();
       return;

@@ -4,9 +4,11 @@
 // starts one at once, so a quiet service answers as fast as without batching; while one is in
 // flight, what arrives waits for it and then goes together (one BEGIN, one insert statement, one
 // COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
-// transactions) opens only when the queue is long enough to fill a good share of a batch: so the
-// batches stay large while a lone slow batch (a lock wait) cannot hold up a busy intake. A batch with
-// nothing to apply (async mode's `received` rows) is a single statement, committed by itself.
+// transactions) opens only when the queue is long enough to fill a good share of a batch, or once its
+// oldest delivery has waited longer than a healthy batch takes (STALLED_LANE_MS): so the batches stay
+// large while a lone slow batch (a lock wait) holds up neither a busy intake nor the few deliveries
+// queued behind it. A batch with nothing to apply (async mode's `received` rows) is a single
+// statement, committed by itself.
 //
 // Every promise of the one-at-a-time path holds per delivery:
 // - exactly one application: a batch never holds two deliveries of one key (id or content digest);
@@ -53,6 +55,8 @@ export interface CommitterOptions {
 }
 
 interface Member extends Submission {
+  /** When it joined the queue (performance.now()): how long it has waited for a lane. */
+  queuedAt: number;
   /** Set just before COMMIT is sent: from then on the answer waits for the commit. */
   decided: boolean;
   /** Its `commit` span, from the batch's last statement until COMMIT answered. */
@@ -63,6 +67,14 @@ interface Member extends Submission {
 
 const MAX_CONFLICT_RETRIES = 3;
 
+/**
+ * How long deliveries queued behind busy lanes wait for one of them before opening a lane of their
+ * own, however few they are. A healthy batch takes milliseconds; a lane busy for this long is waiting
+ * on something (a row lock held elsewhere, a slow handler) and may stay busy until its members'
+ * deadlines, which those queued behind it would share. Far below any deadline, far above a batch.
+ */
+const STALLED_LANE_MS = 100;
+
 /** The span of a member submitted without one: records nothing. */
 const untraced = noTracing.start('untraced');
 
@@ -72,6 +84,8 @@ class MemberExpired extends Error {}
 export class IntakeCommitter {
   readonly #queue: Member[] = [];
   #running = 0;
+  /** Armed while deliveries wait behind busy lanes: opens a lane for them once they waited too long. */
+  #stallCheck: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -85,7 +99,7 @@ export class IntakeCommitter {
   submit(submission: Submission): Promise<Committed[]> {
     let member: Member | undefined;
     const settled = new Promise<Committed[]>((resolve, reject) => {
-      member = { ...submission, decided: false, resolve, reject };
+      member = { ...submission, queuedAt: performance.now(), decided: false, resolve, reject };
     });
     // Stryker disable next-line StringLiteral,ConditionalExpression,CallExpression: unreachable (the Promise executor has run before this line), so neither the test nor the message can change anything
     if (member === undefined) throw new Error('unreachable: the executor runs at once');
@@ -103,7 +117,10 @@ export class IntakeCommitter {
 
   #pump(): void {
     while (this.#running < this.options.lanes && this.#queue.length > 0) {
-      if (this.#running > 0 && this.#queue.length < this.#spillAt) return;
+      if (this.#running > 0 && this.#queue.length < this.#spillAt && !this.#stalled()) {
+        this.#watchStall();
+        return;
+      }
       const batch = this.#take();
       if (batch.length === 0) return;
       this.#running += 1;
@@ -112,6 +129,30 @@ export class IntakeCommitter {
         this.#pump();
       });
     }
+  }
+
+  /** Whether the oldest queued delivery has waited for a busy lane for longer than a healthy batch takes. */
+  #stalled(): boolean {
+    const oldest = this.#queue[0];
+    return oldest !== undefined && performance.now() - oldest.queuedAt >= STALLED_LANE_MS;
+  }
+
+  /**
+   * Pumps again when the oldest queued delivery will have waited STALLED_LANE_MS: no lane may finish
+   * before then (one stuck on a lock finishes at its members' deadlines). One timer for the whole
+   * queue, armed at most once per STALLED_LANE_MS, and only while deliveries wait behind a lane.
+   */
+  #watchStall(): void {
+    const oldest = this.#queue[0];
+    if (this.#stallCheck !== undefined || oldest === undefined) return;
+    const waited = performance.now() - oldest.queuedAt;
+    this.#stallCheck = setTimeout(
+      () => {
+        this.#stallCheck = undefined;
+        this.#pump();
+      },
+      Math.max(0, STALLED_LANE_MS - waited),
+    );
   }
 
   /** Everything waiting, up to maxBatch, but no two members sharing a key; expired members are dropped. */

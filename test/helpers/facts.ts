@@ -81,14 +81,30 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
  * A second connection holding a subscription's row lock (`select … for update` in an open
  * transaction), as a slow handler or an operator's session elsewhere would; resolves once it is held.
  */
-export async function holdSubscriptionLock(
+export function holdSubscriptionLock(sql: postgres.Sql, externalId: string): Promise<{ release(): Promise<void> }> {
+  return holdRowLock(sql, (tx) => tx`select 1 from subscriptions where external_id = ${externalId} for update`);
+}
+
+/** The same for an event's row, as an operator's open transaction or a stuck statement would hold it. */
+export function holdEventLock(
   sql: postgres.Sql,
-  externalId: string,
+  eventId: string,
+  provider = 'acme',
+): Promise<{ release(): Promise<void> }> {
+  return holdRowLock(
+    sql,
+    (tx) => tx`select 1 from webhook_events where provider = ${provider} and event_id = ${eventId} for update`,
+  );
+}
+
+async function holdRowLock(
+  sql: postgres.Sql,
+  lock: (tx: postgres.TransactionSql) => Promise<unknown>,
 ): Promise<{ release(): Promise<void> }> {
   const taken = deferred();
   const released = deferred();
   const transaction = sql.begin(async (tx) => {
-    await tx`select 1 from subscriptions where external_id = ${externalId} for update`;
+    await lock(tx);
     taken.resolve();
     await released.promise;
   });
