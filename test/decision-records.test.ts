@@ -32,6 +32,9 @@ const FIGURE =
 const NOT_QUANTITIES = /\b[1-5]\d\ds\b|\b\d+(?:\.\d+)*\.x\b/g;
 // What is not a measurement: code and literals, and a setting's value quoted beside its name.
 const NOT_MEASURED = [/`[^`]*`\s*\([^)]*\)/g, /\(`[A-Z][A-Z0-9_]+`[^)]*\)/g, /`[^`]*`/g];
+/** Words that say a figure was measured, not set: a setting's value needs no command. */
+const MEASURED =
+  /\b(?:measured|measures|took|median|p50|p99|CPU|faster|slower|rose|fell|gained|lost|gzipped|events\/s|messages\/s|deliveries\/s|per second|a second)\b|×|\d(?:\.\d+)?x\b|µs/;
 /** A command in code quotes, or an issue whose finding the figure repeats. */
 const SOURCE =
   /`(?:npm (?:run|test|ci|start)|npx |node |wrk |du |tsx |\.ci\/run|bash |sh |git |docker )[^`]*`|\b[Ii]ssue \d+\b/;
@@ -41,7 +44,9 @@ function unsourcedFigures(markdown: string): string[] {
     let text = unit.replace(NOT_QUANTITIES, '');
     for (const pattern of NOT_MEASURED) text = text.replace(pattern, '');
     const figures = text.match(FIGURE);
-    return figures && !SOURCE.test(unit) ? [`${figures.join(', ')}: ${unit.split('\n')[0]?.slice(0, 80)}`] : [];
+    return figures && MEASURED.test(text) && !SOURCE.test(unit)
+      ? [`${figures.join(', ')}: ${unit.split('\n')[0]?.slice(0, 80)}`]
+      : [];
   });
 }
 
@@ -74,5 +79,6 @@ describe('decision records', () => {
       [],
     );
     expect(unsourcedFigures('| 1.08× | 241,529 bytes |')).toHaveLength(1);
+    expect(unsourcedFigures('- A lane waits `STALLED_LANE_MS`, at most 100 ms more than it would.')).toEqual([]);
   });
 });
