@@ -3,7 +3,6 @@
 // clock, ids, jitter and a logger on stderr that stays silent unless --verbose (stdout is the
 // command's answer, kept clean for --json). Also the exit codes the contract fixes, and the one
 // wrapper that turns a command's outcome or failure into one of them.
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { type Config, ConfigError, checkEmbeddedDatabase, parseConfig } from '../config.ts';
@@ -12,7 +11,7 @@ import { databaseStartupProblem, describeError, isTransientDatabaseError } from 
 import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
 import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
-import type { Clock } from '../lib/clock.ts';
+import { type Clock, newHexId } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../lib/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-limits.ts';
@@ -168,7 +167,7 @@ function baseContext(io: CliIo, config: Config, verbose: boolean): OfflineContex
   return {
     config,
     clock,
-    newId: () => randomUUID(),
+    newId: newHexId,
     random: Math.random,
     // A command's answer is its output; the log lines of the code it runs are for --verbose.
     logger: createLogger({ level: verbose ? config.LOG_LEVEL : 'silent', now: () => new Date(clock()), write: io.err }),

@@ -12,6 +12,7 @@ import { expectedMigration } from '../db/migrations.ts';
 import { defaultHandlers } from '../domain/handlers.ts';
 import { createDeliveryLog, type DeliveryLog } from '../inbox/delivery-log.ts';
 import { createRejectionLog, type RejectionLog } from '../inbox/rejection-log.ts';
+import { newHexId } from '../lib/clock.ts';
 import { AppError, errorName } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
@@ -212,8 +213,8 @@ async function maintain(controller: ScheduledController, env: Env): Promise<void
         expectedMigration,
         runtime: 'cron',
         publishers,
-        // A run's lease owners are UUIDs: its isolate shares no counter with the others.
-        newId: () => crypto.randomUUID(),
+        // Random, as every runner's: the run's isolate shares no counter with the others.
+        newId: newHexId,
         random: Math.random,
         tracer,
       },

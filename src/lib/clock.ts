@@ -5,7 +5,7 @@ import { v7 } from 'uuid';
 /** Milliseconds since the epoch; injected so tests move time instead of sleeping. */
 export type Clock = () => number;
 
-/** A 32-hex id (trace ids, relay and worker ids), from the Web Crypto both runtimes have. */
+/** A 32-hex id (trace ids, and every lease owner: relays, workers, job runners, in every runtime), from the Web Crypto both runtimes have. */
 export const newHexId = (): string => crypto.randomUUID().replaceAll('-', '');
 
 /** Makes the id of a row the service writes. */

@@ -3,6 +3,7 @@
 import { parseConfig } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
 import { expectedMigration } from '../../src/db/migrations.ts';
+import { newHexId } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import type { StepParts } from '../../src/ops/background.ts';
 
@@ -13,7 +14,7 @@ export function cronParts(db: Database, overrides: Partial<StepParts> = {}): Ste
     db,
     clock: () => Date.now(),
     logger: createLogger({ level: 'silent', now: () => new Date(), write: () => {} }),
-    newId: () => crypto.randomUUID(),
+    newId: newHexId,
     random: Math.random,
     expectedMigration,
     publishers: [],
