@@ -5,7 +5,8 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { backfillEventCounts, backfillOutboxCounts } from '../src/db/event-counts-backfill.ts';
-import { countEventsFromCounters, foldEventCounts, piecesOf } from '../src/ops/event-counts.ts';
+import { foldCounterSlots } from '../src/ops/counters-fold.ts';
+import { countEventsFromCounters, piecesOf } from '../src/ops/event-counts.ts';
 import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { WAIT_MS } from './helpers/patience.ts';
@@ -117,7 +118,7 @@ describe('event counters', () => {
       await open`begin`;
       await open`update webhook_events set status = 'dead_letter', completed_at = now()
         where status = 'failed' and provider = 'stripe'`;
-      const merged = await foldEventCounts(db);
+      const merged = await foldCounterSlots(db);
       expect(merged).toBeGreaterThan(0);
       const [held] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_event_counts
         where slot <> 0 and slot = ${await backendPid(open)}`;
@@ -127,7 +128,7 @@ describe('event counters', () => {
       await expectCountersMatchRows();
 
       // A live connection's all-time counters stay in its slot: its next statement adds to them.
-      await foldEventCounts(db);
+      await foldCounterSlots(db);
       const [live] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_event_counts
         where slot <> 0 and bucket_seconds <> 0`;
       expect(live?.n).toBe(0);
@@ -136,7 +137,7 @@ describe('event counters', () => {
       for (const connection of connections) connection.release();
       await endWriters(writers);
     }
-    await foldEventCounts(db);
+    await foldCounterSlots(db);
     const [left] = await sql<{ slots: number; empty: number }[]>`select
       count(*) filter (where slot <> 0)::int as slots, count(*) filter (where n = 0)::int as empty
       from webhook_event_counts`;
@@ -167,7 +168,7 @@ describe('event counters', () => {
     await expectCountersMatchRows();
     // Once only: the marker is gone, a second run does nothing.
     expect(await backfillEventCounts(sql)).toBe(false);
-    await foldEventCounts(db);
+    await foldCounterSlots(db);
     await expectCountersMatchRows();
   });
 
@@ -190,14 +191,14 @@ describe('event counters', () => {
       await second`update outbox_messages set locked_by = 'relay' where status = 'pending'`;
       await first`delete from outbox_messages where deduplication_key like 'count:%5'`;
       expect(await countOutboxMessages(db)).toEqual(await truth());
-      await foldEventCounts(db);
+      await foldCounterSlots(db);
       expect(await countOutboxMessages(db)).toEqual(await truth());
     } finally {
       first.release();
       second.release();
       await endWriters(writers);
     }
-    await foldEventCounts(db);
+    await foldCounterSlots(db);
     const [slots] = await sql<{ n: number }[]>`select count(*)::int as n from outbox_message_counts where slot <> 0`;
     expect(slots?.n).toBe(0);
     expect(await countOutboxMessages(db)).toEqual(await truth());

@@ -8,8 +8,8 @@ import { purgeByRetention } from '../inbox/retention.ts';
 import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { workUntilCaughtUp } from '../inbox/worker.ts';
 import { type BackgroundStep, StepFailure } from './background.ts';
+import { foldCounters } from './counters-fold.ts';
 import { bulkRunnerFor, relayFor, workerFor } from './drainers.ts';
-import { foldCounters } from './event-counts.ts';
 import { endExpiredPauses } from './sender-pauses.ts';
 
 const SECOND = 1000;

@@ -36,27 +36,6 @@ export async function countOutboxMessagesByDestination(
   return rows.map((row) => ({ destination: row.destination, status: row.status, n: Number(row.n) }));
 }
 
-/**
- * Merges up to `limit` counters of connections that are gone into slot 0 (a live connection's
- * rows are the ones its next statement adds to); run by the counters' fold
- * (src/ops/event-counts.ts).
- */
-export const foldOutboxCountsStatement = (limit: number) => sql`
-  with taken as (
-    select ctid from outbox_message_counts
-    where slot not in (0, -2) and slot not in (select pid from pg_stat_activity)
-    limit ${limit} for update skip locked
-  ), moved as (
-    delete from outbox_message_counts w where w.ctid = any (array(select ctid from taken))
-    returning w.status, w.destination, w.n
-  ), sums as (
-    select status, destination, sum(n)::bigint as n from moved group by 1, 2
-  ), merged as (
-    insert into outbox_message_counts as w (status, destination, slot, n) select status, destination, 0, n from sums
-    on conflict (status, destination, slot) do update set n = w.n + excluded.n
-  )
-  select (select count(*) from moved)::int as merged`;
-
 /** The statement behind outboxStats: one row of `pending`, `oldest_ms` (null when none) and `dead`. */
 export const outboxStatsQuery = sql`
   select
