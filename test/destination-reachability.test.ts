@@ -103,7 +103,8 @@ describe('a destination whose target cannot be reached', () => {
     expect(destinations).toEqual([
       expect.objectContaining({ name: 'default', state: 'open', consecutive_failures: 4, last_error: refused }),
     ]);
-    expect(destinations[0].waiting).toContain(`circuit open since ${new Date(probeMs).toISOString()}`);
+    const since = `${new Date(probeMs).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+    expect(destinations[0].waiting).toContain(`circuit open since ${since}`);
     expect(destinations[0].waiting).toContain(`last: ${refused}`);
     const listed = JSON.parse((await getJson('/admin/api/outbox?status=pending')).text).messages;
     expect(listed).toHaveLength(4);

@@ -126,6 +126,9 @@ export type WaitFacts = Pick<
   'state' | 'consecutiveFailures' | 'openedAt' | 'probeAt' | 'pausedAt' | 'pausedBy' | 'lastError'
 >;
 
+/** A time as an operator reads it in one sentence: `2026-12-04 03:12:07 UTC`. */
+const utc = (at: Date) => `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
 /**
  * Why a destination's pending messages wait, one sentence for every view (the overview's banner,
  * the Destinations page, `destinations list`, a bulk retry's warning, a pending message's
@@ -135,14 +138,14 @@ export type WaitFacts = Pick<
 export function waitingReason(facts: WaitFacts): string | null {
   const last = facts.lastError === null ? '' : `, last: ${facts.lastError}`;
   const failures = `${facts.consecutiveFailures} failure${facts.consecutiveFailures === 1 ? '' : 's'} in a row`;
-  const since = (at: Date | null) => (at === null ? '' : ` since ${at.toISOString()}`);
+  const since = (at: Date | null) => (at === null ? '' : ` since ${utc(at)}`);
   switch (facts.state) {
     case 'healthy':
       return null;
     case 'paused':
       return `paused${since(facts.pausedAt)}${facts.pausedBy === null ? '' : ` by ${facts.pausedBy}`}: messages wait until it is resumed`;
     case 'open':
-      return `circuit open${since(facts.openedAt)}, ${failures}${last}; messages wait for the probe${facts.probeAt === null ? '' : ` at ${facts.probeAt.toISOString()}`}`;
+      return `circuit open${since(facts.openedAt)}, ${failures}${last}; messages wait for the probe${facts.probeAt === null ? '' : ` at ${utc(facts.probeAt)}`}`;
     case 'half_open':
       return `circuit half-open${since(facts.openedAt)}, ${failures}${last}; one probe is out, messages wait for its answer`;
   }
