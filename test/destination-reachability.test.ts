@@ -264,6 +264,19 @@ describe('a bulk retry into an open circuit', () => {
     expect(await (await postJob({ dry_run: true })).json()).toMatchObject({ count: 3, warnings: [] });
   });
 
+  it("a single retry's answer says the message only waits", async () => {
+    const [id] = (await deadBehindOpenCircuit(1)) as [string];
+    const retried = await test.request(`/admin/api/outbox/${id}/retry`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ operator: 'ann' }),
+    });
+    const answer = (await retried.json()) as { retried: boolean; message: { status: string; waiting: string } };
+    expect(answer).toMatchObject({ retried: true, message: { status: 'pending' } });
+    expect(answer.message.waiting).toContain('circuit open since');
+    expect(answer.message.waiting).toContain('last: network ECONNREFUSED 10.0.0.7:8080');
+  });
+
   it('the CLI says so before it asks', async () => {
     await deadBehindOpenCircuit(2);
     const { code, output } = await runCli(['jobs', 'retry', '--operator', 'ann'], { DATABASE_URL: url });

@@ -108,6 +108,10 @@ function outcome(kind, target, res, body) {
       : ['Job ' + target + ': not cancelled, it is ' + body.job.status + ' already', 'warn'];
   }
   if (kind === 'retry') {
+    // Pending again, but its destination is not publishing: it only waits, and says why.
+    if (body.retried && body.message.waiting) {
+      return ['Message ' + target + ': retried, pending again, waiting: ' + body.message.waiting, 'warn'];
+    }
     return body.retried
       ? ['Message ' + target + ': retried, pending again', 'ok']
       : ['Message ' + target + ': not retried, it is ' + body.message.status + ' (only dead messages are retried)', 'warn'];
