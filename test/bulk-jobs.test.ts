@@ -402,7 +402,7 @@ describe('creating a job', () => {
       operator: 'dana',
       dry_run: true,
     });
-    expect(counted).toEqual({ status: 200, body: { count: 12, job: null } });
+    expect(counted).toEqual({ status: 200, body: { count: 12, job: null, warnings: [] } });
     const [after] = await sql<[{ jobs: number; actions: number }]>`select
       (select count(*)::int from bulk_jobs) as jobs, (select count(*)::int from operator_actions) as actions`;
     expect(after).toEqual(before);
@@ -415,7 +415,7 @@ describe('creating a job', () => {
       filter: { topic: uniqueId('none') },
       operator: 'dana',
     });
-    expect(answer).toEqual({ status: 200, body: { count: 0, job: null } });
+    expect(answer).toEqual({ status: 200, body: { count: 0, job: null, warnings: [] } });
   });
 
   it('takes only rows that existed when it was created', async () => {

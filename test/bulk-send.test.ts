@@ -141,7 +141,7 @@ describe('a send_to_destination job', () => {
 
     // Counted first: the seven messages (late's own row is not read, its message is counted through default's).
     const counted = await after.createJob({ kind: 'send_to_destination', filter, dry_run: true });
-    expect(counted).toEqual({ status: 200, body: { count: 7, job: null } });
+    expect(counted).toEqual({ status: 200, body: { count: 7, job: null, warnings: [] } });
     expect(await sql`select 1 from bulk_jobs`).toHaveLength(0);
 
     const created = await after.createJob({ kind: 'send_to_destination', filter });

@@ -64,7 +64,7 @@ describe('a message the target refuses (its own fault)', () => {
     expect(goodRows.every((row) => row.status === 'published' && row.attempts === 0)).toBe(true);
     const refusedRows = await outboxRows(sql, refused);
     expect(refusedRows.map((row) => [row.status, row.attempts, row.last_error])).toEqual(
-      refused.map(() => ['dead', 1, 'http 422']),
+      refused.map(() => ['dead', 1, 'http 422: {"error":"invalid"}']),
     );
     expect(sink.requests).toHaveLength(60);
     // Nothing was counted against the destination: its row was never opened (nor even written).
@@ -157,7 +157,8 @@ describe.each([401, 403, 404, 405])('a destination answering %i (the destination
     expect(await destinationRow()).toMatchObject({ circuit: 'open', consecutive_failures: 3 });
     let rows = await outboxRows(sql, ids);
     expect(rows.every((row) => row.status === 'pending' && row.attempts === 0)).toBe(true);
-    expect(rows.filter((row) => row.last_error === `http ${status}`)).toHaveLength(3);
+    // The 3 tried, and the 3 given back unstarted once the breaker tripped: each says why it waits.
+    expect(rows.filter((row) => row.last_error === `http ${status}`)).toHaveLength(6);
 
     // Failed probes, more of them than a message has attempts: each holds its message again.
     for (let probe = 0; probe < TEST_RELAY_SETTINGS.maxAttempts + 1; probe++) {

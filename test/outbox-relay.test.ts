@@ -35,8 +35,10 @@ const { db, sql } = database;
 const sink = await startSink();
 
 afterEach(async () => {
-  // Tests share this file's database: no message may wait around to be claimed by the next test.
+  // Tests share this file's database: no message may wait around to be claimed by the next test,
+  // and no circuit an outage opened may hold the next test's relay back.
   await sql`delete from outbox_messages`;
+  await sql`delete from outbox_destinations`;
   sink.requests.length = 0;
   sink.overlaps.length = 0;
   sink.respond(() => ({ status: 200, body: '{}' }));
@@ -320,7 +322,7 @@ describe.each([
 
     await test.relay.drain();
     let row = await outboxRow(sql, id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'http 503', locked_by: null });
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, last_error: 'http 503: down', locked_by: null });
     // 0.5 of min(60 s, 1 s * 2^0)
     expect(ms(row?.available_at)).toBe(test.now() + 500);
 
@@ -359,7 +361,7 @@ describe.each([
     expect((await outboxRow(sql, tooLong))?.last_error).toBe('http 503');
   });
 
-  it('dead-letters a 4xx about the message at once, and keeps the body out of last_error', async () => {
+  it('dead-letters a 4xx about the message at once, keeping what it said with its credential redacted', async () => {
     const statuses = [400, 410, 413, 415, 422];
     const ids = await insertMessages(sql, statuses.length);
     sink.respond((request) => ({
@@ -371,7 +373,7 @@ describe.each([
     expect(await test.relay.drain()).toMatchObject({ dead: statuses.length });
     const rows = await outboxRows(sql, ids);
     expect(rows.map((row) => [row.status, row.attempts, row.last_error])).toEqual(
-      statuses.map((status) => ['dead', 1, `http ${status}`]),
+      statuses.map((status) => ['dead', 1, `http ${status}: rejected: token=[redacted]`]),
     );
     expect(test.logs.join('\n')).not.toContain('sk_live_secret');
 
@@ -426,14 +428,15 @@ describe.each([
     }
   });
 
-  it('records a refused connection by its code, and counts no attempt: the target is out of reach', async () => {
+  it('records a refused connection by its code and address, and counts no attempt: the target is out of reach', async () => {
     const [id] = (await insertMessages(sql, 1)) as [string];
-    const test = buildTestRelay(db, { target: await refusingUrl(), post });
+    const target = await refusingUrl();
+    const test = buildTestRelay(db, { target, post });
     expect(await test.relay.drain()).toMatchObject({ unavailable: 1, retried: 0, stoppedBy: 'unavailable' });
     expect(await outboxRow(sql, id)).toMatchObject({
       status: 'pending',
       attempts: 0,
-      last_error: 'network ECONNREFUSED',
+      last_error: `network ECONNREFUSED 127.0.0.1:${new URL(target).port}`,
     });
   });
 
@@ -754,7 +757,7 @@ describe('an HTTP target out of reach far longer than the backoff (through a pro
       publisher: httpPublisher({ url: `http://127.0.0.1:${link.port}/outbox`, clock: Date.now, post: undiciPost }),
       outage: link,
       consume: async () => sink.requests.map((request) => String(request.headers['idempotency-key'])),
-      lastError: /^network (ECONNREFUSED|ECONNRESET)$/,
+      lastError: /^network (ECONNREFUSED|ECONNRESET)( 127\.0\.0\.1:\d+)?$/,
     });
     expect(probes).toBeGreaterThanOrEqual(OUTAGE_PROBES);
   });

@@ -17,7 +17,7 @@ import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { CountsByStatus } from '../ops/counts.ts';
-import { isConfiguredDestination } from '../ops/destinations-view.ts';
+import { destinationWaits, isConfiguredDestination, waitingOf } from '../ops/destinations-view.ts';
 import { countEventsByStatus, deliveryJson, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
 import {
   countOutboxByStatus,
@@ -264,7 +264,10 @@ export function adminApiRoutes(deps: AdminDeps) {
       listOutbox(c.get('db'), filter),
       query.cursor === undefined ? countOutboxByStatus(c.get('db'), filter) : undefined,
     ]);
-    return c.json({ messages: page.rows.map(outboxJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
+    // A pending message of a destination that is not publishing says why it waits.
+    const waits = await destinationWaits(c.get('db'), page.rows);
+    const messages = page.rows.map((row) => ({ ...outboxJson(row), waiting: waitingOf(row, waits) }));
+    return c.json({ messages, next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
 
   api.openapi(routes.showMessage, async (c) => {
@@ -274,8 +277,14 @@ export function adminApiRoutes(deps: AdminDeps) {
     const message = isMessageId(id) ? await getOutboxMessage(c.get('db'), id, { payload }) : undefined;
     if (message === undefined) throw new AppError('not_found');
     if (payload) logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    const siblings = await siblingsOf(c.get('db'), message);
-    return exactJson(c, { message: outboxJson(message), destinations: siblings.map(outcomeJson) });
+    const [siblings, waits] = await Promise.all([
+      siblingsOf(c.get('db'), message),
+      destinationWaits(c.get('db'), [message]),
+    ]);
+    return exactJson(c, {
+      message: { ...outboxJson(message), waiting: waitingOf(message, waits) },
+      destinations: siblings.map(outcomeJson),
+    });
   });
 
   api.openapi(routes.retry, async (c) => {
@@ -285,7 +294,11 @@ export function adminApiRoutes(deps: AdminDeps) {
     const result = await retryOutbox(operatorContext(c.get('db')), { ids: [id], operator });
     const message = result.kind === 'retried' ? await getOutboxMessage(c.get('db'), id) : undefined;
     if (result.kind !== 'retried' || message === undefined) throw new AppError('not_found');
-    return c.json({ retried: result.ids.length === 1, message: outboxJson(message) }, 200);
+    const waits = await destinationWaits(c.get('db'), [message]);
+    return c.json(
+      { retried: result.ids.length === 1, message: { ...outboxJson(message), waiting: waitingOf(message, waits) } },
+      200,
+    );
   });
 
   api.openapi(routes.stats, async (c) => {

@@ -45,6 +45,14 @@ export const destinationSchema = z
       description:
         'messages published per minute over the last 5 minutes (of those created in the last hour, the newest 50,000 read at most)',
     }),
+    last_error: z.string().nullable().openapi({
+      description:
+        'while its circuit is not closed or it has failures in a row: the newest failure among its pending messages (`http 503: …`, `network ECONNREFUSED 10.0.0.7:8080`); else null',
+    }),
+    waiting: z.string().nullable().openapi({
+      description:
+        'why its pending messages wait, one sentence (paused by whom, or the circuit: since when, failures in a row, the last failure, the next probe); null when healthy',
+    }),
   })
   .openapi('Destination');
 

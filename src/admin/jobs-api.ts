@@ -8,6 +8,7 @@ import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { type BulkJobSpec, cancelBulkJob, createBulkJob, getBulkJob, jobJson, listBulkJobs } from '../ops/bulk-jobs.ts';
 import { isConfiguredDestination } from '../ops/destinations-view.ts';
+import { retryWarnings } from '../ops/retry-warnings.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { configuredDestinations, type DestinationViewDeps } from './destinations-view-api.ts';
 import {
@@ -91,8 +92,12 @@ export function registerJobRoutes(
       { db: c.get('db'), logger: deps.logger },
       { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },
     );
-    if (result.kind === 'counted') return c.json({ count: result.count, job: null }, 200);
-    return c.json({ count: result.job.total, job: jobJson(result.job) }, 202);
+    const warnings =
+      spec.kind === 'retry_outbox' && (result.kind === 'created' || result.count > 0)
+        ? await retryWarnings(c.get('db'), destinations, spec.filter, now)
+        : [];
+    if (result.kind === 'counted') return c.json({ count: result.count, job: null, warnings }, 200);
+    return c.json({ count: result.job.total, job: jobJson(result.job), warnings }, 202);
   });
 
   api.openapi(routes.list, async (c) => {

@@ -101,14 +101,29 @@ export const jobSchema = z
   })
   .openapi('BulkJob');
 
+/** Said before a retry is confirmed (src/ops/retry-warnings.ts); always empty for the other kinds. */
+const warnings = z
+  .object({
+    destination: z.string(),
+    state: z.enum(['open', 'half_open', 'paused']),
+    count: z.number().int().openapi({ description: 'of the matching rows, those that go to this destination' }),
+    text: z.string(),
+  })
+  .array()
+  .openapi({
+    description:
+      'retry_outbox: one per destination among the matching rows whose circuit is open or half-open or that is paused: those messages go back to waiting, pending, until it publishes again',
+  });
+
 export const jobCounted = z
   .object({
     count: z.number().int().openapi({ description: 'rows the filter matches now (exact)' }),
     job: z.null().openapi({ description: 'no job: a dry run, or nothing matched' }),
+    warnings,
   })
   .openapi('BulkJobCount');
 
-export const jobCreated = z.object({ count: z.number().int(), job: jobSchema }).openapi('BulkJobCreated');
+export const jobCreated = z.object({ count: z.number().int(), job: jobSchema, warnings }).openapi('BulkJobCreated');
 
 export const jobsQuery = z
   .object({

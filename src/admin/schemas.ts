@@ -173,6 +173,10 @@ export const outboxMessageSchema = z
     published_at: nullableTimestamp,
     locked_until: nullableTimestamp,
     destination: z.string().openapi({ description: 'the destination this row goes to (one row per destination)' }),
+    waiting: z.string().nullable().optional().openapi({
+      description:
+        "in the outbox list, a message's own answer and a retry's: while it is pending and its destination is paused or its circuit is not closed, why it waits (the destination's `waiting`); else null",
+    }),
     payload: z.unknown().optional().openapi({ description: 'only with ?payload=true' }),
   })
   .openapi('OutboxMessage');

@@ -5,7 +5,10 @@
 // from the request's headers and the error that answered it, never from its body, which is not read
 // for this (and for a 413 was never read at all).
 import { AppError, type ErrorCode } from '../lib/errors.ts';
+import { REDACTED, withQueryCredentialsRedacted } from '../lib/redaction.ts';
 import { printableLine } from '../lib/text.ts';
+
+export { REDACTED };
 
 /**
  * The sender a route that names no enabled sender is counted under: routes are lowercase letters and
@@ -73,7 +76,6 @@ export const HEADER_VALUE_MAX = 200;
 /** Headers kept per rejection; the rest are counted under HEADERS_LEFT_OUT. */
 export const HEADERS_KEPT_MAX = 30;
 export const HEADERS_LEFT_OUT = '(more headers)';
-export const REDACTED = '[redacted]';
 /** Longest requested route kept in `detail` for a 404. */
 const ROUTE_DETAIL_MAX = 64;
 const DETAIL_MAX = 200;
@@ -85,49 +87,6 @@ const DETAIL_MAX = 200;
  * nothing, a kept secret is a leak.
  */
 const CREDENTIAL_NAME = /auth|cookie|sig|token|secret|hmac|key|pass|credential|session|jwt/;
-
-/**
- * The words of a query parameter's name that mark its value as a credential, each also at the end of
- * a longer word (`apikey`, `accesstoken`, `clientsecret`, `oauth`) and plural. Matched per word, not
- * anywhere in the name as for headers: query strings carry ordinary parameters (`author`, `design`,
- * `keyword`) whose values must stay readable.
- */
-const CREDENTIAL_PARAMETER_WORD =
-  /(token|key|secret|signature|sig|password|passwd|pwd|auth|authorization|credential|session|sessionid|jwt|hmac)s?$/;
-
-function isCredentialParameter(rawName: string): boolean {
-  let name = rawName;
-  try {
-    name = decodeURIComponent(rawName);
-  } catch {
-    // Not valid percent-encoding: judged as sent.
-  }
-  // Words split at anything but a letter or digit: access_token, x-amz-signature, client.secret.
-  return name
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .some((word) => CREDENTIAL_PARAMETER_WORD.test(word));
-}
-
-/**
- * A `name=value` pair of a query string or fragment, wherever it stands in a header value: at its
- * start (a value that is a query string), after `?` or `#` (a URL's query, an OAuth fragment), or after
- * `&` or `;` (the next pair); the value runs to the next separator or whitespace.
- */
-const QUERY_PARAMETER = /(^|[?#&;\s])([^=?#&;\s]+)=([^#&;\s]*)/g;
-
-/**
- * `value` with the value of every credential-like query parameter redacted and the rest as sent
- * (`https://host/cb?code=1&access_token=[redacted]#state=2`). An ordinary parameter's value is looked
- * into too: it may itself be a URL (`?next=https://host/?token=…`).
- */
-export function withQueryCredentialsRedacted(value: string): string {
-  return value.replace(QUERY_PARAMETER, (_pair, separator: string, name: string, parameterValue: string) =>
-    isCredentialParameter(name)
-      ? `${separator}${name}=${REDACTED}`
-      : `${separator}${name}=${withQueryCredentialsRedacted(parameterValue)}`,
-  );
-}
 
 /**
  * The headers as they may be kept: names lower-cased, credentials redacted (by the header's name, and

@@ -2,7 +2,9 @@
 // dashboard's Destinations page and /metrics): the configured destinations (the only names shown,
 // so a row left in outbox_destinations by a removed destination is never listed), each with a
 // redacted target, its filters and settings, its circuit and pause (outbox_destinations; no row yet
-// is a closed circuit, not paused), its backlog (the outbox counters) and a recent publish rate.
+// is a closed circuit, not paused), its backlog (the outbox counters), a recent publish rate, and while
+// it is not healthy why its messages wait (its newest failure, read from its pending messages: the
+// table has no column for it).
 import { sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { type DestinationCircuit, destinationCircuits } from '../db/schema.ts';
@@ -54,6 +56,13 @@ export interface DestinationView {
   backlog: { pending: number; dead: number };
   /** Messages published per minute over the last RATE_WINDOW_MINUTES (see recentPublishes). */
   publishedPerMinute: number;
+  /**
+   * While its circuit is not closed or it has failures in a row: the newest failure among its pending
+   * messages (lastFailures), else null.
+   */
+  lastError: string | null;
+  /** Why its pending messages wait, one sentence (waitingReason); null when healthy. */
+  waiting: string | null;
 }
 
 /** The minutes the publish rate is averaged over. */
@@ -109,6 +118,112 @@ export function stateOf(row: { circuit: DestinationCircuit; pausedAt: Date | nul
   if (row === undefined) return 'healthy';
   if (row.pausedAt !== null) return 'paused';
   return row.circuit === 'closed' ? 'healthy' : row.circuit;
+}
+
+/** A destination's facts that say why its messages wait. */
+export type WaitFacts = Pick<
+  DestinationView,
+  'state' | 'consecutiveFailures' | 'openedAt' | 'probeAt' | 'pausedAt' | 'pausedBy' | 'lastError'
+>;
+
+/** A time as an operator reads it in one sentence: `2026-12-04 03:12:07 UTC`. */
+const utc = (at: Date) => `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+/**
+ * Why a destination's pending messages wait, one sentence for every view (the overview's banner,
+ * the Destinations page, `destinations list`, a bulk retry's warning, a pending message's
+ * `waiting`): `circuit open since …, 3 failures in a row, last: network ECONNREFUSED 127.0.0.1:9;
+ * next probe at …`. Null when it is healthy.
+ */
+export function waitingReason(facts: WaitFacts): string | null {
+  const last = facts.lastError === null ? '' : `, last: ${facts.lastError}`;
+  const failures = `${facts.consecutiveFailures} failure${facts.consecutiveFailures === 1 ? '' : 's'} in a row`;
+  const since = (at: Date | null) => (at === null ? '' : ` since ${utc(at)}`);
+  switch (facts.state) {
+    case 'healthy':
+      return null;
+    case 'paused':
+      return `paused${since(facts.pausedAt)}${facts.pausedBy === null ? '' : ` by ${facts.pausedBy}`}: messages wait until it is resumed`;
+    case 'open':
+      return `circuit open${since(facts.openedAt)}, ${failures}${last}; messages wait for the probe${facts.probeAt === null ? '' : ` at ${utc(facts.probeAt)}`}`;
+    case 'half_open':
+      return `circuit half-open${since(facts.openedAt)}, ${failures}${last}; one probe is out, messages wait for its answer`;
+  }
+}
+
+/** A destination's row (none yet: healthy) as the facts its state and reason are made of. */
+function factsOf(row: DestinationRow | undefined, failures: ReadonlyMap<string, string>): WaitFacts {
+  return {
+    state: stateOf(row === undefined ? undefined : { circuit: row.circuit, pausedAt: row.paused_at }),
+    consecutiveFailures: row?.consecutive_failures ?? 0,
+    openedAt: row?.opened_at ?? null,
+    probeAt: row?.probe_at ?? null,
+    pausedAt: row?.paused_at ?? null,
+    pausedBy: row?.paused_by ?? null,
+    lastError: row === undefined ? null : (failures.get(row.name) ?? null),
+  };
+}
+
+/**
+ * The newest failure (by when it is due again) among each named destination's pending messages: the
+ * relay writes every failure, and every message it gives back while the target is out of reach, with
+ * `available_at` at the next try, so the newest is at the end of the destination's pending index.
+ * Asked only for destinations whose circuit is not closed, whose messages the relay is not claiming:
+ * no newer message without an error can pile up after the last probe's.
+ */
+async function lastFailures(db: Executor, names: readonly string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.execute<{ name: string; last_error: string | null }>(sql`
+    select d.name, (select m.last_error from outbox_messages m
+        where m.destination = d.name and m.status = 'pending' and m.last_error is not null
+        order by m.available_at desc limit 1) as last_error
+    from (values ${sql.join(
+      names.map((name) => sql`(${name}::text)`),
+      sql`, `,
+    )}) as d(name)`);
+  return new Map(rows.flatMap((row) => (row.last_error === null ? [] : [[row.name, row.last_error]])));
+}
+
+/**
+ * Why the pending messages among `messages` wait, by their destination: one read of those
+ * destinations' rows (and of the newest failure of those not healthy). A destination absent from the
+ * answer is healthy: its pending messages are due, or waiting for their own retry (`available_at`).
+ */
+export async function destinationWaits(
+  db: Executor,
+  messages: readonly { status: string; destination: string }[],
+): Promise<Map<string, string>> {
+  const names = [...new Set(messages.filter((m) => m.status === 'pending').map((m) => m.destination))];
+  const rows = [...(await destinationRows(db, names)).values()].filter(
+    (row) => row.paused_at !== null || row.circuit !== 'closed',
+  );
+  const failures = await lastFailures(
+    db,
+    rows.filter((row) => row.circuit !== 'closed').map((row) => row.name),
+  );
+  return new Map(
+    rows.flatMap((row) => {
+      const waiting = waitingReason(factsOf(row, failures));
+      return waiting === null ? [] : [[row.name, waiting] as const];
+    }),
+  );
+}
+
+/** A message's `waiting` (the admin API's, the dashboard's): its destination's reason while it is pending. */
+export function waitingOf(
+  message: { status: string; destination: string },
+  waits: ReadonlyMap<string, string>,
+): string | null {
+  return message.status === 'pending' ? (waits.get(message.destination) ?? null) : null;
+}
+
+/** The same as a list's last error falls back to it, for a message that has none of its own: `waiting: …`. */
+export function waitingNote(
+  message: { status: string; destination: string },
+  waits: ReadonlyMap<string, string>,
+): string | null {
+  const waiting = waitingOf(message, waits);
+  return waiting === null ? null : `waiting: ${waiting}`;
 }
 
 /** True when `name` is a configured destination: the only values a destination filter takes. */
@@ -182,23 +297,25 @@ export async function listDestinations(
   ]);
   const count = (name: string, status: string) =>
     counts.find((entry) => entry.destination === name && entry.status === status)?.n ?? 0;
+  const failing = [...rows.values()].filter((row) => row.circuit !== 'closed' || row.consecutive_failures > 0);
+  const failures = await lastFailures(
+    db,
+    failing.map((row) => row.name),
+  );
   return routing.destinations.map((destination: Destination): DestinationView => {
     const row = rows.get(destination.name);
     const filters = destination.filters ?? {};
+    const facts = factsOf(row, failures);
     return {
       name: destination.name,
       ...redactedTarget(destination.url),
       filters: { topics: filters.topics ?? null, senders: filters.senders ?? null, types: filters.types ?? null },
       settings: destination.settings,
-      state: stateOf(row === undefined ? undefined : { circuit: row.circuit, pausedAt: row.paused_at }),
+      ...facts,
       circuit: row?.circuit ?? 'closed',
-      consecutiveFailures: row?.consecutive_failures ?? 0,
-      openedAt: row?.opened_at ?? null,
-      probeAt: row?.probe_at ?? null,
-      pausedAt: row?.paused_at ?? null,
-      pausedBy: row?.paused_by ?? null,
       backlog: { pending: count(destination.name, 'pending'), dead: count(destination.name, 'dead') },
       publishedPerMinute: Math.round(((published.get(destination.name) ?? 0) / RATE_WINDOW_MINUTES) * 10) / 10,
+      waiting: waitingReason(facts),
     };
   });
 }
@@ -224,6 +341,8 @@ export function destinationJson(view: DestinationView) {
     paused_by: view.pausedBy,
     backlog: view.backlog,
     published_per_minute: view.publishedPerMinute,
+    last_error: view.lastError,
+    waiting: view.waiting,
   };
 }
 

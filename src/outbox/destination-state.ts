@@ -24,6 +24,20 @@ export interface BreakerPolicy {
 /** A failed probe waits as long as the circuit has been open so far (doubling), at most this many cool-offs. */
 export const COOLOFF_CAP_FACTOR = 8;
 
+/**
+ * Failed probes of an unreachable target after which its circuit opens whatever the count: the first
+ * failure could be a restart's moment, a failed probe after a backoff is an outage.
+ */
+export const UNREACHABLE_OPENS_AFTER_PROBES = 1;
+
+/** The relay found the target out of reach and nothing answered since (relay.ts's outage). */
+export interface Unreachable {
+  /** Probes that failed since the outage began (0: only the first failure so far). */
+  failedProbes: number;
+  /** When the relay probes next: an open circuit's probe_at, so the breaker keeps the outage's pace. */
+  probeAtMs: number;
+}
+
 /** What a relay may do with its destination now. */
 export type Admission =
   | { kind: 'closed' }
@@ -88,23 +102,31 @@ export async function admission(db: Executor, name: string, nowMs: number, polic
  * it again, waiting as long again as it has been open (at most COOLOFF_CAP_FACTOR cool-offs); a
  * failure reported by a straggler while it is open changes only the count. Nothing is written for a
  * healthy batch of a closed circuit with no failures.
+ *
+ * A target out of reach (`unreachable`) says the same of every message, so it does not wait for the
+ * count: once its outage has outlived UNREACHABLE_OPENS_AFTER_PROBES probes the circuit opens, and an
+ * open or re-opened circuit of an unreachable target probes when the relay's outage backoff does
+ * (at most OUTAGE_PROBE_MAX_MS apart) rather than after the growing cool-off, so a target that comes
+ * back is noticed as soon as before, and every process sees it down (docs/outbox.md).
  */
 export async function recordBreakerOutcome(
   db: Executor,
   name: string,
   nowMs: number,
   policy: BreakerPolicy,
-  outcome: { published: number; trailingFailures: number },
+  outcome: { published: number; trailingFailures: number; unreachable?: Unreachable | undefined },
 ): Promise<CircuitChange | undefined> {
-  const { published, trailingFailures } = outcome;
+  const { published, trailingFailures, unreachable } = outcome;
   if (published === 0 && trailingFailures === 0) return undefined;
   const now = timestamp(nowMs);
   const anyPublished = published > 0;
   // Counted afresh from a closed circuit, or from a publish that went through; else the circuit stays open.
   const fresh = anyPublished ? sql`true` : sql`d.circuit = 'closed'`;
   const total = anyPublished ? sql`${trailingFailures}::int` : sql`(d.consecutive_failures + ${trailingFailures}::int)`;
-  const opens = sql`${total} >= ${policy.failures}::int`;
+  const outageOpens = unreachable !== undefined && unreachable.failedProbes >= UNREACHABLE_OPENS_AFTER_PROBES;
+  const opens = sql`(${total} >= ${policy.failures}::int or ${outageOpens})`;
   const longer = sql`least(greatest(${millis(policy.cooloffMs)}, ${now} - coalesce(d.opened_at, ${now})), ${millis(policy.cooloffMs * COOLOFF_CAP_FACTOR)})`;
+  const outageProbe = unreachable === undefined ? undefined : timestamp(unreachable.probeAtMs);
   const rows = await executePrepared<{
     was: DestinationCircuit;
     circuit: DestinationCircuit;
@@ -118,9 +140,9 @@ export async function recordBreakerOutcome(
       circuit = case when not (${fresh}) or ${opens} then 'open' else 'closed' end::destination_circuit,
       opened_at = case when not (${fresh}) then d.opened_at when ${opens} then ${now} else null end,
       probe_at = case
-        when not (${fresh}) and d.circuit = 'half_open' then ${now} + ${longer}
+        when not (${fresh}) and d.circuit = 'half_open' then ${outageProbe ?? sql`${now} + ${longer}`}
         when not (${fresh}) then d.probe_at
-        when ${opens} then ${now} + ${millis(policy.cooloffMs)}
+        when ${opens} then ${outageProbe ?? sql`${now} + ${millis(policy.cooloffMs)}`}
         else null end,
       updated_at = ${now}
     from (select circuit as was from outbox_destinations where name = ${name}) before

@@ -12,6 +12,9 @@
 // at the start of each pass whether it claims at all. An answer counts toward the breaker only when
 // it blames the destination (unreachable, 5xx, timeout, 401/403/404/405); a message the target
 // refused (400, 422, …) dies alone, and a 429 paces the destination instead (docs/decisions/0021).
+// A target out of reach opens the circuit once its outage has outlived a probe, whatever the count,
+// so every process and every operator's view sees it down; every message given back meanwhile says
+// why in its last_error (docs/decisions/why-destinations-0025-an-unreachable-target-opens-the-circuit.md).
 // Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';
@@ -194,7 +197,7 @@ export function createRelay(deps: RelayDeps): Relay {
    * The target is out of reach, as far as this relay knows: how many probes failed in a row, and when
    * the next may start. Kept across drains; the first answer about any message clears it.
    */
-  let outage: { failures: number; probeAtMs: number; sinceMs: number } | undefined;
+  let outage: { failures: number; probeAtMs: number; sinceMs: number; error: string } | undefined;
 
   /**
    * The target asked to be sent less (429): nothing is started before `untilMs`, and `inARow` 429s
@@ -229,7 +232,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const failures = (outage?.failures ?? 0) + 1;
     const delayMs = retryDelayMs(outageBackoff, failures, deps.random);
     // At least a millisecond: the rest of this wave must see the probe time still ahead.
-    outage = { failures, probeAtMs: nowMs + Math.max(1, delayMs), sinceMs: outage?.sinceMs ?? nowMs };
+    outage = { failures, probeAtMs: nowMs + Math.max(1, delayMs), sinceMs: outage?.sinceMs ?? nowMs, error };
     logger.warn('outbox target unavailable, backing off', {
       relay: id,
       destination,
@@ -271,10 +274,15 @@ export function createRelay(deps: RelayDeps): Relay {
     });
   }
 
-  /** A message given back uncounted during an outage: due again at the next probe, not before. */
-  function heldForOutage(message: ClaimedMessage, dueBy: Date, error?: string): OutcomeRow {
+  /**
+   * A message given back uncounted during an outage: due again at the next probe, not before, and
+   * saying why it waits (the outage's error) whether it was tried or found the target gone before it
+   * started.
+   */
+  function heldForOutage(message: ClaimedMessage, dueBy: Date): OutcomeRow {
     // Stryker disable next-line OptionalChaining: the outage is always set here (noteUnavailable has just set it, or the caller checked it), with nothing awaited in between; the optional chain only satisfies the type.
     const availableMs = retryAfterPass(dueBy, outage?.probeAtMs ?? 0);
+    const error = outage?.error;
     return outcomeRow(message.id, 'pending', {
       available_at: at(availableMs),
       ...(error === undefined ? {} : { last_error: printableLine(error, LAST_ERROR_MAX) }),
@@ -371,6 +379,8 @@ export function createRelay(deps: RelayDeps): Relay {
     const tripped = () => circuitOpen || streak >= isolation.breaker.failures;
     /** Messages the target refused this pass (their own fault): a probe answered so decided nothing. */
     let rejected = 0;
+    /** The error of this pass's latest failure that counted: what a message given back unstarted waits for. */
+    let lastFailure: string | undefined;
 
     // A pipelining publisher takes whole batches at once: its publishes share one connection. Any
     // other is held to `concurrency` calls across the batches in flight.
@@ -388,9 +398,10 @@ export function createRelay(deps: RelayDeps): Relay {
       const others: OutcomeRow[] = [];
       /** Publishes that failed (retried, dead, unreachable) since the batch's last published one: what the breaker counts. */
       let trailingFailures = 0;
-      const noteFailure = () => {
+      const noteFailure = (error: string) => {
         trailingFailures += 1;
         streak += 1;
+        lastFailure = printableLine(error, LAST_ERROR_MAX);
       };
       // A pipelined batch's publishes start together, so they share one timeout.
       const batchSignal = pipelined ? AbortSignal.timeout(settings.timeoutMs) : undefined;
@@ -404,8 +415,8 @@ export function createRelay(deps: RelayDeps): Relay {
           return;
         }
         if (tripped()) {
-          // The circuit is (about to be) open: given back as it was, attempts untouched.
-          others.push(outcomeRow(message.id, 'pending'));
+          // The circuit is (about to be) open: given back as it was, attempts untouched, saying why.
+          others.push(outcomeRow(message.id, 'pending', lastFailure === undefined ? {} : { last_error: lastFailure }));
           summary.unavailable += 1;
           return;
         }
@@ -441,8 +452,8 @@ export function createRelay(deps: RelayDeps): Relay {
         span.end();
         if (result.outcome === 'unavailable') {
           noteUnavailable(result.error);
-          noteFailure();
-          others.push(heldForOutage(message, dueBy, result.error));
+          noteFailure(result.error);
+          others.push(heldForOutage(message, dueBy));
           summary.unavailable += 1;
           return;
         }
@@ -461,7 +472,7 @@ export function createRelay(deps: RelayDeps): Relay {
           counted = outcome.status === 'dead' ? 'dead' : 'retried';
           // Who is to blame decides what the breaker counts: a refused message and a pace say nothing
           // against the destination (docs/decisions/0021).
-          if (result.outcome !== 'rejected' && result.outcome !== 'paced') noteFailure();
+          if (result.outcome !== 'rejected' && result.outcome !== 'paced') noteFailure(result.error);
         }
         summary[counted] += 1;
         deps.metrics?.countOutbox(message.topic, counted, destination);
@@ -482,9 +493,16 @@ export function createRelay(deps: RelayDeps): Relay {
       } finally {
         outcome.end();
       }
+      // Still out of reach after this batch (no answer since the last unreachable one): the breaker
+      // opens once the outage has outlived a probe, and probes on the outage's backoff.
+      const unreachable =
+        outage !== undefined && trailingFailures > 0
+          ? { failedProbes: outage.failures - 1, probeAtMs: outage.probeAtMs }
+          : undefined;
       const change = await recordBreakerOutcome(db, destination, clock(), isolation.breaker, {
         published: published.length,
         trailingFailures,
+        unreachable,
       });
       if (change === undefined) return;
       logCircuit(change);

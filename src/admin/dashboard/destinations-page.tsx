@@ -84,6 +84,12 @@ const DestinationCard: FC<{ destination: DestinationView }> = ({ destination }) 
           </dd>
         </>
       )}
+      {destination.waiting === null ? null : (
+        <>
+          <dt>waiting</dt>
+          <dd class="error waiting">{destination.waiting}</dd>
+        </>
+      )}
       {destination.pausedAt === null ? null : (
         <>
           <dt>paused</dt>
@@ -128,6 +134,7 @@ export const UnhealthyDestinations: FC<{ destinations: readonly DestinationView[
             {String(destination.backlog.pending)} pending, {String(destination.backlog.dead)} dead
             {destination.pausedBy === null ? '' : `; paused by ${destination.pausedBy}`}
           </span>
+          {destination.waiting === null ? null : <p class="error waiting">{destination.waiting}</p>}
           {destination.pausedAt === null ? null : <ResumeForm name={destination.name} />}
         </div>
       ))}

@@ -33,7 +33,9 @@ export const OutboxPage: FC<{
   page: Page<OutboxListing>;
   /** The configured destinations: the only values the filter offers. */
   destinationNames: readonly string[];
-}> = ({ filter, counts, page, destinationNames }) => {
+  /** Why the pending messages of destinations not publishing wait (destinationWaits). */
+  waits: ReadonlyMap<string, string>;
+}> = ({ filter, counts, page, destinationNames, waits }) => {
   const fields = (
     <>
       <label>
@@ -63,15 +65,17 @@ export const OutboxPage: FC<{
           atLeast={counts.atLeast.includes('dead')}
         />
       ) : null}
-      <OutboxTable messages={page.rows} empty="No message matches." />
+      <OutboxTable messages={page.rows} empty="No message matches." waits={waits} />
     </ListPage>
   );
 };
 
-export const MessagePage: FC<{ message: OutboxDetail; siblings: readonly OutboxListing[] }> = ({
-  message,
-  siblings,
-}) => {
+export const MessagePage: FC<{
+  message: OutboxDetail;
+  siblings: readonly OutboxListing[];
+  /** Why it waits while pending at a destination that is not publishing (waitingOf); else null. */
+  waiting: string | null;
+}> = ({ message, siblings, waiting }) => {
   // The base key is provider:event_id:topic; provider names hold no colon, event ids may.
   const source = baseKeyOf(message).slice(0, -(message.topic.length + 1));
   const colon = source.indexOf(':');
@@ -114,6 +118,11 @@ export const MessagePage: FC<{ message: OutboxDetail; siblings: readonly OutboxL
       <Field name="last error">
         <span class={message.lastError === null ? 'empty' : 'error'}>{message.lastError ?? 'none'}</span>
       </Field>
+      {waiting === null ? null : (
+        <Field name="waiting">
+          <span class="error">{waiting}</span>
+        </Field>
+      )}
       <Field name="created (UTC)">{iso(message.createdAt)}</Field>
       <Field name="due (UTC)">{iso(message.availableAt)}</Field>
       <Field name="published (UTC)">{iso(message.publishedAt)}</Field>

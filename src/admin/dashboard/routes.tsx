@@ -15,7 +15,7 @@ import { deliveriesOf } from '../../inbox/delivery-log.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { listBulkJobs } from '../../ops/bulk-jobs.ts';
-import { isConfiguredDestination, listDestinations } from '../../ops/destinations-view.ts';
+import { destinationWaits, isConfiguredDestination, listDestinations, waitingOf } from '../../ops/destinations-view.ts';
 import { countEventsByStatus, getEvent, listEvents } from '../../ops/events.ts';
 import {
   countOutboxByStatus,
@@ -180,7 +180,16 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
       listOutbox(c.get('db'), { ...selection, cursor }),
       countOutboxByStatus(c.get('db'), selection),
     ]);
-    const view = <OutboxPage filter={kept(filter)} counts={counts} page={listed} destinationNames={destinationNames} />;
+    const waits = await destinationWaits(c.get('db'), listed.rows);
+    const view = (
+      <OutboxPage
+        filter={kept(filter)}
+        counts={counts}
+        page={listed}
+        destinationNames={destinationNames}
+        waits={waits}
+      />
+    );
     return page(c, 'Outbox', '/admin/outbox', view);
   });
 
@@ -189,8 +198,12 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const message = isMessageId(id) ? await getOutboxMessage(c.get('db'), id, { payload: true }) : undefined;
     if (message === undefined) return missing(c, '/admin/outbox', 'message');
     logPayloadRead(c, deps.logger, { kind: 'outbox', id });
-    const siblings = await siblingsOf(c.get('db'), message);
-    return page(c, `Message ${id}`, '/admin/outbox', <MessagePage message={message} siblings={siblings} />);
+    const [siblings, waits] = await Promise.all([
+      siblingsOf(c.get('db'), message),
+      destinationWaits(c.get('db'), [message]),
+    ]);
+    const view = <MessagePage message={message} siblings={siblings} waiting={waitingOf(message, waits)} />;
+    return page(c, `Message ${id}`, '/admin/outbox', view);
   });
 
   routes.get('/senders', async (c) => {

@@ -2,6 +2,7 @@
 // the item pages: the status badge, times in UTC, an event's dashboard address. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
+import { waitingNote } from '../../ops/destinations-view.ts';
 import { type EventListing, repeatsText } from '../../ops/events.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
@@ -104,7 +105,15 @@ const MESSAGE_HEADERS = [
   'last error',
 ] as const;
 
-export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ messages, empty }) => (
+/**
+ * Messages newest first. `waits` (destinationWaits): a pending message whose destination is not
+ * publishing, and that has no error of its own, shows why it waits in its last error's place.
+ */
+export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string; waits?: ReadonlyMap<string, string> }> = ({
+  messages,
+  empty,
+  waits,
+}) => (
   <Rows headers={MESSAGE_HEADERS} count={messages.length} empty={empty}>
     {messages.map((message) => (
       <tr data-message={message.id}>
@@ -120,7 +129,11 @@ export const OutboxTable: FC<{ messages: OutboxListing[]; empty: string }> = ({ 
         <Cell label="destination" class="destination">
           {message.destination}
         </Cell>
-        <StateCells status={message.status} attempts={message.attempts} lastError={message.lastError} />
+        <StateCells
+          status={message.status}
+          attempts={message.attempts}
+          lastError={message.lastError ?? (waits === undefined ? null : waitingNote(message, waits))}
+        />
       </tr>
     ))}
   </Rows>

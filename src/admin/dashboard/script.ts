@@ -115,6 +115,10 @@ function outcome(kind, target, res, body) {
       : ['Job ' + target + ': not cancelled, it is ' + body.job.status + ' already', 'warn'];
   }
   if (kind === 'retry') {
+    // Pending again, but its destination is not publishing: it only waits, and says why.
+    if (body.retried && body.message.waiting) {
+      return ['Message ' + target + ': retried, pending again, waiting: ' + body.message.waiting, 'warn'];
+    }
     return body.retried
       ? ['Message ' + target + ': retried, pending again', 'ok']
       : ['Message ' + target + ': not retried, it is ' + body.message.status + ' (only dead messages are retried)', 'warn'];
@@ -144,7 +148,9 @@ async function bulk(form, operator) {
   if (!res.ok) { say('Counting: ' + refusal(res, body), 'error'); return; }
   if (body.count === 0) { say('Nothing matches any more: no job was created.', 'warn'); return; }
   const verb = kind === 'replay_events' ? 'Replay' : 'Retry';
-  if (!confirm(verb + ' all ' + body.count + ' matching ' + noun + (body.count === 1 ? '' : 's') + ' as a job?')) {
+  // A retry into a destination that is not publishing says so first: those messages will only wait.
+  const warnings = (body.warnings || []).map((warning) => 'Warning: ' + warning.text + '\\n\\n').join('');
+  if (!confirm(warnings + verb + ' all ' + body.count + ' matching ' + noun + (body.count === 1 ? '' : 's') + ' as a job?')) {
     say('Nothing was done.', '');
     return;
   }

@@ -1,6 +1,7 @@
 // `webhook-inbox destinations list`: every configured outbox destination with its state (healthy,
-// open, half_open, paused), backlog, recent publish rate and redacted target, as a table or one JSON
-// document (the admin API's shape). Only configured names: the configuration is the list.
+// open, half_open, paused), backlog, recent publish rate and redacted target, as a table (then, for
+// each one not healthy, why its messages wait) or one JSON document (the admin API's shape). Only
+// configured names: the configuration is the list.
 import { destinationJson, listDestinations, targetText } from '../../ops/destinations-view.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import type { CommandModule } from '../context.ts';
@@ -34,6 +35,10 @@ export const destinationsListCommand: CommandModule = {
           ]);
           const header = ['name', 'state', 'pending', 'dead', 'per_minute', 'paused_by', 'target'];
           context.out(formatTable(header, rows));
+          // Below the table, one line each: why a destination that is not healthy holds its messages.
+          for (const destination of destinations) {
+            if (destination.waiting !== null) context.out(`${destination.name}: ${destination.waiting}`);
+          }
           return undefined;
         }),
       ),

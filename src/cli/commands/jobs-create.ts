@@ -11,6 +11,8 @@ import {
   REPLAYABLE_STATUSES,
   type ReplayableStatus,
 } from '../../ops/bulk-jobs.ts';
+import { retryWarnings } from '../../ops/retry-warnings.ts';
+import { configuredRouting } from '../../outbox/destinations.ts';
 import {
   type CliContext,
   CliError,
@@ -63,8 +65,14 @@ async function bulkAction(
   const dbContext = { db: context.db, logger: context.logger };
   const counted = await createBulkJob(dbContext, { spec, operator, dryRun: true });
   const count = counted.kind === 'counted' ? counted.count : counted.job.total;
+  // Said before anything is confirmed: retried messages of a destination that is not publishing wait.
+  const warnings =
+    spec.kind === 'retry_outbox' && count > 0
+      ? await retryWarnings(context.db, configuredRouting(context.config), spec.filter, context.clock())
+      : [];
+  if (!options.json) for (const warning of warnings) context.err(`warning: ${warning.text}`);
   if (options.dryRun || count === 0) {
-    context.out(options.json ? JSON.stringify({ count, job: null }) : `${count} ${words.noun}(s) match`);
+    context.out(options.json ? JSON.stringify({ count, job: null, warnings }) : `${count} ${words.noun}(s) match`);
     if (!options.dryRun && !options.json) context.err('nothing to do: no job was created');
     return EXIT.done;
   }
@@ -92,7 +100,7 @@ async function bulkAction(
   let job = created.job;
   if (!options.json) context.out(`job ${job.id} queued: ${job.total} ${words.noun}(s)`);
   if (options.wait) job = await waitForJob(context, job.id);
-  if (options.json) context.out(JSON.stringify({ count: created.job.total, job: jobJson(job) }));
+  if (options.json) context.out(JSON.stringify({ count: created.job.total, job: jobJson(job), warnings }));
   else if (options.wait)
     context.out(
       `job ${job.id} ${job.status}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}`,

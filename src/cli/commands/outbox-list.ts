@@ -2,7 +2,7 @@
 // table or one JSON document. Payloads are not shown.
 import { Option } from 'commander';
 import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
-import { isConfiguredDestination } from '../../ops/destinations-view.ts';
+import { destinationWaits, isConfiguredDestination, waitingNote, waitingOf } from '../../ops/destinations-view.ts';
 import { listOutbox, outboxJson } from '../../ops/outbox-view.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import { type CliContext, CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
@@ -42,8 +42,10 @@ export const outboxListCommand: CommandModule = {
         run(async (context, options: OutboxListOptions) => {
           if (options.destination !== undefined) requireDestination(context, options.destination, '--destination');
           const { rows: messages } = await listOutbox(context.db, options);
+          // A pending message of a destination that is not publishing says why it waits.
+          const waits = await destinationWaits(context.db, messages);
           if (options.json) {
-            context.out(JSON.stringify(messages.map(outboxJson)));
+            context.out(JSON.stringify(messages.map((m) => ({ ...outboxJson(m), waiting: waitingOf(m, waits) }))));
           } else if (messages.length === 0) {
             context.out('no messages');
           } else {
@@ -65,7 +67,7 @@ export const outboxListCommand: CommandModule = {
               m.destination,
               iso(m.createdAt),
               iso(m.availableAt),
-              m.lastError ?? '',
+              m.lastError ?? waitingNote(m, waits) ?? '',
             ]);
             context.out(formatTable(header, rows));
           }

@@ -1,7 +1,9 @@
 // Where outbox messages go, behind one interface: an HTTP target (OUTBOX_TARGET_URL) or, with no
 // target configured, the log; the brokers' publishers (beside this file) implement the same interface. A
 // publisher answers with an outcome class (published, retry, permanent, rejected, misdirected, paced,
-// unavailable: each says whom the answer blames) and a bounded error category; the relay owns
+// unavailable: each says whom the answer blames) and its error: a category (a status, a system code and
+// the address it names), and for a failed HTTP answer what the target said, its first bytes with
+// credentials redacted (never its headers); the relay escapes and bounds it, and owns
 // attempts, backoff, pacing, dead letters and what the circuit breaker counts. Web standards only (fetch, AbortSignal, Headers),
 // so the same code runs on Node and on Workers.
 import { ConfigError } from '../../config.ts';
@@ -9,6 +11,7 @@ import { parseRetryAfter } from '../../lib/backoff.ts';
 import { causeChain, errorCode } from '../../lib/errors.ts';
 import type { JsonValue } from '../../lib/json.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { withCredentialsRedacted } from '../../lib/redaction.ts';
 import { parseOutboxTarget } from '../target.ts';
 
 export interface OutboxMessage {
@@ -113,11 +116,18 @@ const RETRY_AFTER_STATUSES = new Set([TOO_MANY_REQUESTS, 503]);
 /**
  * 2xx published; 429 paces the destination; 401/403/404/405 say the destination is wrong; 1xx, 3xx
  * (redirects are not followed), 408/409/425 and 5xx retry; any other 4xx is the message's own fault.
- * Who is to blame decides what the circuit breaker counts (docs/decisions/0021).
+ * Who is to blame decides what the circuit breaker counts (docs/decisions/0021). The error is the
+ * status, then what the target said (`said`, answerExcerpt's) when it said anything:
+ * `http 500: {"error":"db down"}`.
  */
-export function classifyStatus(status: number, retryAfter: string | null, nowMs: number): PublishOutcome {
+export function classifyStatus(
+  status: number,
+  retryAfter: string | null,
+  nowMs: number,
+  said?: string,
+): PublishOutcome {
   if (status >= 200 && status < 300) return { outcome: 'published' };
-  const error = `http ${status}`;
+  const error = said === undefined || said === '' ? `http ${status}` : `http ${status}: ${said}`;
   if (MISDIRECTED_STATUSES.has(status)) return { outcome: 'misdirected', error };
   const isClientError = status >= 400 && status < 500;
   if (isClientError && status !== TOO_MANY_REQUESTS && !RETRYABLE_CLIENT_ERRORS.has(status)) {
@@ -158,36 +168,106 @@ export function classifyNetworkError(error: unknown, signal: AbortSignal): Publi
     .map(errorCode)
     .findLast((code) => code !== undefined);
   if (code === undefined) return { outcome: 'retry', error: 'network error' };
-  return { outcome: CONNECT_FAILURES.has(code) ? 'unavailable' : 'retry', error: `network ${code}` };
+  const where = whereRefused(error);
+  return {
+    outcome: CONNECT_FAILURES.has(code) ? 'unavailable' : 'retry',
+    error: where === undefined ? `network ${code}` : `network ${code} ${where}`,
+  };
+}
+
+/**
+ * The address a socket error names (`127.0.0.1:8080`, `[::1]:8080`), or the host name a lookup
+ * failed for: the socket's own fields, never the message (which can quote the URL). An address is what
+ * an operator checks first: which of a name's addresses, which port.
+ */
+function whereRefused(error: unknown): string | undefined {
+  for (const link of causeChain(error).reverse()) {
+    if (typeof link !== 'object' || link === null) continue;
+    const address = 'address' in link && typeof link.address === 'string' ? link.address : undefined;
+    const port = 'port' in link && typeof link.port === 'number' ? link.port : undefined;
+    if (address !== undefined && /^[0-9a-fA-F.:]{2,45}$/.test(address)) {
+      const host = address.includes(':') ? `[${address}]` : address;
+      return port === undefined ? host : `${host}:${port}`;
+    }
+    const hostname = 'hostname' in link && typeof link.hostname === 'string' ? link.hostname : undefined;
+    if (hostname !== undefined && /^[A-Za-z0-9.-]{1,253}$/.test(hostname)) return hostname;
+  }
+  return undefined;
 }
 
 /** Longest answer body read (and thrown away) so the connection can be reused. */
 export const MAX_DISCARDED_BODY_BYTES = 64 * 1024;
+/** The first bytes of a failed answer that are kept to say what the target said. */
+export const ANSWER_EXCERPT_BYTES = 1024;
+/** Characters of that answer kept in `last_error`, after the status (well under LAST_ERROR_MAX once escaped). */
+export const ANSWER_EXCERPT_CHARS = 240;
 
-/** Reads a little of the answer so keep-alive can reuse the connection, then lets go of the rest. */
-async function discardBody(response: Response): Promise<void> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) return;
+/**
+ * Reads an answer's body through `next` so keep-alive can reuse the connection, keeping its first
+ * ANSWER_EXCERPT_BYTES when `keep` is set; past MAX_DISCARDED_BODY_BYTES it stops (`stop` cancels
+ * the rest: a huge answer is never read whole). A body that breaks keeps what arrived.
+ */
+export async function readAnswer(
+  next: () => Promise<{ done?: boolean; value?: Uint8Array | undefined }>,
+  stop: () => Promise<unknown>,
+  keep: boolean,
+): Promise<Uint8Array | undefined> {
+  const kept: Uint8Array[] = [];
+  let keptBytes = 0;
   let read = 0;
   try {
     for (;;) {
-      const chunk = await reader.read();
-      if (chunk.done) return;
+      const chunk = await next();
+      if (chunk.done || chunk.value === undefined) break;
       read += chunk.value.byteLength;
+      if (keep && keptBytes < ANSWER_EXCERPT_BYTES) {
+        const piece = chunk.value.subarray(0, ANSWER_EXCERPT_BYTES - keptBytes);
+        kept.push(piece);
+        keptBytes += piece.byteLength;
+      }
       if (read > MAX_DISCARDED_BODY_BYTES) {
-        await reader.cancel();
-        return;
+        await stop();
+        break;
       }
     }
   } catch {
     // The outcome is already decided by the status; a broken body changes nothing.
   }
+  if (!keep) return undefined;
+  const bytes = new Uint8Array(keptBytes);
+  let offset = 0;
+  for (const piece of kept) {
+    bytes.set(piece, offset);
+    offset += piece.byteLength;
+  }
+  return bytes;
 }
+
+/**
+ * What the target said, fit for `last_error` and a log line: the first ANSWER_EXCERPT_CHARS
+ * characters of the answer's first bytes as UTF-8 (an incomplete character at the cut dropped),
+ * whitespace runs as one space, credentials redacted (redaction.ts), `…` when cut. Left unescaped:
+ * the relay escapes whatever a publisher says into one printable line (printableLine).
+ */
+export function answerExcerpt(bytes: Uint8Array | undefined): string | undefined {
+  if (bytes === undefined || bytes.byteLength === 0) return undefined;
+  const decoded = new TextDecoder().decode(bytes, { stream: true });
+  const text = withCredentialsRedacted(decoded.replace(/\s+/g, ' ').trim());
+  if (text === '') return undefined;
+  const chars = [...text];
+  const cut = chars.length > ANSWER_EXCERPT_CHARS || bytes.byteLength >= ANSWER_EXCERPT_BYTES;
+  return cut ? `${chars.slice(0, ANSWER_EXCERPT_CHARS).join('')}…` : text;
+}
+
+/** Whether an answer's status is a failure, whose first bytes are worth keeping. */
+export const isFailureStatus = (status: number) => status < 200 || status >= 300;
 
 /** What the publisher needs to know of an answer; its body has been read and dropped already. */
 export interface HttpAnswer {
   status: number;
   header(name: string): string | null;
+  /** A failed answer's first bytes (answerExcerpt); undefined for a success or an empty body. */
+  said?: string | undefined;
 }
 
 /**
@@ -209,8 +289,17 @@ export const fetchPost: HttpPost = async (url, request) => {
     redirect: 'manual',
     signal: request.signal,
   });
-  await discardBody(response);
-  return { status: response.status, header: (name) => response.headers.get(name) };
+  const reader = response.body?.getReader();
+  const failed = isFailureStatus(response.status);
+  const bytes =
+    reader === undefined
+      ? undefined
+      : await readAnswer(
+          () => reader.read(),
+          () => reader.cancel(),
+          failed,
+        );
+  return { status: response.status, header: (name) => response.headers.get(name), said: answerExcerpt(bytes) };
 };
 
 export interface HttpPublisherOptions {
@@ -242,7 +331,7 @@ export function httpPublisher(options: HttpPublisherOptions): Publisher {
       } catch (error) {
         return classifyNetworkError(error, signal);
       }
-      return classifyStatus(answer.status, answer.header('retry-after'), options.clock());
+      return classifyStatus(answer.status, answer.header('retry-after'), options.clock(), answer.said);
     },
   };
 }
