@@ -10,7 +10,7 @@ import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED 
 import { failurePage } from '../jobs-api.ts';
 import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';
-import { iso, Status } from './rows.tsx';
+import { iso } from './rows.tsx';
 
 /** The list filter as the API takes it: what the page's address holds, page size aside. */
 const bulkFilter = (filter: ListPageFilter): FilterJson =>
@@ -75,8 +75,14 @@ const Progress: FC<{ job: BulkJob }> = ({ job }) => (
   </span>
 );
 
-/** The job's status as an operator reads it (jobOutcome): done with failures is no green badge. */
-const Outcome: FC<{ job: BulkJob }> = ({ job }) => <Status status={jobOutcome(job)} />;
+/**
+ * The job's status as an operator reads it (jobOutcome): done with failures is no green badge. In
+ * words (spaces, not underscores), so that the badge can wrap in a narrow column.
+ */
+const Outcome: FC<{ job: BulkJob }> = ({ job }) => {
+  const outcome = jobOutcome(job);
+  return <span class={`status s-${outcome}`}>{outcome.replaceAll('_', ' ')}</span>;
+};
 
 const Finished: FC<{ job: BulkJob }> = ({ job }) =>
   UNFINISHED.includes(job.status) ? (

@@ -85,4 +85,5 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
   .rows.jobs td.type{grid-area:2/1}.rows.jobs td.time{grid-area:2/2}
   .rows.jobs td.job-progress{grid-area:3/1/4/3}.rows.jobs td.job-filter{grid-area:4/1/5/3;min-width:0}
   .rows.jobs td.provider{grid-area:5/1;white-space:normal}.rows.jobs td.job-act{grid-area:5/2}
+  .rows.failures td.error{white-space:normal}
 }`;

@@ -71,8 +71,8 @@ export const jobsShowCommand: CommandModule = {
             if (name === 'kind') context.out(`${'filter'.padEnd(width)}  ${terminalJson(filter, 0)}`);
           }
           if (answer.failures.length > 0) {
-            const shown = job.failed > JOB_FAILURES_KEPT ? `the first ${JOB_FAILURES_KEPT} of ${job.failed}` : 'each';
-            context.out(`\nfailed items (${shown}), with why:`);
+            const shown = job.failed > JOB_FAILURES_KEPT ? ` (the first ${JOB_FAILURES_KEPT} of ${job.failed})` : '';
+            context.out(`\nfailed items${shown}, with why:`);
             const rows = answer.failures.map((failure) => [failure.target, failure.reason]);
             context.out(formatTable(['item', 'reason'], rows));
           }
