@@ -60,7 +60,8 @@ export const jobsShowCommand: CommandModule = {
           }
           const answer = jobWithFailures(job, await listJobFailures(context.db, job.id));
           if (options.json) {
-            context.out(JSON.stringify(answer));
+            // The job as before, its failed items one field more.
+            context.out(JSON.stringify({ ...answer.job, failures: answer.failures }));
             return EXIT.done;
           }
           const { filter, ...fields } = answer.job;
