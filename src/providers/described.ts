@@ -438,14 +438,15 @@ function eventOf(
   if (eventId === null) return { field: sourceName(source, prefix) };
   if (eventType === null || eventType.length > 255) return { field: sourceName(typeSource, prefix) };
   const parkReason = unknownVersionReason(description, event);
-  return {
+  const read: AuthenticatedEvent = {
     eventId,
     eventType,
     occurredAt: occurredAt(description, header, event, signedTime),
     payload: event,
     unknownSchemaVersion: parkReason !== undefined,
-    ...(parkReason === undefined ? {} : { parkReason }),
   };
+  if (parkReason !== undefined) read.parkReason = parkReason;
+  return read;
 }
 
 /** Longest version value a park reason quotes: the reason is stored in a bounded column. */

@@ -10,7 +10,7 @@ import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED 
 import { failurePage } from '../jobs-api.ts';
 import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';
-import { iso } from './rows.tsx';
+import { ColumnHeads, iso } from './rows.tsx';
 
 /** The list filter as the API takes it: what the page's address holds, page size aside. */
 const bulkFilter = (filter: ListPageFilter): FilterJson =>
@@ -105,13 +105,7 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
       <p class="empty">No job yet: filter the events or the outbox list, then Replay all or Retry all.</p>
     ) : (
       <table class="rows jobs">
-        <thead>
-          <tr>
-            {['created (UTC)', 'job', 'kind', 'status', 'progress', 'filter', 'operator', ''].map((header) => (
-              <th scope="col">{header}</th>
-            ))}
-          </tr>
-        </thead>
+        <ColumnHeads headers={['created (UTC)', 'job', 'kind', 'status', 'progress', 'filter', 'operator', '']} />
         <tbody>
           {jobs.map((job) => (
             <tr data-job={job.id}>
@@ -199,13 +193,7 @@ const FailedItems: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({ jo
           : 'Each item the action could not change, with why.'}
       </p>
       <table class="rows failures">
-        <thead>
-          <tr>
-            {['item', 'why', 'at (UTC)'].map((header) => (
-              <th scope="col">{header}</th>
-            ))}
-          </tr>
-        </thead>
+        <ColumnHeads headers={['item', 'why', 'at (UTC)']} />
         <tbody>
           {failures.map((failure) => (
             <tr data-failed={failure.target}>
