@@ -184,6 +184,24 @@ describe('a bulk job with failures', () => {
     expect(list.output).toMatch(new RegExp(`^${job.id} +replay_events +done_with_failures `, 'm'));
   });
 
+  it('`jobs replay --wait` ends on the outcome, and says where the reasons are', async () => {
+    const prefix = uniqueId('evt_wait');
+    await parkedEvents(prefix, 1, 1);
+    const ran = await cli(
+      ['jobs', 'replay', '--provider', 'acme', '--id', prefix, '--status', 'parked'].concat([
+        '--operator',
+        'dana',
+        '--yes',
+        '--wait',
+      ]),
+    );
+    expect(ran.code).toBe(0);
+    const [job] = await sql<Array<{ id: string }>>`select id from bulk_jobs where filter->>'id' = ${prefix}`;
+    expect(ran.output).toContain(
+      `job ${job?.id} done_with_failures: 2 of 2 taken, 1 failed (why: jobs show ${job?.id})`,
+    );
+  });
+
   it('a job without failures is done; its failures are none', async () => {
     const prefix = uniqueId('evt_ok');
     await parkedEvents(prefix, 0, 2);

@@ -26,6 +26,7 @@ import {
   countSpec,
   type EventJobFilter,
   JOB_AUDIT,
+  jobOutcome,
   type OutboxJobFilter,
   openTransactionsBefore,
   storedSpec,
@@ -417,6 +418,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           summary.finished += 1;
           logger.info('bulk job done', {
             job_id: jobId,
+            outcome: jobOutcome(done.job),
             total: done.job.total,
             processed: done.job.processed,
             failed: done.job.failed,
