@@ -85,7 +85,7 @@ describe('replay reports', () => {
         before: 'parked',
         after: 'parked',
         applied: false,
-        reason: "parked again: this service still does not know the payload's schema version",
+        reason: 'parked again: unknown api_version 2031-01-01 (known: 2024-06-01)',
       },
     ]);
     expect((await eventRow(sql, parkedId))?.status).toBe('parked');

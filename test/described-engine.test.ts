@@ -384,14 +384,29 @@ describe('secrets and schema versions', () => {
     expect(secretBytes('whsec_AAAA', 'whsec')).toEqual(new Uint8Array([0, 0, 0]));
   });
 
-  it('knows every payload of a sender without schema versions, and only the known versions of acme', () => {
+  it('knows every payload of a sender without schema versions, and only the known versions of acme, saying why not', () => {
     const stripeEvent = { id: 'evt', object: 'event', type: 't', api_version: '1999-01-01', data: { object: {} } };
-    expect(provider('stripe').knowsSchemaOf?.(stripeEvent)).toBe(true);
+    expect(provider('stripe').parkReasonOf?.(stripeEvent)).toBeUndefined();
     const acme = provider('acme');
     const acmeEvent = { id: 'evt', type: 't', api_version: '2024-06-01', created: 1, version: 1, data: {} };
-    expect(acme.knowsSchemaOf?.(acmeEvent)).toBe(true);
-    expect(acme.knowsSchemaOf?.({ ...acmeEvent, api_version: '2099-01-01' })).toBe(false);
-    expect(acme.knowsSchemaOf?.({ ...acmeEvent, created: -1 })).toBe(false);
+    expect(acme.parkReasonOf?.(acmeEvent)).toBeUndefined();
+    expect(acme.parkReasonOf?.({ ...acmeEvent, api_version: '2099-01-01' })).toBe(
+      'unknown api_version 2099-01-01 (known: 2024-06-01)',
+    );
+    const { api_version: _, ...versionless } = acmeEvent;
+    expect(acme.parkReasonOf?.(versionless)).toBe('no api_version (known: 2024-06-01)');
+    expect(acme.parkReasonOf?.({ ...acmeEvent, api_version: [1] })).toBe(
+      'api_version is not a version string (known: 2024-06-01)',
+    );
+    expect(acme.parkReasonOf?.({ ...acmeEvent, api_version: 'x'.repeat(200) })).toBe(
+      `unknown api_version "${'x'.repeat(64)}…" (known: 2024-06-01)`,
+    );
+    expect(acme.parkReasonOf?.({ ...acmeEvent, api_version: 'v 2' })).toBe(
+      'unknown api_version "v 2" (known: 2024-06-01)',
+    );
+    expect(acme.parkReasonOf?.({ ...acmeEvent, created: -1 })).toBe(
+      'the payload no longer matches the acme schema of its version',
+    );
   });
 });
 

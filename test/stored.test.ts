@@ -82,7 +82,7 @@ describe('applyStoredEvent', () => {
 
     const upgraded: StoredContext = {
       ...context(),
-      providersByName: new Map([['acme', { knowsSchemaOf: () => true }]]),
+      providersByName: new Map([['acme', { parkReasonOf: () => undefined }]]),
     };
     expect((await applyStoredEvent(upgraded, key, options)).outcome).toBe('completed');
     expect((await subscriptionRow(sql, subscription))?.status).toBe('active');

@@ -6,11 +6,23 @@ import type { DatabaseEnv } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { type BulkJobSpec, cancelBulkJob, createBulkJob, getBulkJob, jobJson, listBulkJobs } from '../ops/bulk-jobs.ts';
+import {
+  type BulkJob,
+  type BulkJobSpec,
+  cancelBulkJob,
+  createBulkJob,
+  failedEventKey,
+  getBulkJob,
+  type JobFailure,
+  jobJson,
+  listBulkJobs,
+  listJobFailures,
+} from '../ops/bulk-jobs.ts';
 import { isConfiguredDestination } from '../ops/destinations-view.ts';
 import { retryWarnings } from '../ops/retry-warnings.ts';
 import { timeRange } from '../ops/time-bound.ts';
 import { configuredDestinations, type DestinationViewDeps } from './destinations-view-api.ts';
+import { eventUrl } from './event-urls.ts';
 import {
   cancelAnswer,
   jobAnswer,
@@ -26,6 +38,29 @@ import { actingOperator } from './operators.ts';
 import { errorSchema, operatorBody } from './schemas.ts';
 
 const notFound = json(errorSchema, 'unknown job');
+
+/** A failed item's dashboard page: its event's, or its message's. */
+export function failurePage(failure: Pick<JobFailure, 'targetKind' | 'target'>): string {
+  const event = failedEventKey(failure);
+  return event === undefined ? `/admin/outbox/${encodeURIComponent(failure.target)}` : eventUrl('dashboard', event);
+}
+
+/** A failed item's wire form, shared by the admin API and the CLI's `--json`. */
+export function failureJson(failure: JobFailure) {
+  return {
+    target_kind: failure.targetKind,
+    target: failure.target,
+    reason: failure.reason,
+    at: failure.at.toISOString(),
+    page: failurePage(failure),
+  };
+}
+
+/** One job and its failed items, as `GET /jobs/{id}` and `jobs show --json` answer. */
+export const jobWithFailures = (job: BulkJob, failures: readonly JobFailure[]) => ({
+  job: jobJson(job),
+  failures: failures.map(failureJson),
+});
 
 const routes = {
   create: createRoute({
@@ -50,7 +85,8 @@ const routes = {
   show: createRoute({
     method: 'get',
     path: '/jobs/{id}',
-    summary: "One job's progress: total, processed, failed, status and times",
+    summary:
+      "One job's progress (total, processed, failed, status, outcome and times) and its failed items with their reasons",
     request: { params: jobParams },
     responses: { 200: json(jobAnswer, 'the job'), 404: notFound, ...refused },
   }),
@@ -108,7 +144,7 @@ export function registerJobRoutes(
   api.openapi(routes.show, async (c) => {
     const job = await getBulkJob(c.get('db'), c.req.valid('param').id);
     if (job === undefined) throw new AppError('not_found');
-    return c.json({ job: jobJson(job) }, 200);
+    return c.json(jobWithFailures(job, await listJobFailures(c.get('db'), job.id)), 200);
   });
 
   api.openapi(routes.cancel, async (c) => {

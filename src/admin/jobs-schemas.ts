@@ -3,7 +3,7 @@
 // refused here with the same field named; the status is narrowed to the ones the action takes. A copy
 // to a destination takes the outbox filters that do not name a status or destination, and `to`.
 import { z } from '@hono/zod-openapi';
-import { bulkJobKinds, bulkJobStatuses } from '../db/schema.ts';
+import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../db/schema.ts';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/bulk-jobs.ts';
 import { eventsQuery, operatorBody, outboxQuery } from './schemas.ts';
 
@@ -82,6 +82,10 @@ export const jobSchema = z
     id: z.string().openapi({ format: 'uuid' }),
     kind: z.enum(bulkJobKinds),
     status: z.enum(bulkJobStatuses),
+    outcome: z.enum([...bulkJobStatuses, 'done_with_failures']).openapi({
+      description:
+        'the status as an operator reads it: done_with_failures for a replay or retry job done with failed items (never shown as a success); else the status',
+    }),
     operator: z.string(),
     filter: z.record(z.string(), z.string()).openapi({ description: 'the filter as given, times in ISO 8601' }),
     total: z.number().int().openapi({
@@ -146,7 +150,24 @@ export const jobParams = z.object({
 });
 
 export const jobsAnswer = z.object({ jobs: jobSchema.array() });
-export const jobAnswer = z.object({ job: jobSchema });
+export const jobFailure = z
+  .object({
+    target_kind: z.enum(['event', 'outbox']),
+    target: z
+      .string()
+      .openapi({ description: 'the item as its audit row names it: provider/event_id, or a message id' }),
+    reason: z.string().openapi({ description: 'why the action could not change it' }),
+    at: timestamp,
+    page: z.string().openapi({ description: "the item's dashboard page" }),
+  })
+  .openapi('BulkJobFailure');
+
+export const jobAnswer = z.object({
+  job: jobSchema,
+  failures: jobFailure.array().openapi({
+    description: `the failed items with their reasons, in the order the job met them: the first ${JOB_FAILURES_KEPT} of the job (failed counts them all)`,
+  }),
+});
 export const cancelAnswer = z.object({
   cancelled: z
     .boolean()

@@ -149,8 +149,11 @@ export const eventSchema = z
     event_id: z.string(),
     event_type: z.string(),
     status: z.enum(webhookEventStatuses),
-    attempts: z.number().int(),
-    last_error: z.string().nullable(),
+    attempts: z.number().int().openapi({ description: 'failed applications only: 0 for an event done at once' }),
+    last_error: z.string().nullable().openapi({
+      description:
+        'why the event is not done: the last failure of a failed or dead-lettered event; for a parked one the rule that parked it and the value it met (unknown api_version 2099-01-01 (known: 2024-06-01)); null once done',
+    }),
     received_at: timestamp.nullable(),
     completed_at: nullableTimestamp,
     available_at: nullableTimestamp,

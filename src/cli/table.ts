@@ -41,8 +41,8 @@ export function terminalLines(text: string): string {
  * DEL, C1 and bidi controls raw in strings; here they are \u escapes. It escapes every C0 control in
  * a string itself, so a raw line break is the indentation's own and stays one.
  */
-export function terminalJson(value: unknown): string {
-  return exactJsonText(value, 2).replace(UNSAFE, (char) =>
+export function terminalJson(value: unknown, indent = 2): string {
+  return exactJsonText(value, indent).replace(UNSAFE, (char) =>
     char === '\n' ? char : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }

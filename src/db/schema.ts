@@ -342,6 +342,28 @@ export const bulkJobs = pgTable(
   ],
 );
 
+/** The failed items a job keeps with their reasons; `bulk_jobs.failed` counts every one. */
+export const JOB_FAILURES_KEPT = 100;
+
+/**
+ * Why a bulk job's items failed: the first JOB_FAILURES_KEPT of each job, the item (as
+ * `operator_actions` names it: `provider/event_id`, or a message id) and the reason in words, written
+ * in the transaction of the batch that took them. Bounded per job, so a job over a million failing
+ * rows keeps a hundred examples and its count.
+ */
+export const bulkJobFailures = pgTable(
+  'bulk_job_failures',
+  {
+    jobId: uuid().notNull(),
+    /** A job's items are events (a replay) or messages (a retry). */
+    targetKind: operatorActionTargetKind().$type<'event' | 'outbox'>().notNull(),
+    target: text().notNull(),
+    reason: varchar({ length: LAST_ERROR_MAX }).notNull(),
+    at: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [primaryKey({ columns: [table.jobId, table.target] })],
+);
+
 export const outboxStatuses = ['pending', 'published', 'dead'] as const;
 export type OutboxStatus = (typeof outboxStatuses)[number];
 export const outboxStatus = pgEnum('outbox_status', outboxStatuses);

@@ -40,7 +40,7 @@ import {
   lockInQueueOrder,
 } from '../db/lease.ts';
 import { executePrepared } from '../db/prepared.ts';
-import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import { LAST_ERROR_MAX, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
 import type { AuthenticatedEvent } from '../providers/types.ts';
 
@@ -69,6 +69,12 @@ export interface StoredRow {
 
 /** The states an application that went through leaves a row in. */
 export type AppliedStatus = 'completed' | 'ignored' | 'parked';
+
+/** A row an application moved, and for a parked one why (its `last_error`). */
+export interface AppliedRow extends StoredEventKey {
+  status: AppliedStatus;
+  parkReason?: string | undefined;
+}
 
 /**
  * What a delivery's row becomes: applied in the delivery's own transaction (sync mode), or stored
@@ -111,7 +117,7 @@ export interface ArrivingEvent {
 const takeBackSet = (v: SQL) => sql`status = ${v}.status,
   completed_at = ${v}.completed_at,
   available_at = case when ${v}.status = 'received' then ${v}.available_at else webhook_events.available_at end,
-  last_error = case when ${v}.status = 'received' then webhook_events.last_error end,
+  last_error = case when ${v}.status = 'received' then webhook_events.last_error else ${v}.last_error end,
   traceparent = ${v}.traceparent`;
 
 /** One arriving row as the JSON parameter carries it. */
@@ -126,6 +132,8 @@ interface ArrivingInput {
   available_at: string | null;
   /** Only a queued row's, when it has one: absent, the recordset reads null (sync mode's JSON is unchanged). */
   traceparent?: string;
+  /** Only a parked row's: why (the rule and the value it met); absent, null, so an applied row pays nothing. */
+  last_error?: string;
 }
 
 /**
@@ -148,19 +156,24 @@ function arrivingRows(rows: readonly ArrivingEvent[]): SQL {
     if (arrival.status === 'received') {
       row.available_at = arrival.availableAt.toISOString();
       if (arrival.traceparent !== undefined) row.traceparent = arrival.traceparent;
+    } else if (arrival.status === 'parked') {
+      row.last_error = parkedBecause(event.parkReason);
     }
     return row;
   });
   return sql`(select provider, event_id, event_type, status, payload::jsonb as payload, content_digest, occurred_at,
       case when status in ('completed', 'ignored') then now() end as completed_at,
-      coalesce(available_at, now()) as available_at, traceparent
+      coalesce(available_at, now()) as available_at, traceparent, last_error
     from json_to_recordset(${JSON.stringify(input)}::json) as input(provider text, event_id text, event_type text,
       status webhook_event_status, payload text, content_digest text, occurred_at timestamptz, available_at timestamptz,
-      traceparent text))`;
+      traceparent text, last_error text))`;
 }
 
 const COLUMNS = sql`(provider, event_id, event_type, status, payload, content_digest, occurred_at, completed_at, available_at,
-  traceparent)`;
+  traceparent, last_error)`;
+
+/** A parked row's `last_error`: its reason, bounded as the column is. */
+const parkedBecause = (reason: string | undefined) => (reason ?? 'unknown schema version').slice(0, LAST_ERROR_MAX);
 
 /** What the intake's statements return for each row they wrote: the arriving key and the stored row. */
 interface WrittenRow {
@@ -453,20 +466,25 @@ export async function lockForApply(
   );
 }
 
-/** Moves every applied (locked) row to its new status and ends its lease, in one statement. */
-export async function markApplied(
-  tx: Transaction,
-  applied: readonly (StoredEventKey & { status: AppliedStatus })[],
-): Promise<void> {
-  const rows = applied.map((row) => ({ provider: row.provider, event_id: row.eventId, status: row.status }));
+/**
+ * Moves every applied (locked) row to its new status and ends its lease, in one statement: a parked
+ * row's `last_error` says why it is parked, any other's is cleared.
+ */
+export async function markApplied(tx: Transaction, applied: readonly AppliedRow[]): Promise<void> {
+  const rows = applied.map((row) =>
+    row.status === 'parked'
+      ? { provider: row.provider, event_id: row.eventId, status: row.status, last_error: parkedBecause(row.parkReason) }
+      : { provider: row.provider, event_id: row.eventId, status: row.status },
+  );
   await executePrepared(
     tx,
     sql`
     update webhook_events as w
     set status = v.status,
         completed_at = case when v.status = 'parked' then null else now() end,
-        last_error = null, locked_by = null, locked_until = null
-    from json_to_recordset(${JSON.stringify(rows)}::json) as v(provider text, event_id text, status webhook_event_status)
+        last_error = v.last_error, locked_by = null, locked_until = null
+    from json_to_recordset(${JSON.stringify(rows)}::json) as v(provider text, event_id text, status webhook_event_status,
+      last_error text)
     where w.provider = v.provider and w.event_id = v.event_id`,
   );
 }

@@ -10,6 +10,7 @@ import { parseJsonText } from '../lib/json.ts';
 import { noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { WebhookProvider } from '../providers/types.ts';
 import {
+  type AppliedRow,
   type AppliedStatus,
   type FailurePolicy,
   type InboxEvent,
@@ -58,7 +59,7 @@ export interface StoredContext {
   db: Executor;
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
-  providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'knowsSchemaOf'>>;
+  providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'parkReasonOf'>>;
   /**
    * The async worker's: each application continues the trace stored with its row (an `apply` span,
    * or with `noTracing` the stored traceparent passed through to what the handler enqueues). Absent
@@ -85,11 +86,12 @@ async function applyRow(
   tx: Transaction,
   row: LockedRow,
   span: Span | undefined,
-): Promise<AppliedStatus> {
+): Promise<Omit<AppliedRow, keyof StoredEventKey>> {
   if (row.payload === null) throw new DomainRejection('payload purged: nothing to apply');
   // Read exactly as stored: an id beyond 2^53 reaches the handler as the same bigint it did on arrival.
   const payload = parseJsonText(row.payload);
   if (payload === undefined) throw new DomainRejection('stored payload is not JSON this service reads');
+  const parkReason = context.providersByName.get(row.provider)?.parkReasonOf?.(payload);
   const event: InboxEvent = {
     provider: row.provider,
     eventId: row.event_id,
@@ -98,7 +100,7 @@ async function applyRow(
     payload,
     payloadText: row.payload,
     ...(row.content_digest === null ? {} : { contentDigest: row.content_digest }),
-    unknownSchemaVersion: context.providersByName.get(row.provider)?.knowsSchemaOf?.(payload) === false,
+    unknownSchemaVersion: parkReason !== undefined,
   };
   let plan: ReturnType<typeof planFor>;
   try {
@@ -108,7 +110,7 @@ async function applyRow(
     throw new DomainRejection('payload no longer matches its handler schema');
   }
   await applyTraced(span ?? untraced, tx, plan, event);
-  return finalStatus[plan.kind];
+  return { status: finalStatus[plan.kind], parkReason };
 }
 
 /**
@@ -170,11 +172,11 @@ export async function applyLockedRows(
     if (result.status === 'rejected') spans[index]?.fail(result.reason);
     spans[index]?.end();
   }
-  const applied: (StoredEventKey & { status: AppliedStatus })[] = [];
+  const applied: AppliedRow[] = [];
   for (const [index, result] of settled.entries()) {
     if (result.status === 'rejected') throw result.reason;
     const row = rows[index] as LockedRow;
-    applied.push({ provider: row.provider, eventId: row.event_id, status: result.value });
+    applied.push({ provider: row.provider, eventId: row.event_id, ...result.value });
   }
   if (applied.length > 0) await markApplied(tx, applied);
   return new Map(applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]));

@@ -10,9 +10,16 @@
 // transaction's start (`now()`), so a transaction older than the job can still commit rows inside
 // the selection after the job was created: the runner starts walking only once none is open
 // (openTransactionsBefore; decision 0022), and counts the total again then.
-import { desc, eq, sql } from 'drizzle-orm';
+import { asc, desc, eq, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
-import { type BulkJobKind, type BulkJobStatus, bulkJobs, operatorActions } from '../db/schema.ts';
+import {
+  type BulkJobKind,
+  type BulkJobStatus,
+  bulkJobFailures,
+  bulkJobs,
+  JOB_FAILURES_KEPT,
+  operatorActions,
+} from '../db/schema.ts';
 import { isoOrNull } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { assertOperatorName } from '../lib/operator-name.ts';
@@ -256,12 +263,45 @@ export async function cancelBulkJob(
   return result;
 }
 
+/**
+ * How a job stands, as an operator reads it: its status, except that a job done with items its
+ * action could not change is `done_with_failures`, never shown as a plain success. A copy's
+ * skipped messages are no failures (the destination has them, or its filters refuse them).
+ */
+export type JobOutcome = BulkJobStatus | 'done_with_failures';
+
+export function jobOutcome(job: Pick<BulkJob, 'status' | 'failed' | 'kind'>): JobOutcome {
+  return job.status === 'done' && job.failed > 0 && job.kind !== 'send_to_destination'
+    ? 'done_with_failures'
+    : job.status;
+}
+
+/** A failed item of a job and why (bulk_job_failures: the first JOB_FAILURES_KEPT of each job). */
+export type JobFailure = typeof bulkJobFailures.$inferSelect;
+
+/** The failed items a job kept, in the order it met them. */
+export function listJobFailures(db: Executor, jobId: string): Promise<JobFailure[]> {
+  const f = bulkJobFailures;
+  return db.select().from(f).where(eq(f.jobId, jobId)).orderBy(asc(f.at), asc(f.target)).limit(JOB_FAILURES_KEPT);
+}
+
+/**
+ * The event a failed item names (its target, `provider/event_id`), or undefined for a message: a
+ * provider name holds no `/`, so the first one ends it.
+ */
+export function failedEventKey(failure: Pick<JobFailure, 'targetKind' | 'target'>) {
+  if (failure.targetKind !== 'event') return undefined;
+  const slash = failure.target.indexOf('/');
+  return { provider: failure.target.slice(0, slash), eventId: failure.target.slice(slash + 1) };
+}
+
 /** The wire form shared by the admin API and the CLI's `--json` (snake_case, like the table). */
 export function jobJson(job: BulkJob) {
   return {
     id: job.id,
     kind: job.kind,
     status: job.status,
+    outcome: jobOutcome(job),
     operator: job.operator,
     filter: job.filter as FilterJson,
     total: job.total,

@@ -13,7 +13,7 @@ import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Database, Transaction } from '../db/client.ts';
 import { describeError, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
 import { leaseCleared, takeLease } from '../db/lease.ts';
-import { bulkJobs, LAST_ERROR_MAX } from '../db/schema.ts';
+import { bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT, LAST_ERROR_MAX } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { deferToIntake, type IntakeLoad } from '../inbox/intake-load.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -25,6 +25,8 @@ import {
   boundedSpec,
   countSpec,
   type EventJobFilter,
+  JOB_AUDIT,
+  jobOutcome,
   type OutboxJobFilter,
   openTransactionsBefore,
   storedSpec,
@@ -109,9 +111,20 @@ export interface BulkRunSummary {
   stoppedBy: BulkStopReason;
 }
 
+/** An item a batch could not change, named as its audit row names it, and why. */
+interface ItemFailure {
+  target: string;
+  reason: string;
+}
+
+/** Why an item counts as failed when it vanished between the page and the action. */
+const GONE = 'deleted by retention after the job read it';
+
 interface BatchDone {
   items: number;
   failed: number;
+  /** The failed items with their reasons (a copy's skipped messages are counted, not listed). */
+  failures: readonly ItemFailure[];
   /** Where the next batch starts; undefined when this batch reached the end. */
   next: PageKey | undefined;
 }
@@ -174,30 +187,34 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     const page = await listEvents(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
     const byProvider = new Map<string, typeof page.rows>();
     for (const row of page.rows) byProvider.set(row.provider, [...(byProvider.get(row.provider) ?? []), row]);
-    let failed = 0;
+    const failures: ItemFailure[] = [];
     for (const [provider, rows] of byProvider) {
       let eventIds = rows.map((row) => row.eventId);
+      const target = (eventId: string) => `${provider}/${eventId}`;
       while (eventIds.length > 0) {
         const result = await replayEvents(
           { db: tx, handlers: deps.handlers, clock, logger, metrics: deps.metrics },
           { provider, eventIds, operator: held.operator, jobId: held.id },
         );
         if (result.kind === 'replayed') {
-          failed += result.events.filter((event) => event.outcome !== 'applied').length;
+          for (const event of result.events) {
+            if (event.outcome === 'applied') continue;
+            failures.push({ target: target(event.eventId), reason: event.reason ?? `it is ${event.after.status}` });
+          }
           break;
         }
         // Deleted by retention since the page was read: not changed, so counted as failed.
-        failed += result.eventIds.length;
+        for (const eventId of result.eventIds) failures.push({ target: target(eventId), reason: GONE });
         eventIds = eventIds.filter((id) => !result.eventIds.includes(id));
       }
     }
-    return { items: page.rows.length, failed, next: nextKey(page.nextCursor, 2) };
+    return { items: page.rows.length, failed: failures.length, failures, next: nextKey(page.nextCursor, 2) };
   }
 
   async function retryItems(tx: Transaction, held: BulkJob, filter: OutboxJobFilter, after: PageKey | undefined) {
     const page = await listOutbox(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
     let ids = page.rows.map((row) => row.id);
-    let failed = 0;
+    const failures: ItemFailure[] = [];
     while (ids.length > 0) {
       const result = await retryOutbox(
         { db: tx, clock, logger, metrics: deps.metrics },
@@ -205,13 +222,15 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       );
       if (result.kind === 'retried') {
         // No longer dead (an operator or another job retried it first): left alone.
-        failed += result.skipped.length;
+        for (const { id, status } of result.skipped) {
+          failures.push({ target: id, reason: `it was ${status}: only dead messages are retried` });
+        }
         break;
       }
-      failed += result.ids.length;
+      for (const id of result.ids) failures.push({ target: id, reason: GONE });
       ids = ids.filter((id) => !result.ids.includes(id));
     }
-    return { items: page.rows.length, failed, next: nextKey(page.nextCursor, 1) };
+    return { items: page.rows.length, failed: failures.length, failures, next: nextKey(page.nextCursor, 1) };
   }
 
   /** A page of messages copied to the job's destination; those not copied count as failed (skipped). */
@@ -221,7 +240,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     if (to === undefined) throw new JobRefused(`destination "${filter.to}" is not configured in this process`);
     const page = await messagesToSend(tx, filter, after, settings.batchSize);
     const { skipped } = await sendMessages(tx, page.rows, { to, operator: held.operator, jobId: held.id });
-    return { items: page.rows.length, failed: skipped, next: nextKey(page.nextCursor, 1) };
+    return { items: page.rows.length, failed: skipped, failures: [], next: nextKey(page.nextCursor, 1) };
   }
 
   /**
@@ -251,6 +270,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
             ? await retryItems(tx, held, spec.filter, after)
             : await sendItems(tx, held, spec.filter, after);
       const finished = done.next === undefined;
+      await keepFailures(tx, held, done.failures);
       const [updated] = await tx
         .update(job)
         .set({
@@ -265,6 +285,27 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       if (updated === undefined) throw new Error('the held job row vanished');
       return { ...done, job: updated };
     });
+  }
+
+  /**
+   * Writes the batch's failed items with their reasons, up to the job's JOB_FAILURES_KEPT: the held
+   * row's `failed` is what the batches before kept room for, and nobody else writes while we hold it.
+   */
+  async function keepFailures(tx: Transaction, held: BulkJob, failures: readonly ItemFailure[]): Promise<void> {
+    const kept = failures.slice(0, Math.max(0, JOB_FAILURES_KEPT - held.failed));
+    if (kept.length === 0) return;
+    const targetKind = JOB_AUDIT[held.kind].targetKind;
+    await tx
+      .insert(bulkJobFailures)
+      .values(
+        kept.map((failure) => ({
+          jobId: held.id,
+          targetKind,
+          target: failure.target,
+          reason: failure.reason.slice(0, LAST_ERROR_MAX),
+        })),
+      )
+      .onConflictDoNothing();
   }
 
   /** A batch that failed: a database outage leaves the job to its lease (resumed later); anything else fails it. */
@@ -377,6 +418,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
           summary.finished += 1;
           logger.info('bulk job done', {
             job_id: jobId,
+            outcome: jobOutcome(done.job),
             total: done.job.total,
             processed: done.job.processed,
             failed: done.job.failed,

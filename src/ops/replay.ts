@@ -63,7 +63,8 @@ const isDone = (status: WebhookEventStatus) => status === 'completed' || status 
 
 /**
  * In words, why a replay left an event where it is: not in a replayable state, taken by someone
- * else, parked again (only an unknown schema version parks), or failed with its recorded error.
+ * else, parked again (with the rule and the value that parked it: its `last_error`), or failed with
+ * its recorded error.
  */
 export function replayReason(before: WebhookEventStatus, ran: boolean, after: EventDetail): string | undefined {
   if (!REPLAYABLE.includes(before)) {
@@ -72,7 +73,7 @@ export function replayReason(before: WebhookEventStatus, ran: boolean, after: Ev
   if (!ran) return 'another worker or replay took the event first; this one applied nothing';
   if (isDone(after.status)) return undefined;
   if (after.status === 'parked') {
-    return "parked again: this service still does not know the payload's schema version";
+    return `parked again: ${after.lastError ?? "this service still does not know the payload's schema version"}`;
   }
   return after.lastError ?? `it is ${after.status}`;
 }

@@ -14,7 +14,7 @@
 // refused (400, 422, …) dies alone, and a 429 paces the destination instead (docs/decisions/0021).
 // A target out of reach opens the circuit once its outage has outlived a probe, whatever the count,
 // so every process and every operator's view sees it down; every message given back meanwhile says
-// why in its last_error (docs/decisions/why-destinations-0025-an-unreachable-target-opens-the-circuit.md).
+// why in its last_error (docs/decisions/0027-an-unreachable-target-opens-the-circuit.md).
 // Runtime-neutral (no Node APIs): the Node entry, the CLI and the Workers cron all drive the same `drain`.
 
 import pLimit from 'p-limit';

@@ -438,22 +438,52 @@ function eventOf(
   const eventType = baseType === null || suffix === null ? baseType : `${baseType}.${suffix}`;
   if (eventId === null) return { field: sourceName(source, prefix) };
   if (eventType === null || eventType.length > 255) return { field: sourceName(typeSource, prefix) };
-  const version = description.schemaVersion;
-  const versionText = version === undefined ? null : textOf(valueAt(event, version.path));
-  return {
+  const parkReason = unknownVersionReason(description, event);
+  const read: AuthenticatedEvent = {
     eventId,
     eventType,
     occurredAt: occurredAt(description, header, event, signedTime),
     payload: event,
-    unknownSchemaVersion: version !== undefined && (versionText === null || !version.known.has(versionText)),
+    unknownSchemaVersion: parkReason !== undefined,
   };
+  if (parkReason !== undefined) read.parkReason = parkReason;
+  return read;
 }
 
-function knowsSchemaOf(compiled: Compiled, payload: ExactJson): boolean {
-  const version = compiled.description.schemaVersion;
-  if (version === undefined) return true;
-  const text = textOf(valueAt(payload, version.path));
-  return text !== null && version.known.has(text) && compiled.schema.safeParse(payload).success;
+/** Longest version value a park reason quotes: the reason is stored in a bounded column. */
+const SHOWN_VERSION_MAX = 64;
+const PLAIN_VERSION = /^[\w.:+-]+$/;
+
+/**
+ * Why an event is parked, when its schema version is not one this code knows: the rule (the field
+ * and the versions known) and the value it met. Undefined when the version is known or none is
+ * described. Worded only on the way to parking, so an event that is applied pays for none of it.
+ */
+function unknownVersionReason(description: SenderDescription, payload: ExactJson): string | undefined {
+  const version = description.schemaVersion;
+  if (version === undefined) return undefined;
+  const value = valueAt(payload, version.path);
+  const text = textOf(value);
+  if (text !== null && version.known.has(text)) return undefined;
+  const field = version.path.join('.');
+  const known = `(known: ${[...version.known].join(', ')})`;
+  if (text !== null) {
+    const cut = text.length > SHOWN_VERSION_MAX ? `${text.slice(0, SHOWN_VERSION_MAX)}…` : text;
+    // As it is when it reads as a version; else quoted, so that spaces or controls cannot blur the rule.
+    return `unknown ${field} ${PLAIN_VERSION.test(cut) ? cut : JSON.stringify(cut)} ${known}`;
+  }
+  return value === undefined ? `no ${field} ${known}` : `${field} is not a version string ${known}`;
+}
+
+/** Why a stored payload would be parked now (parkReasonOf in WebhookProvider); undefined when it would not. */
+function parkReasonOf(compiled: Compiled, payload: ExactJson): string | undefined {
+  const { description } = compiled;
+  if (description.schemaVersion === undefined) return undefined;
+  const unknown = unknownVersionReason(description, payload);
+  if (unknown !== undefined) return unknown;
+  return compiled.schema.safeParse(payload).success
+    ? undefined
+    : `the payload no longer matches the ${description.name} schema of its version`;
 }
 
 /** The sender's protocol message in an authentic payload, answered with what its description says. */
@@ -539,7 +569,7 @@ export function describedProvider(description: SenderDescription): WebhookProvid
     credentials: credentialsOf(compiled),
     importKeys: (secrets, publicKeys) => importKeys(compiled, secrets, publicKeys),
     verify: (delivery, keys, time) => verify(compiled, delivery, keys, time),
-    knowsSchemaOf: (payload) => knowsSchemaOf(compiled, payload),
+    parkReasonOf: (payload) => parkReasonOf(compiled, payload),
   };
 }
 

@@ -36,6 +36,11 @@ export interface AuthenticatedEvent {
   /** The payload follows a schema version this service does not know: park it, do not guess. */
   unknownSchemaVersion: boolean;
   /**
+   * With unknownSchemaVersion, why: the rule and the value it met (`unknown api_version "2099-01-01"
+   * (known: 2024-06-01)`), kept in the parked row's `last_error`. Absent otherwise.
+   */
+  parkReason?: string;
+  /**
    * Hex SHA-256 of the signed bytes, for schemes whose event id is not signed (GitHub, Shopify): a
    * second key, so the same signed body is a duplicate whatever id it arrives under.
    */
@@ -107,8 +112,9 @@ export interface WebhookProvider {
   importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly VerifyKey[]>;
   verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification>;
   /**
-   * Whether this code knows the schema version of a stored payload: asked again when a parked event
+   * Why this code would park a stored payload (its schema version unknown, or its shape not the
+   * described one), or undefined when it knows the payload's schema: asked again when a parked event
    * is replayed, after a deploy may have taught it the version. Absent: every version is known.
    */
-  knowsSchemaOf?(payload: ExactJson): boolean;
+  parkReasonOf?(payload: ExactJson): string | undefined;
 }

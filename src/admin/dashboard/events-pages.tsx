@@ -93,7 +93,7 @@ export const EventPage: FC<{ event: EventDetail; messages: OutboxListing[]; deli
         <Field name="provider">{event.provider}</Field>
         <Field name="type">{event.eventType}</Field>
         <Field name="failed attempts">{String(event.attempts)}</Field>
-        <Field name="last error">
+        <Field name={event.status === 'parked' ? 'parked because' : 'last error'}>
           <span class={event.lastError === null ? 'empty' : 'error'} id="last-error">
             {event.lastError ?? 'none'}
           </span>

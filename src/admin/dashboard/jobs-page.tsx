@@ -1,12 +1,16 @@
 // Bulk jobs on the dashboard: the "Replay all N matching" / "Retry all N matching" control a list
 // page shows under a filter the action takes (the page's script counts exactly with a dry run, asks
-// to confirm, then creates the job through the admin API), and the jobs page (/admin/jobs): each
-// job's progress, filter and times, with Cancel while it is unfinished. Pure rendering.
+// to confirm, then creates the job through the admin API), the jobs page (/admin/jobs): each
+// job's outcome, progress, filter and times, with Cancel while it is unfinished, and one job's page
+// (/admin/jobs/:id): the same, and its failed items with their reasons, each linking to its row's
+// page. Pure rendering.
 import type { FC } from 'hono/jsx';
-import { type BulkJob, type FilterJson, UNFINISHED } from '../../ops/bulk-jobs.ts';
-import { ActionForm } from './item-page.tsx';
+import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
+import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/bulk-jobs.ts';
+import { failurePage } from '../jobs-api.ts';
+import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';
-import { iso, Status } from './rows.tsx';
+import { ColumnHeads, iso } from './rows.tsx';
 
 /** The list filter as the API takes it: what the page's address holds, page size aside. */
 const bulkFilter = (filter: ListPageFilter): FilterJson =>
@@ -56,12 +60,39 @@ const FilterLines: FC<{ filter: unknown }> = ({ filter }) => (
   </>
 );
 
+/** A job's page, where its failed items are listed. */
+const jobPath = (job: BulkJob) => `/admin/jobs/${job.id}`;
+
 const Progress: FC<{ job: BulkJob }> = ({ job }) => (
   <span class="progress">
     <progress max={Math.max(job.total, 1)} value={job.processed} /> {`${job.processed} / ${job.total}`}
-    {job.failed > 0 ? <span class="error">{` · ${job.failed} ${notChanged(job)}`}</span> : null}
+    {job.failed > 0 ? (
+      <>
+        {' · '}
+        <a class="error" href={`${jobPath(job)}#failures`}>{`${job.failed} ${notChanged(job)}`}</a>
+      </>
+    ) : null}
   </span>
 );
+
+/**
+ * The job's status as an operator reads it (jobOutcome): done with failures is no green badge. In
+ * words (spaces, not underscores), so that the badge can wrap in a narrow column.
+ */
+const Outcome: FC<{ job: BulkJob }> = ({ job }) => {
+  const outcome = jobOutcome(job);
+  return <span class={`status s-${outcome}`}>{outcome.replaceAll('_', ' ')}</span>;
+};
+
+const Finished: FC<{ job: BulkJob }> = ({ job }) =>
+  UNFINISHED.includes(job.status) ? (
+    <ActionForm action={`/admin/api/jobs/${job.id}/cancel`} target={job.id} kind="cancel" label="Cancel" />
+  ) : (
+    <span class="note">{`finished ${iso(job.finishedAt)}`}</span>
+  );
+
+const operatorOf = (job: BulkJob) =>
+  job.cancelledBy === null ? job.operator : `${job.operator} (cancelled by ${job.cancelledBy})`;
 
 export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
   <>
@@ -74,13 +105,7 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
       <p class="empty">No job yet: filter the events or the outbox list, then Replay all or Retry all.</p>
     ) : (
       <table class="rows jobs">
-        <thead>
-          <tr>
-            {['created (UTC)', 'job', 'kind', 'status', 'progress', 'filter', 'operator', ''].map((header) => (
-              <th scope="col">{header}</th>
-            ))}
-          </tr>
-        </thead>
+        <ColumnHeads headers={['created (UTC)', 'job', 'kind', 'status', 'progress', 'filter', 'operator', '']} />
         <tbody>
           {jobs.map((job) => (
             <tr data-job={job.id}>
@@ -88,13 +113,13 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
                 {iso(job.createdAt)}
               </td>
               <td data-label="job" class="id">
-                {job.id}
+                <a href={jobPath(job)}>{job.id}</a>
               </td>
               <td data-label="kind" class="type">
                 {KIND_WORDS[job.kind]}
               </td>
               <td data-label="status" class="status-cell">
-                <Status status={job.status} />
+                <Outcome job={job} />
               </td>
               <td data-label="progress" class="job-progress">
                 <Progress job={job} />
@@ -104,19 +129,10 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
                 <FilterLines filter={job.filter} />
               </td>
               <td data-label="operator" class="provider">
-                {job.cancelledBy === null ? job.operator : `${job.operator} (cancelled by ${job.cancelledBy})`}
+                {operatorOf(job)}
               </td>
               <td data-label="" class="job-act">
-                {UNFINISHED.includes(job.status) ? (
-                  <ActionForm
-                    action={`/admin/api/jobs/${job.id}/cancel`}
-                    target={job.id}
-                    kind="cancel"
-                    label="Cancel"
-                  />
-                ) : (
-                  <span class="note">{`finished ${iso(job.finishedAt)}`}</span>
-                )}
+                <Finished job={job} />
               </td>
             </tr>
           ))}
@@ -125,3 +141,75 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
     )}
   </>
 );
+
+/** One job: its fields, then its failed items with their reasons, each linking to its row's page. */
+export const JobPage: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({ job, failures }) => (
+  <>
+    <p class="crumbs">
+      <a href="/admin/jobs">Jobs</a> / {KIND_WORDS[job.kind]}
+    </p>
+    <h1 tabindex={-1} class="id">
+      {job.id}
+    </h1>
+    <dl class="fields" data-job={job.id}>
+      <Field name="status">
+        <Outcome job={job} />
+      </Field>
+      <Field name="kind">{KIND_WORDS[job.kind]}</Field>
+      <Field name="progress">
+        <Progress job={job} />
+      </Field>
+      {job.lastError === null ? null : (
+        <Field name="last error">
+          <span class="error">{job.lastError}</span>
+        </Field>
+      )}
+      <Field name="filter">
+        <FilterLines filter={job.filter} />
+      </Field>
+      <Field name="operator">{operatorOf(job)}</Field>
+      <Field name="created (UTC)">{iso(job.createdAt)}</Field>
+      <Field name="started (UTC)">{iso(job.startedAt)}</Field>
+      <Field name="finished (UTC)">{iso(job.finishedAt)}</Field>
+    </dl>
+    <div class="act">
+      <Finished job={job} />
+    </div>
+    <h2 id="failures">{`Failed items (${job.failed})`}</h2>
+    <FailedItems job={job} failures={failures} />
+  </>
+);
+
+const FailedItems: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({ job, failures }) => {
+  if (job.kind === 'send_to_destination') {
+    return <p class="note">A copy lists no items: a message it skipped is one the destination has or refuses.</p>;
+  }
+  if (failures.length === 0) return <p class="empty">None.</p>;
+  return (
+    <>
+      <p class="note">
+        {job.failed > failures.length
+          ? `The first ${failures.length} of ${job.failed}, with why; a job keeps ${JOB_FAILURES_KEPT}.`
+          : 'Each item the action could not change, with why.'}
+      </p>
+      <table class="rows failures">
+        <ColumnHeads headers={['item', 'why', 'at (UTC)']} />
+        <tbody>
+          {failures.map((failure) => (
+            <tr data-failed={failure.target}>
+              <td data-label="item" class="id">
+                <a href={failurePage(failure)}>{failure.target}</a>
+              </td>
+              <td data-label="why" class="error">
+                {failure.reason}
+              </td>
+              <td data-label="at" class="time">
+                {iso(failure.at)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+};

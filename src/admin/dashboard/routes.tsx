@@ -14,7 +14,7 @@ import type { DatabaseEnv } from '../../db/client.ts';
 import { deliveriesOf } from '../../inbox/delivery-log.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
-import { listBulkJobs } from '../../ops/bulk-jobs.ts';
+import { getBulkJob, listBulkJobs, listJobFailures } from '../../ops/bulk-jobs.ts';
 import { destinationWaits, isConfiguredDestination, listDestinations, waitingOf } from '../../ops/destinations-view.ts';
 import { countEventsByStatus, getEvent, listEvents } from '../../ops/events.ts';
 import {
@@ -39,7 +39,7 @@ import { DEFAULT_LIMIT, eventsQuery, outboxQuery } from '../schemas.ts';
 import { DESTINATIONS_PATH, DestinationsPage } from './destinations-page.tsx';
 import { EventPage, EventsPage } from './events-pages.tsx';
 import { securedPage } from './gate.tsx';
-import { JobsPage } from './jobs-page.tsx';
+import { JobPage, JobsPage } from './jobs-page.tsx';
 import { MessagePage, OutboxPage } from './outbox-pages.tsx';
 import { OverviewPage } from './overview-page.tsx';
 import { NotFoundPage, type Refusal, RefusedFilterPage } from './refusal-pages.tsx';
@@ -217,6 +217,12 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/jobs', async (c) =>
     page(c, 'Jobs', '/admin/jobs', <JobsPage jobs={await listBulkJobs(c.get('db'), JOBS_SHOWN)} />),
   );
+  routes.get('/jobs/:id', async (c) => {
+    const job = await getBulkJob(c.get('db'), c.req.param('id'));
+    if (job === undefined) return missing(c, '/admin/jobs', 'job');
+    const failures = await listJobFailures(c.get('db'), job.id);
+    return page(c, `Job ${job.id}`, '/admin/jobs', <JobPage job={job} failures={failures} />);
+  });
   routes.get('/rejections', async (c) => {
     const parsed = parseQuery(c, rejectionsQuery);
     if ('refused' in parsed) return refused(c, REJECTIONS_PATH, parsed.refused);

@@ -22,6 +22,17 @@ const Cell: FC<{ label: string; class?: string; children?: Child }> = ({ label, 
   </td>
 );
 
+/** A table's column headers (hidden on a narrow screen, where each cell carries its label). */
+export const ColumnHeads: FC<{ headers: readonly string[] }> = ({ headers }) => (
+  <thead>
+    <tr>
+      {headers.map((header) => (
+        <th scope="col">{header}</th>
+      ))}
+    </tr>
+  </thead>
+);
+
 /** A table of rows (cards on a narrow screen), or a line saying there are none. */
 const Rows: FC<{ headers: readonly string[]; count: number; empty: string; children: Child }> = ({
   headers,
@@ -33,13 +44,7 @@ const Rows: FC<{ headers: readonly string[]; count: number; empty: string; child
     <p class="empty">{empty}</p>
   ) : (
     <table class="rows">
-      <thead>
-        <tr>
-          {headers.map((header) => (
-            <th scope="col">{header}</th>
-          ))}
-        </tr>
-      </thead>
+      <ColumnHeads headers={headers} />
       <tbody>{children}</tbody>
     </table>
   );

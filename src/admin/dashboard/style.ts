@@ -55,7 +55,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.5rem 0 0;font-size:.85re
 .pause-form{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin-top:.3rem}.pause-form input{width:16rem}
 .bulk{display:flex;flex-wrap:wrap;gap:.4rem .8rem;align-items:center;margin:0 0 .8rem}
 .progress{white-space:nowrap}.progress progress{width:7rem;vertical-align:middle}.rows td.job-filter{overflow-wrap:anywhere;font-size:.85rem;min-width:10rem}.rows td.job-act{white-space:nowrap}
-.s-done{background:#2e7d32}.s-queued,.s-running{background:#1565c0}.s-cancelled{background:#757575}
+.s-done{background:#2e7d32}.s-queued,.s-running{background:#1565c0}.s-cancelled{background:#757575}.s-done_with_failures{background:#b35c00}
 details.headers summary{cursor:pointer;font-size:.85rem}.rows td.detail{max-width:20rem;overflow-wrap:anywhere}.rows td.reason{white-space:nowrap;min-width:0}.rows td.headers-cell{max-width:32rem}
 details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) minmax(0,1fr);gap:0 .6rem;margin:.3rem 0 0;font-size:.8rem}details.headers dt{color:#555;overflow-wrap:anywhere}details.headers dd{margin:0;overflow-wrap:anywhere}
 .d-healthy{background:#2e7d32}.d-open{background:#b71c1c}.d-half_open{background:#e65100}.d-paused{background:#616161}
@@ -89,4 +89,5 @@ details.headers dl{display:grid;grid-template-columns:minmax(6rem,max-content) m
   .rows.jobs td.type{grid-area:2/1}.rows.jobs td.time{grid-area:2/2}
   .rows.jobs td.job-progress{grid-area:3/1/4/3}.rows.jobs td.job-filter{grid-area:4/1/5/3;min-width:0}
   .rows.jobs td.provider{grid-area:5/1;white-space:normal}.rows.jobs td.job-act{grid-area:5/2}
+  .rows.failures td.error{white-space:normal}
 }`;

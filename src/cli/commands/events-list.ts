@@ -58,7 +58,7 @@ export const eventsListCommand: CommandModule = {
             } else if (events.length === 0) {
               context.out('no events');
             } else {
-              const header = ['provider', 'event_id', 'type', 'status', 'attempts', 'received_at', 'last_error'];
+              const header = ['provider', 'event_id', 'type', 'status', 'failed_attempts', 'received_at', 'last_error'];
               const rows = events.map((e) => [
                 e.provider,
                 e.eventId,

@@ -36,8 +36,11 @@ export const eventsShowCommand: CommandModule = {
             context.out(exactJsonText({ ...json, deliveries: logged }));
           } else {
             const { payload, ...fields } = json as typeof json & { payload?: unknown };
-            const width = Math.max(...Object.keys(fields).map((name) => name.length));
-            for (const [name, value] of Object.entries(fields)) {
+            const named = Object.entries(fields).map(
+              ([name, value]) => [humanName(name, event.status), value] as const,
+            );
+            const width = Math.max(...named.map(([name]) => name.length));
+            for (const [name, value] of named) {
               context.out(`${name.padEnd(width)}  ${terminalText(String(value ?? ''))}`);
             }
             // Before the payload, which a reader takes as the rest of the output.
@@ -58,3 +61,13 @@ export const eventsShowCommand: CommandModule = {
         }),
       ),
 };
+
+/**
+ * A field's name in human output, where the wire name says less than the truth: `attempts` counts
+ * failed applications only (a completed event's 0 is no missing try), and a parked event's
+ * `last_error` is why it is parked.
+ */
+function humanName(name: string, status: string): string {
+  if (name === 'attempts') return 'failed_attempts';
+  return name === 'last_error' && status === 'parked' ? 'parked_because' : name;
+}

@@ -8,6 +8,7 @@ import {
   type BulkJobSpec,
   createBulkJob,
   jobJson,
+  jobOutcome,
   REPLAYABLE_STATUSES,
   type ReplayableStatus,
 } from '../../ops/bulk-jobs.ts';
@@ -101,10 +102,13 @@ async function bulkAction(
   if (!options.json) context.out(`job ${job.id} queued: ${job.total} ${words.noun}(s)`);
   if (options.wait) job = await waitForJob(context, job.id);
   if (options.json) context.out(JSON.stringify({ count: created.job.total, job: jobJson(job), warnings }));
-  else if (options.wait)
+  else if (options.wait) {
+    const outcome = jobOutcome(job);
+    const why = outcome === 'done_with_failures' ? ` (why: jobs show ${job.id})` : '';
     context.out(
-      `job ${job.id} ${job.status}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}`,
+      `job ${job.id} ${outcome}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}${why}`,
     );
+  }
   return EXIT.done;
 }
 

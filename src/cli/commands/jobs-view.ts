@@ -1,9 +1,11 @@
 // `webhook-inbox jobs list` and `jobs show <id>`: bulk jobs newest first, and one job's progress,
 // as text or one JSON document. `jobs cancel <id> --operator NAME`: stops a queued or running job
 // before its next batch (audited); a finished one is left as it is (exit 0); unknown: exit 3.
-import { cancelBulkJob, getBulkJob, jobJson, listBulkJobs } from '../../ops/bulk-jobs.ts';
+import { jobWithFailures } from '../../admin/jobs-api.ts';
+import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
+import { cancelBulkJob, getBulkJob, jobJson, jobOutcome, listBulkJobs, listJobFailures } from '../../ops/bulk-jobs.ts';
 import { type CommandModule, EXIT, integerIn, operatorName, requireOperator } from '../context.ts';
-import { formatTable, terminalText } from '../table.ts';
+import { formatTable, terminalJson, terminalText } from '../table.ts';
 
 /** The printable form of an id argument: it may be anything the operator typed. */
 const shownId = (id: string) => terminalText(id);
@@ -23,11 +25,12 @@ export const jobsListCommand: CommandModule = {
           } else if (jobs.length === 0) {
             context.out('no jobs');
           } else {
+            // The outcome, not the bare status: a job done with failures is not shown as a success.
             const header = ['id', 'kind', 'status', 'processed', 'total', 'failed', 'operator', 'created_at'];
             const rows = jobs.map((job) => [
               job.id,
               job.kind,
-              job.status,
+              jobOutcome(job),
               String(job.processed),
               String(job.total),
               String(job.failed),
@@ -45,7 +48,7 @@ export const jobsShowCommand: CommandModule = {
   path: ['jobs', 'show'],
   define: (command, run) =>
     command
-      .summary("show one bulk job's progress")
+      .summary("show one bulk job's progress and its failed items with their reasons")
       .argument('<job-id>', 'the job id, as `jobs list` shows it')
       .option('--json', 'print one JSON document')
       .action(
@@ -55,15 +58,24 @@ export const jobsShowCommand: CommandModule = {
             context.err(`not found: job ${shownId(id)}`);
             return EXIT.notFound;
           }
-          const json = jobJson(job);
+          const answer = jobWithFailures(job, await listJobFailures(context.db, job.id));
           if (options.json) {
-            context.out(JSON.stringify(json));
+            // The job as before, its failed items one field more.
+            context.out(JSON.stringify({ ...answer.job, failures: answer.failures }));
             return EXIT.done;
           }
-          const fields = { ...json, filter: JSON.stringify(json.filter) };
-          const width = Math.max(...Object.keys(fields).map((name) => name.length));
+          const { filter, ...fields } = answer.job;
+          const width = Math.max(...Object.keys(answer.job).map((name) => name.length));
           for (const [name, value] of Object.entries(fields)) {
             context.out(`${name.padEnd(width)}  ${terminalText(String(value ?? ''))}`);
+            // The filter as one JSON object, right after the kind it filters for.
+            if (name === 'kind') context.out(`${'filter'.padEnd(width)}  ${terminalJson(filter, 0)}`);
+          }
+          if (answer.failures.length > 0) {
+            const shown = job.failed > JOB_FAILURES_KEPT ? ` (the first ${JOB_FAILURES_KEPT} of ${job.failed})` : '';
+            context.out(`\nfailed items${shown}, with why:`);
+            const rows = answer.failures.map((failure) => [failure.target, failure.reason]);
+            context.out(formatTable(['item', 'reason'], rows));
           }
           return EXIT.done;
         }),
