@@ -2,7 +2,7 @@
 // for the six original senders its headers must be, byte for byte, those of each publisher's own
 // library (or, for acme, Shopify and Slack, node:crypto following their documentation).
 import { describe, expect, it } from 'vitest';
-import { simulatedSchemes } from '../src/ops/simulator.ts';
+import { simulatedSenders } from '../src/ops/simulator.ts';
 import { senderDescriptions } from '../src/providers/senders.ts';
 import { signAsSender } from '../src/providers/signing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';
@@ -34,8 +34,8 @@ describe('the simulator signs as each sender does', () => {
     ['slack', slackSender, 'app_mention', 'x-slack-signature'],
   ] as Array<[string, Sender, string, string]>)('%s', async (name, sender, eventType, signatureHeader) => {
     const delivery = sender.newEvent();
-    const sign = simulatedSchemes[name]?.sign;
-    const simulated = (await sign?.({ ...delivery, eventType }, sender.secrets[0], TEST_NOW_SECONDS)) ?? {};
+    const sign = simulatedSenders[name]?.sign;
+    const simulated = (await sign?.({ ...delivery, eventType }, { secret: sender.secrets[0] }, TEST_NOW_SECONDS)) ?? {};
     const { simulated: sent, oracle } = sharedHeaders(simulated, await sender.headers(delivery));
     expect(Object.keys(sent)).toContain(signatureHeader);
     expect(sent).toEqual(oracle);
@@ -44,24 +44,29 @@ describe('the simulator signs as each sender does', () => {
   it('acme', async () => {
     const event = acmeEvent();
     const body = JSON.stringify(event);
-    const simulated = await simulatedSchemes.acme?.sign(
+    const simulated = await simulatedSenders.acme?.sign(
       { eventId: event.id, body, eventType: event.type },
-      TEST_SECRET,
+      { secret: TEST_SECRET },
       TEST_NOW_SECONDS,
     );
     expect(simulated).toEqual(await signedHeaders(body, { timestamp: TEST_NOW_SECONDS }));
   });
 
-  it('refuses, naming the sender, what it cannot sign: a private key, a signed URL, a malformed secret', async () => {
+  it('refuses, naming the sender, what it cannot sign: a secret for a key, no URL to sign, a malformed secret', async () => {
     const outgoing = { eventId: 'evt_1', body: '{}', eventType: 'test' };
     const described = (name: string) => senderDescriptions.find((candidate) => candidate.name === name);
     const discord = described('discord');
     const hubspot = described('hubspot');
     const standard = described('standard');
     if (discord === undefined || hubspot === undefined || standard === undefined) throw new Error('no such sender');
-    await expect(signAsSender(discord, outgoing, 'secret', TEST_NOW_SECONDS)).rejects.toThrow(/^discord: /);
-    await expect(signAsSender(hubspot, outgoing, 'secret', TEST_NOW_SECONDS)).rejects.toThrow(/^hubspot: /);
-    await expect(signAsSender(standard, outgoing, 'not base64 VALUE', TEST_NOW_SECONDS)).rejects.toThrow(
+    const secret = { secret: 'secret' };
+    await expect(signAsSender(discord, outgoing, secret, TEST_NOW_SECONDS)).rejects.toThrow(
+      'discord: signs with a private key, not a secret',
+    );
+    await expect(signAsSender(hubspot, outgoing, secret, TEST_NOW_SECONDS)).rejects.toThrow(
+      'hubspot: signs the URL it posts to: none given',
+    );
+    await expect(signAsSender(standard, outgoing, { secret: 'not base64 VALUE' }, TEST_NOW_SECONDS)).rejects.toThrow(
       /^standard: every secret must be "whsec_" followed by base64$/,
     );
   });
