@@ -129,6 +129,7 @@ describe('send signs as every sender, and the service accepts each', () => {
     for (const row of rows) {
       expect(row.event_type.length).toBeGreaterThan(0);
       expect(row.payload).toBeTypeOf('object');
+      expect(['completed', 'ignored']).toContain(row.status);
     }
   });
 

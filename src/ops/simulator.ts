@@ -4,7 +4,7 @@
 // Adding a sender adds nothing here.
 import { type ExactJson, LosslessNumber, parseJsonText } from '../lib/json.ts';
 import { valueAt } from '../providers/described.ts';
-import type { Path } from '../providers/description.ts';
+import type { Path, Sample } from '../providers/description.ts';
 import { type SampledDescription, senderDescriptions } from '../providers/senders.ts';
 import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../providers/signing.ts';
 
@@ -41,29 +41,31 @@ function simulated(description: SampledDescription): SimulatedSender {
   const { id, type, events } = description;
   const headerId = 'header' in id;
   /** The delivery of `payload`: its id and type where the sender sends one for the whole body. */
-  const delivery = (body: string, sampleType: string, sampleId?: string): SimulatedDelivery => {
+  const delivery = (body: string, sample: Sample): SimulatedDelivery => {
+    const extra = sample.headers === undefined ? {} : { headers: sample.headers };
     const payload = parseJsonText(body);
     if (payload === undefined) throw new Error('the payload is not JSON');
     if (events !== undefined) {
       const list = valueAt(payload, events.path);
       if (!Array.isArray(list)) throw new Error(`the payload has no array at "${events.path.join('.')}"`);
-      return { eventId: '', body, eventType: sampleType, events: list.length };
+      return { eventId: '', body, eventType: sample.type, events: list.length, ...extra };
     }
     const eventId = headerId
-      ? (sampleId ?? crypto.randomUUID())
+      ? (sample.id ?? crypto.randomUUID())
       : 'path' in id
         ? textAt(payload, id.path, 'event id')
         : '';
-    const eventType = 'path' in type ? textAt(payload, type.path, 'event type') : sampleType;
-    return { eventId, body, eventType, events: 1 };
+    const eventType = 'path' in type ? textAt(payload, type.path, 'event type') : sample.type;
+    return { eventId, body, eventType, events: 1, ...extra };
   };
   return {
     description,
     newDelivery(type, nowSeconds) {
       const sample = description.sample({ nowSeconds, ...(type === undefined ? {} : { type }) });
-      return delivery(JSON.stringify(sample.payload), sample.type, sample.id);
+      return delivery(JSON.stringify(sample.payload), sample);
     },
-    fromFile: (body, nowSeconds) => delivery(body, description.sample({ nowSeconds }).type),
+    // The sample's usual type and its constant headers; the id is the file's, or a fresh one.
+    fromFile: (body, nowSeconds) => delivery(body, { ...description.sample({ nowSeconds }), id: undefined }),
     sign: (outgoing, key, nowSeconds, target) => signAsSender(description, outgoing, key, nowSeconds, target),
   };
 }

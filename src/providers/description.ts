@@ -146,6 +146,8 @@ export interface Sample {
   type: string;
   /** The delivery id, for senders that send it in a header (a fresh UUID where not given). */
   id?: string;
+  /** Headers the sender sends beside those the description reads (Box's signature version). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export type Field = 'timestamp' | 'id' | 'body' | 'bodySha256' | 'url' | 'method';

@@ -878,6 +878,11 @@ export const senderDescriptions: readonly SampledDescription[] = [
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
     sample: ({ nowSeconds, type = 'FILE.UPLOADED' }) => ({
       type,
+      headers: {
+        'box-delivery-id': crypto.randomUUID(),
+        'box-signature-algorithm': 'HmacSHA256',
+        'box-signature-version': '1',
+      },
       payload: {
         type: 'webhook_event',
         id: crypto.randomUUID(),

@@ -24,6 +24,8 @@ export interface Outgoing {
   body: string;
   /** For senders that name the type in a header (GitHub, Shopify). */
   eventType: string;
+  /** Sent as they are, before those the description names. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -104,7 +106,7 @@ export async function signAsSender(
 ): Promise<Record<string, string>> {
   const { name, signature: spec, timestamp, occurredAt, token } = description;
   const prefix = description.headerSets?.[0] ?? '';
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...outgoing.headers };
   const set = (header: string | undefined, value: string) => {
     if (header !== undefined) headers[`${prefix}${header}`] = value;
   };
