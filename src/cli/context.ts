@@ -19,9 +19,9 @@ import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { allProviders } from '../providers/registry.ts';
 
-/** replayFailed: a replay took an event through the domain path and it failed or parked again. */
-export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3, replayFailed: 4 } as const;
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+import { EXIT, type ExitCode } from './exit.ts';
+
+export { EXIT, type ExitCode };
 
 /** A command's own refusal, with the code and the one line to print on stderr. */
 export class CliError extends Error {
@@ -234,8 +234,6 @@ export function createRunner(
 export interface CommandModule {
   /** `['drain']`, or a group and a verb: `['outbox', 'list']`. */
   path: readonly [string] | readonly [string, string];
-  /** Describes the group the first time a verb of it is registered. */
-  groupDescription?: string;
   /** Adds description, arguments and options to `command`, and its action through `run`. */
   define(command: Command, run: Runner): void;
 }

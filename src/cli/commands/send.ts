@@ -156,7 +156,6 @@ export const sendCommand: CommandModule = {
   path: ['send'],
   define: (command, run) =>
     command
-      .summary('sign test events and deliver them')
       .description(
         "sign events with the provider's secret (its variable, or the development secret `npm start` made) " +
           'and deliver them',
