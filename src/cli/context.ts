@@ -7,10 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { type Config, ConfigError, checkEmbeddedDatabase, parseConfig } from '../config.ts';
-import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
+import type { Database, DatabaseHandle } from '../db/client.ts';
 import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
-import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
-import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
@@ -98,6 +96,7 @@ async function findDatabase(config: Config): Promise<DatabaseTarget> {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
   }
+  const { runningEmbeddedServer } = await import('../entry/embedded-postgres.ts');
   const embedded = await runningEmbeddedServer(config.DATA_DIR);
   if (!embedded.running) {
     throw new CliError(
@@ -110,6 +109,11 @@ async function findDatabase(config: Config): Promise<DatabaseTarget> {
 }
 
 async function openDatabase(config: Config, target: DatabaseTarget, requireMigrated: boolean): Promise<DatabaseHandle> {
+  // Loaded here, not with the program: `send` and every command's --help need no driver.
+  const [{ connectDatabase }, { expectedMigration, hasPendingMigrations }] = await Promise.all([
+    import('../db/client.ts'),
+    import('../db/migrations.ts'),
+  ]);
   const handle = connectDatabase({
     url: target.url,
     maxConnections: Math.min(config.DB_POOL_MAX, 4),
