@@ -4,7 +4,7 @@
 // intake.ts (sync, under --cpu-prof), profile-summary.ts (on that profile), intake.ts --mode async
 // (intake-async.ts), ledger.ts (sync and async), storm.ts, reconnect-flood.ts, floor.ts, outbox.ts (HTTP sink and the NATS, RabbitMQ and Redis
 // brokers), verify.ts, bundle.ts, startup.ts, batches.ts, scale.ts (a 3,000-event fill, kept for
-// the next two), intake-io.ts and overview-profile.tsx (on that fill, dropped afterwards), and ab.ts
+// the next two), intake-io.ts and overview-profile.tsx (on that fill, dropped afterwards), cli.ts, and ab.ts
 // against HEAD without the guide's handler (SMOKE_AB_SEED=1 includes it; its first run installs
 // express and pg). all.ts is not run: it is these benchmarks at full size.
 //
@@ -119,6 +119,7 @@ const steps: Step[] = [
     result: 'verify',
   },
   { name: 'bundle', script: 'bench/bundle.ts', result: 'bundle' },
+  { name: 'cli', script: 'bench/cli.ts', env: { CLI_ROUNDS: '1' }, result: 'cli' },
   {
     name: 'batches',
     script: 'bench/batches.ts',

@@ -9,7 +9,7 @@
 // but drizzle-orm: Node 22 and later read a package's package.json again for each module they
 // resolve in it, and drizzle-orm's is 175 KiB over some 300 modules (on Node 26, 0.3 s and 150 MiB
 // of heap just to import drizzle-orm/pg-core, against 0.1 s on Node 20). Inlined, it costs nothing.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -47,6 +47,11 @@ export async function build() {
     outbase: 'src',
     outExtension: { '.js': '.mjs' },
     bundle: true,
+    // What an entry imports dynamically (each CLI command's module) is a chunk of its own, loaded with
+    // its packages only when it runs: a CLI process loads one command, not all of them. Chunks sit two
+    // levels down as well (dist/chunks/), so paths resolved from their own URL hold there too.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     platform: 'node',
     format: 'esm',
     external: externalPackages(),
@@ -60,6 +65,12 @@ export async function build() {
     const scratch = `${file.path}.${process.pid}.tmp`;
     writeFileSync(scratch, file.contents);
     renameSync(scratch, file.path);
+  }
+  // Chunks are named by their content: those of earlier builds are no one's any more.
+  const written = new Set(result.outputFiles.map((file) => file.path));
+  const chunks = join(root, 'dist', 'chunks');
+  for (const name of existsSync(chunks) ? readdirSync(chunks) : []) {
+    if (!written.has(join(chunks, name))) rmSync(join(chunks, name));
   }
   return result.outputFiles.map((file) => relative(root, file.path));
 }
@@ -78,7 +89,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   if (await canBuild()) {
     const started = performance.now();
     const written = await build();
-    const entries = written.filter((path) => path.endsWith('.mjs'));
+    const entries = written.filter((path) => path.endsWith('.mjs') && !path.includes('/chunks/'));
     console.log(`built ${entries.join(', ')} in ${Math.round(performance.now() - started)} ms`);
   } else if (Object.values(ENTRIES).every((path) => existsSync(join(root, path)))) {
     console.log('build: esbuild is not installed (a production install); dist/ as built before is kept');

@@ -1,11 +1,13 @@
 // The simulator behind `webhook-inbox send` signs by the senders' descriptions (providers/signing.ts):
 // for the six original senders its headers must be, byte for byte, those of each publisher's own
 // library (or, for acme, Shopify and Slack, node:crypto following their documentation).
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { simulatedSchemes } from '../src/ops/simulator.ts';
+import { type SigningKey, simulatedSenders } from '../src/ops/simulator.ts';
 import { senderDescriptions } from '../src/providers/senders.ts';
 import { signAsSender } from '../src/providers/signing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';
+import { type NamedSender, namedSenders } from './helpers/named-senders.ts';
 import {
   githubSender,
   type Sender,
@@ -34,8 +36,8 @@ describe('the simulator signs as each sender does', () => {
     ['slack', slackSender, 'app_mention', 'x-slack-signature'],
   ] as Array<[string, Sender, string, string]>)('%s', async (name, sender, eventType, signatureHeader) => {
     const delivery = sender.newEvent();
-    const sign = simulatedSchemes[name]?.sign;
-    const simulated = (await sign?.({ ...delivery, eventType }, sender.secrets[0], TEST_NOW_SECONDS)) ?? {};
+    const sign = simulatedSenders[name]?.sign;
+    const simulated = (await sign?.({ ...delivery, eventType }, { secret: sender.secrets[0] }, TEST_NOW_SECONDS)) ?? {};
     const { simulated: sent, oracle } = sharedHeaders(simulated, await sender.headers(delivery));
     expect(Object.keys(sent)).toContain(signatureHeader);
     expect(sent).toEqual(oracle);
@@ -44,25 +46,78 @@ describe('the simulator signs as each sender does', () => {
   it('acme', async () => {
     const event = acmeEvent();
     const body = JSON.stringify(event);
-    const simulated = await simulatedSchemes.acme?.sign(
+    const simulated = await simulatedSenders.acme?.sign(
       { eventId: event.id, body, eventType: event.type },
-      TEST_SECRET,
+      { secret: TEST_SECRET },
       TEST_NOW_SECONDS,
     );
     expect(simulated).toEqual(await signedHeaders(body, { timestamp: TEST_NOW_SECONDS }));
   });
 
-  it('refuses, naming the sender, what it cannot sign: a private key, a signed URL, a malformed secret', async () => {
+  it('refuses, naming the sender, what it cannot sign: a secret for a key, no URL to sign, a malformed secret', async () => {
     const outgoing = { eventId: 'evt_1', body: '{}', eventType: 'test' };
     const described = (name: string) => senderDescriptions.find((candidate) => candidate.name === name);
     const discord = described('discord');
     const hubspot = described('hubspot');
     const standard = described('standard');
     if (discord === undefined || hubspot === undefined || standard === undefined) throw new Error('no such sender');
-    await expect(signAsSender(discord, outgoing, 'secret', TEST_NOW_SECONDS)).rejects.toThrow(/^discord: /);
-    await expect(signAsSender(hubspot, outgoing, 'secret', TEST_NOW_SECONDS)).rejects.toThrow(/^hubspot: /);
-    await expect(signAsSender(standard, outgoing, 'not base64 VALUE', TEST_NOW_SECONDS)).rejects.toThrow(
+    const secret = { secret: 'secret' };
+    await expect(signAsSender(discord, outgoing, secret, TEST_NOW_SECONDS)).rejects.toThrow(
+      'discord: signs with a private key, not a secret',
+    );
+    await expect(signAsSender(hubspot, outgoing, secret, TEST_NOW_SECONDS)).rejects.toThrow(
+      'hubspot: signs the URL it posts to: none given',
+    );
+    await expect(signAsSender(standard, outgoing, { secret: 'not base64 VALUE' }, TEST_NOW_SECONDS)).rejects.toThrow(
       /^standard: every secret must be "whsec_" followed by base64$/,
     );
+  });
+});
+
+/** A key pair for a sender that signs with a private key: the public half as its oracle reads it. */
+function privateKeyFor(sender: NamedSender): { key: SigningKey; configured: string } {
+  const method = simulatedSenders[sender.name]?.description.signature?.methods.find(
+    (candidate) => candidate.algorithm !== 'HMAC',
+  );
+  if (method === undefined || !('publicKey' in method)) throw new Error(`${sender.name}: no public key`);
+  const pair =
+    method.algorithm === 'Ed25519'
+      ? generateKeyPairSync('ed25519')
+      : generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const raw = Buffer.from(pair.publicKey.export({ format: 'jwk' }).x ?? '', 'base64url');
+  const configured =
+    method.publicKey === 'spki'
+      ? pair.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')
+      : raw.toString(method.publicKey === 'hex' ? 'hex' : 'base64');
+  return {
+    key: {
+      privateKey: pair.privateKey.toCryptoKey(
+        method.algorithm === 'Ed25519' ? 'Ed25519' : { name: 'ECDSA', namedCurve: 'P-256' },
+        false,
+        ['sign'],
+      ),
+    },
+    configured,
+  };
+}
+
+describe("every sender's sample, signed by the simulator, passes the publisher's own verifier", () => {
+  it.each(
+    namedSenders
+      .filter((sender) => sender.oracle !== undefined)
+      .map((sender) => [sender.label ?? sender.name, sender] as const),
+  )('%s', async (_label, sender) => {
+    const simulated = simulatedSenders[sender.name];
+    if (simulated === undefined) throw new Error(`${sender.name}: not simulated`);
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const [credential] = sender.credentials;
+    const { key, configured } =
+      sender.variable === 'publicKey'
+        ? privateKeyFor(sender)
+        : { key: { secret: credential.configured }, configured: credential.configured };
+    const delivery = simulated.newDelivery(undefined, nowSeconds);
+    const headers = await simulated.sign(delivery, key, nowSeconds, { url: sender.url });
+    const verdict = await sender.oracle?.(delivery, headers, { ...credential, configured });
+    expect(verdict).toBe(true);
   });
 });

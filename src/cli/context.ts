@@ -6,10 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { type Config, ConfigError, checkEmbeddedDatabase, parseConfig } from '../config.ts';
-import { connectDatabase, type Database, type DatabaseHandle } from '../db/client.ts';
+import type { Database, DatabaseHandle } from '../db/client.ts';
 import { databaseStartupProblem, describeError, isTransientDatabaseError } from '../db/errors.ts';
-import { expectedMigration, hasPendingMigrations } from '../db/migrations.ts';
-import { runningEmbeddedServer } from '../entry/embedded-postgres.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import { type Clock, newHexId } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
@@ -18,9 +16,9 @@ import { checkSenderLimits } from '../ops/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { allProviders } from '../providers/registry.ts';
 
-/** replayFailed: a replay took an event through the domain path and it failed or parked again. */
-export const EXIT = { done: 0, couldNotRun: 1, usage: 2, notFound: 3, replayFailed: 4 } as const;
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+import { EXIT, type ExitCode } from './exit.ts';
+
+export { EXIT, type ExitCode };
 
 /** A command's own refusal, with the code and the one line to print on stderr. */
 export class CliError extends Error {
@@ -97,6 +95,7 @@ async function findDatabase(config: Config): Promise<DatabaseTarget> {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
   }
+  const { runningEmbeddedServer } = await import('../entry/embedded-postgres.ts');
   const embedded = await runningEmbeddedServer(config.DATA_DIR);
   if (!embedded.running) {
     throw new CliError(
@@ -109,6 +108,11 @@ async function findDatabase(config: Config): Promise<DatabaseTarget> {
 }
 
 async function openDatabase(config: Config, target: DatabaseTarget, requireMigrated: boolean): Promise<DatabaseHandle> {
+  // Loaded here, not with the program: `send` and every command's --help need no driver.
+  const [{ connectDatabase }, { expectedMigration, hasPendingMigrations }] = await Promise.all([
+    import('../db/client.ts'),
+    import('../db/migrations.ts'),
+  ]);
   const handle = connectDatabase({
     url: target.url,
     maxConnections: Math.min(config.DB_POOL_MAX, 4),
@@ -233,8 +237,6 @@ export function createRunner(
 export interface CommandModule {
   /** `['drain']`, or a group and a verb: `['outbox', 'list']`. */
   path: readonly [string] | readonly [string, string];
-  /** Describes the group the first time a verb of it is registered. */
-  groupDescription?: string;
   /** Adds description, arguments and options to `command`, and its action through `run`. */
   define(command: Command, run: Runner): void;
 }

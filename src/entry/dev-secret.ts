@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
-import { simulatedSchemes } from '../ops/simulator.ts';
+import { simulatedSenders } from '../ops/simulator.ts';
 import { configuredSenders } from '../providers/registry.ts';
 
 /** The file under DATA_DIR that holds the development secret. */
@@ -50,12 +50,13 @@ export async function developmentSecret(dataDir: string): Promise<string> {
 /** A ready-to-paste `curl` delivering one signed acme event; valid while its timestamp is fresh. */
 export async function signedCurlExample(options: { port: number; secret: string; nowMs: number }): Promise<string> {
   const nowSeconds = Math.floor(options.nowMs / 1000);
-  const outgoing = simulatedSchemes.acme?.newEvent('subscription.updated', nowSeconds);
-  if (outgoing === undefined) throw new Error('no acme simulator');
-  const headers = await simulatedSchemes.acme?.sign(outgoing, options.secret, nowSeconds);
+  const acme = simulatedSenders.acme;
+  if (acme === undefined) throw new Error('no acme simulator');
+  const outgoing = acme.newDelivery('subscription.updated', nowSeconds);
+  const headers = await acme.sign(outgoing, { secret: options.secret }, nowSeconds);
   return [
     `curl -sS -X POST http://127.0.0.1:${options.port}/webhooks/acme`,
-    ...Object.entries(headers ?? {}).map(([name, value]) => `-H '${name}: ${value}'`),
+    ...Object.entries(headers).map(([name, value]) => `-H '${name}: ${value}'`),
     `--data-binary '${outgoing.body}'`,
   ].join(' ');
 }

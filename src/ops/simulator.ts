@@ -1,111 +1,76 @@
-// The provider simulator behind `webhook-inbox send`: builds events of the six original senders
-// and signs them the way each does, by its description in src/providers/senders.ts
-// (providers/signing.ts): how a sender signs is decided there, once.
-import { senderDescriptions } from '../providers/senders.ts';
-import { type Outgoing, signAsSender } from '../providers/signing.ts';
+// The provider simulator behind `webhook-inbox send`, one for every sender and the same for each:
+// the sender's description (src/providers/senders.ts) has a realistic delivery of its own (`sample`)
+// and says where the id and type go, and providers/signing.ts signs by it as the sender does.
+// Adding a sender adds nothing here.
+import { type ExactJson, LosslessNumber, parseJsonText } from '../lib/json.ts';
+import { valueAt } from '../providers/described.ts';
+import type { Path, Sample } from '../providers/description.ts';
+import { type SampledDescription, senderDescriptions } from '../providers/senders.ts';
+import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../providers/signing.ts';
 
-export type { Outgoing };
+export type { Outgoing, SigningKey, SigningTarget };
 
-/** The events a simulated sender makes; how they are signed comes from its description. */
-interface SimulatedEvents {
-  /** A new event of `type` with an id of its own. */
-  newEvent(type: string | undefined, nowSeconds: number): Outgoing;
-  /** The file's bytes as they are; the id from the payload, or a fresh one for header-id schemes. */
-  fromFile(body: string): Outgoing;
+/** One delivery to send: what is signed, and how many events it carries (batch senders: several). */
+export interface SimulatedDelivery extends Outgoing {
+  events: number;
 }
 
-export interface SimulatedScheme extends SimulatedEvents {
-  sign(outgoing: Outgoing, secret: string, nowSeconds: number): Promise<Record<string, string>>;
+export interface SimulatedSender {
+  description: SampledDescription;
+  /** A new delivery (a new event, or a batch of them), typed `type` where given, made at `nowSeconds`. */
+  newDelivery(type: string | undefined, nowSeconds: number): SimulatedDelivery;
+  /** The file's bytes as they are: the id from the payload, or a fresh one where it is a header. */
+  fromFile(body: string, nowSeconds: number): SimulatedDelivery;
+  sign(
+    outgoing: Outgoing,
+    key: SigningKey,
+    nowSeconds: number,
+    target?: SigningTarget,
+  ): Promise<Record<string, string>>;
 }
 
-function freshId(prefix: string): string {
-  return `${prefix}_${crypto.randomUUID().replaceAll('-', '').slice(0, 20)}`;
+/** The text at `path` of the payload, for the id and type it carries itself. */
+function textAt(payload: ExactJson, path: Path, what: string): string {
+  const value = valueAt(payload, path);
+  const scalar = typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint';
+  if (scalar || value instanceof LosslessNumber) return String(value);
+  throw new Error(`the payload has no "${path.join('.')}": the ${what} of this sender`);
 }
 
-/** A field of a JSON body, for schemes whose event id is in the payload. */
-function field(body: string, name: string): string {
-  const parsed: unknown = JSON.parse(body);
-  const value = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>)[name] : undefined;
-  if (typeof value !== 'string') throw new Error(`the file has no string "${name}": the event id of this provider`);
-  return value;
+function simulated(description: SampledDescription): SimulatedSender {
+  const { id, type, events } = description;
+  const headerId = 'header' in id;
+  /** The delivery of `payload`: its id and type where the sender sends one for the whole body. */
+  const delivery = (body: string, sample: Sample): SimulatedDelivery => {
+    const extra = sample.headers === undefined ? {} : { headers: sample.headers };
+    const payload = parseJsonText(body);
+    if (payload === undefined) throw new Error('the payload is not JSON');
+    if (events !== undefined) {
+      const list = valueAt(payload, events.path);
+      if (!Array.isArray(list)) throw new Error(`the payload has no array at "${events.path.join('.')}"`);
+      return { eventId: '', body, eventType: sample.type, events: list.length, ...extra };
+    }
+    const eventId = headerId
+      ? (sample.id ?? crypto.randomUUID())
+      : 'path' in id
+        ? textAt(payload, id.path, 'event id')
+        : '';
+    const eventType = 'path' in type ? textAt(payload, type.path, 'event type') : sample.type;
+    return { eventId, body, eventType, events: 1, ...extra };
+  };
+  return {
+    description,
+    newDelivery(type, nowSeconds) {
+      const sample = description.sample({ nowSeconds, ...(type === undefined ? {} : { type }) });
+      return delivery(JSON.stringify(sample.payload), sample);
+    },
+    // The sample's usual type and its constant headers; the id is the file's, or a fresh one.
+    fromFile: (body, nowSeconds) => delivery(body, { ...description.sample({ nowSeconds }), id: undefined }),
+    sign: (outgoing, key, nowSeconds, target) => signAsSender(description, outgoing, key, nowSeconds, target),
+  };
 }
 
-function typeOf(body: string): string {
-  const parsed: unknown = JSON.parse(body);
-  const type = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>).type : undefined;
-  return typeof type === 'string' ? type : 'simulated';
-}
-
-const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'canceled', 'unpaid'] as const;
-
-const simulatedEvents: Readonly<Record<string, SimulatedEvents>> = {
-  acme: {
-    newEvent(type = 'subscription.updated', nowSeconds) {
-      const id = freshId('evt');
-      const status = SUBSCRIPTION_STATUSES[Math.floor(Math.random() * SUBSCRIPTION_STATUSES.length)];
-      const event = {
-        id,
-        type,
-        api_version: '2024-06-01',
-        created: nowSeconds,
-        version: nowSeconds,
-        data: { id: freshId('sub'), status },
-      };
-      return { eventId: id, body: JSON.stringify(event), eventType: type };
-    },
-    fromFile: (body) => ({ eventId: field(body, 'id'), body, eventType: typeOf(body) }),
-  },
-  standard: {
-    newEvent(type = 'invoice.paid', nowSeconds) {
-      const body = JSON.stringify({ type, timestamp: new Date(nowSeconds * 1000).toISOString(), data: {} });
-      return { eventId: freshId('msg'), body, eventType: type };
-    },
-    fromFile: (body) => ({ eventId: freshId('msg'), body, eventType: typeOf(body) }),
-  },
-  stripe: {
-    newEvent(type = 'customer.subscription.updated', nowSeconds) {
-      const id = freshId('evt');
-      const body = JSON.stringify({
-        id,
-        object: 'event',
-        type,
-        created: nowSeconds,
-        data: { object: { id: freshId('sub'), status: 'active' } },
-      });
-      return { eventId: id, body, eventType: type };
-    },
-    fromFile: (body) => ({ eventId: field(body, 'id'), body, eventType: typeOf(body) }),
-  },
-  github: {
-    newEvent(type = 'issues') {
-      const body = JSON.stringify({ action: 'opened', issue: { number: 1, title: freshId('issue') } });
-      return { eventId: crypto.randomUUID(), body, eventType: type };
-    },
-    fromFile: (body) => ({ eventId: crypto.randomUUID(), body, eventType: 'push' }),
-  },
-  shopify: {
-    newEvent(type = 'orders/create') {
-      const body = JSON.stringify({ id: Math.floor(Math.random() * 1e12), email: 'simulated@example.com' });
-      return { eventId: crypto.randomUUID(), body, eventType: type };
-    },
-    fromFile: (body) => ({ eventId: crypto.randomUUID(), body, eventType: 'orders/create' }),
-  },
-  slack: {
-    newEvent(type = 'app_mention', nowSeconds) {
-      const id = freshId('Ev');
-      const body = JSON.stringify({ type: 'event_callback', event_id: id, event_time: nowSeconds, event: { type } });
-      return { eventId: id, body, eventType: type };
-    },
-    fromFile: (body) => ({ eventId: field(body, 'event_id'), body, eventType: typeOf(body) }),
-  },
-};
-
-export const simulatedSchemes: Readonly<Record<string, SimulatedScheme>> = Object.fromEntries(
-  Object.entries(simulatedEvents).map(([name, events]) => {
-    const description = senderDescriptions.find((candidate) => candidate.name === name);
-    if (description === undefined) throw new Error(`${name}: no such sender to simulate`);
-    const sign = (outgoing: Outgoing, secret: string, nowSeconds: number) =>
-      signAsSender(description, outgoing, secret, nowSeconds);
-    return [name, { ...events, sign }];
-  }),
+/** Every sender, by name, as `send` simulates it. */
+export const simulatedSenders: Readonly<Record<string, SimulatedSender>> = Object.fromEntries(
+  senderDescriptions.map((description) => [description.name, simulated(description)]),
 );

@@ -1,6 +1,7 @@
 // Public keys of senders that sign with a private key, imported through Web Crypto (Node 20 and
 // workerd both have Ed25519 and ECDSA P-256), and the strict decoding of the DER signatures ECDSA
-// senders send. Keys are configured like secrets: the text the sender's dashboard shows.
+// senders send. Keys are configured like secrets: the text the sender's dashboard shows. The
+// private side (a PEM key and the DER signature it makes) is for signing as such a sender does.
 import { afterPrefix, type Bytes, decodeBase64, decodeHex } from './encoding.ts';
 import type { VerifyKey } from './verify.ts';
 
@@ -88,4 +89,38 @@ export function derToP1363(der: Uint8Array): Bytes | null {
   raw.set(r.value, P256_SCALAR_BYTES - r.value.length);
   raw.set(s.value, P256_SCALAR_BYTES * 2 - s.value.length);
   return raw;
+}
+
+const PRIVATE_PEM_ARMOR = /-----(BEGIN|END) PRIVATE KEY-----/g;
+
+/**
+ * A PKCS#8 private key (PEM, as `openssl genpkey` writes it) to sign as a sender with `algorithm`
+ * does, or a rejection saying which kind of key is expected, never echoing the key.
+ */
+export async function importPrivateKey(pem: string, algorithm: AsymmetricAlgorithm): Promise<VerifyKey> {
+  const expected = `a PEM private key (PKCS#8, "BEGIN PRIVATE KEY") for ${algorithm}`;
+  const der = decodeBase64(pem.replace(PRIVATE_PEM_ARMOR, '').replace(/\s+/g, ''));
+  if (der === null || !pem.includes('BEGIN PRIVATE KEY')) throw new Error(`expected ${expected}`);
+  const params = algorithm === 'Ed25519' ? { name: 'Ed25519' } : { name: 'ECDSA', namedCurve: 'P-256' };
+  try {
+    return await crypto.subtle.importKey('pkcs8', der, params, false, ['sign']);
+  } catch {
+    throw new Error(`expected ${expected}`);
+  }
+}
+
+/** One unsigned big-endian integer as a minimal DER INTEGER (a zero byte before a high bit). */
+function derIntegerOf(value: Uint8Array): number[] {
+  let start = 0;
+  while (start < value.length - 1 && value[start] === 0) start += 1;
+  const digits = [...value.subarray(start)];
+  if ((digits[0] ?? 0) & 0x80) digits.unshift(0);
+  return [0x02, digits.length, ...digits];
+}
+
+/** Web Crypto's r || s ECDSA signature as the DER `SEQUENCE` senders send: derToP1363 undone. */
+export function p1363ToDer(raw: Uint8Array): Bytes {
+  const r = derIntegerOf(raw.subarray(0, P256_SCALAR_BYTES));
+  const s = derIntegerOf(raw.subarray(P256_SCALAR_BYTES));
+  return new Uint8Array([0x30, r.length + s.length, ...r, ...s]);
 }

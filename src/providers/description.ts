@@ -42,8 +42,11 @@ export interface SignatureSpec {
   encoding: SignatureEncoding;
   /** Text every signature header starts with (`sha256=`, `v0=`), required and removed. */
   prefix?: string;
-  /** The header is a list of `name<assign>value` entries joined by `separator`. */
-  list?: { separator: string | RegExp; assign: string };
+  /**
+   * The header is a list of `name<assign>value` entries joined by `separator`; where that is a
+   * pattern (the forms a sender's own library accepts), `joins` is what the sender writes.
+   */
+  list?: { separator: string | RegExp; assign: string; joins?: string };
   methods: readonly SignatureMethod[];
 }
 
@@ -121,6 +124,30 @@ export interface SenderDescription {
   /** Events whose version at `path` is not in `known` are parked, not applied. */
   schemaVersion?: { path: Path; known: ReadonlySet<string> };
   answer?: ProtocolAnswer;
+  /**
+   * A realistic delivery of this sender, built as its documentation shows one (its field names and
+   * shapes): what `webhook-inbox send` signs and delivers. Every described sender has one (senders.ts).
+   */
+  sample?: (context: SampleContext) => Sample;
+}
+
+export interface SampleContext {
+  /** The time the delivery is made, unix seconds: its times (and signed time) are this. */
+  nowSeconds: number;
+  /** The event type asked for (`send --type`); each sample has a usual one of its own. */
+  type?: string;
+}
+
+/** One delivery as the sender would make it: its payload, type and, where sent apart, its id. */
+export interface Sample {
+  /** The JSON body: one event, or for batch senders the delivery holding several. */
+  payload: object;
+  /** The event type: in the payload already, except for senders that send it in a header. */
+  type: string;
+  /** The delivery id, for senders that send it in a header (a fresh UUID where not given). */
+  id?: string;
+  /** Headers the sender sends beside those the description reads (Box's signature version). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export type Field = 'timestamp' | 'id' | 'body' | 'bodySha256' | 'url' | 'method';
@@ -218,6 +245,9 @@ export function descriptionProblems(description: SenderDescription): string[] {
       problems.push('a signature list needs a distinct entry name for each method');
     }
     const from = timestamp?.from;
+    if (signature.list?.separator instanceof RegExp && signature.list.joins === undefined) {
+      problems.push('a signature list read by a pattern needs the separator the sender writes (joins)');
+    }
     if (from !== undefined && 'entry' in from && signature.list === undefined) {
       problems.push('a timestamp entry needs a signature list');
     }

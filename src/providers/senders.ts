@@ -5,8 +5,26 @@
 import { z } from 'zod';
 import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import { valueAt } from './described.ts';
-import type { SenderDescription, SignatureMethod } from './description.ts';
+import type { Sample, SampleContext, SenderDescription, SignatureMethod } from './description.ts';
 import { boundedString } from './scheme.ts';
+
+/** A built-in sender: described, with a realistic delivery of its own for `webhook-inbox send`. */
+export type SampledDescription = SenderDescription & { sample: (context: SampleContext) => Sample };
+
+const SAMPLE_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** `prefix` and `length` random letters and digits: ids shaped as each sender writes them. */
+function sampleId(prefix: string, length = 20): string {
+  const random = crypto.getRandomValues(new Uint8Array(length));
+  return prefix + Array.from(random, (byte) => SAMPLE_ALPHABET[byte % SAMPLE_ALPHABET.length]).join('');
+}
+
+/** A random positive integer id below 2^40 (Shopify's, HubSpot's, …). */
+const sampleInteger = () => Math.floor(Math.random() * 2 ** 40) + 1;
+
+const pick = <T>(choices: readonly T[]): T => choices[Math.floor(Math.random() * choices.length)] as T;
+
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 const HMAC_SHA256: SignatureMethod = { algorithm: 'HMAC', hash: 'SHA-256', secret: 'utf8' };
 
@@ -82,7 +100,7 @@ const zoomValidation = z.looseObject({
   payload: z.looseObject({ plainToken: boundedString }),
 });
 
-export const senderDescriptions: readonly SenderDescription[] = [
+export const senderDescriptions: readonly SampledDescription[] = [
   {
     name: 'acme',
     signature: { headers: ['x-acme-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
@@ -93,6 +111,17 @@ export const senderDescriptions: readonly SenderDescription[] = [
     occurredAt: { from: { path: ['created'] }, format: 'unix' },
     payload: acmeEnvelope,
     schemaVersion: { path: ['api_version'], known: ACME_API_VERSIONS },
+    sample: ({ nowSeconds, type = 'subscription.updated' }) => ({
+      type,
+      payload: {
+        id: sampleId('evt_'),
+        type,
+        api_version: '2024-06-01',
+        created: nowSeconds,
+        version: nowSeconds,
+        data: { id: sampleId('sub_'), status: pick(['trialing', 'active', 'past_due', 'canceled', 'unpaid']) },
+      },
+    }),
   },
   {
     name: 'standard',
@@ -115,6 +144,15 @@ export const senderDescriptions: readonly SenderDescription[] = [
     occurredAt: { from: { path: ['timestamp'] }, format: 'rfc3339' },
     // The type routes the event; the specification has no schema version to park on.
     payload: z.looseObject({ type: boundedString }),
+    sample: ({ nowSeconds, type = 'invoice.paid' }) => ({
+      type,
+      id: sampleId('msg_'),
+      payload: {
+        type,
+        timestamp: iso(nowSeconds),
+        data: { id: sampleId('in_'), object: 'invoice', status: 'paid', amount_paid: 2000, currency: 'usd' },
+      },
+    }),
   },
   {
     name: 'stripe',
@@ -130,6 +168,29 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['type'] },
     occurredAt: { from: { path: ['created'] }, format: 'unix' },
     payload: stripeEnvelope,
+    sample: ({ nowSeconds, type = 'customer.subscription.updated' }) => ({
+      type,
+      payload: {
+        id: sampleId('evt_'),
+        object: 'event',
+        api_version: '2024-06-20',
+        created: nowSeconds,
+        data: {
+          object: {
+            id: sampleId('sub_'),
+            object: 'subscription',
+            customer: sampleId('cus_', 14),
+            status: 'active',
+            current_period_end: nowSeconds + 30 * 86_400,
+          },
+          previous_attributes: { status: 'trialing' },
+        },
+        livemode: false,
+        pending_webhooks: 1,
+        request: { id: sampleId('req_', 14), idempotency_key: crypto.randomUUID() },
+        type,
+      },
+    }),
   },
   {
     name: 'github',
@@ -139,6 +200,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     // `issues.opened`, as @octokit/webhooks names them; `push` has no action.
     type: { header: 'x-github-event' },
     typeSuffix: ['action'],
+    sample: ({ nowSeconds, type = 'issues' }) => ({
+      type,
+      id: crypto.randomUUID(),
+      payload: {
+        action: 'opened',
+        issue: {
+          id: sampleInteger(),
+          number: 1347,
+          title: 'Found a bug',
+          state: 'open',
+          user: { login: 'octocat', id: 1, type: 'User' },
+          created_at: iso(nowSeconds),
+        },
+        repository: { id: 1296269, name: 'Hello-World', full_name: 'octocat/Hello-World', private: false },
+        sender: { login: 'octocat', id: 1, type: 'User' },
+      },
+    }),
   },
   {
     name: 'shopify',
@@ -149,6 +227,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { header: 'webhook-id' },
     type: { header: 'topic' },
     occurredAt: { from: { header: 'triggered-at' }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'orders/create' }) => {
+      const id = sampleInteger();
+      return {
+        type,
+        id: crypto.randomUUID(),
+        payload: {
+          id,
+          admin_graphql_api_id: `gid://shopify/Order/${id}`,
+          email: 'jon@example.com',
+          created_at: iso(nowSeconds),
+          currency: 'USD',
+          financial_status: 'paid',
+          total_price: '199.00',
+          line_items: [{ id: sampleInteger(), product_id: sampleInteger(), title: 'IPod Nano - 8gb', quantity: 1 }],
+        },
+      };
+    },
   },
   {
     name: 'slack',
@@ -167,6 +262,26 @@ export const senderDescriptions: readonly SenderDescription[] = [
       }
       return type === 'app_rate_limited' ? { body: '{"received":true}', reason: type } : undefined;
     },
+    sample: ({ nowSeconds, type = 'app_mention' }) => ({
+      type,
+      payload: {
+        token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl',
+        team_id: 'T061EG9R6',
+        api_app_id: 'A0PNCHHK2',
+        event: {
+          type,
+          user: 'U061F7AUR',
+          text: '<@U0LAN0Z89> is it everything a river should be?',
+          ts: `${nowSeconds}.000200`,
+          channel: 'C0LAN2Q65',
+          event_ts: `${nowSeconds}.000200`,
+        },
+        type: 'event_callback',
+        event_id: `Ev${sampleId('', 10).toUpperCase()}`,
+        event_time: nowSeconds,
+        authorizations: [{ team_id: 'T061EG9R6', user_id: 'U0LAN0Z89', is_bot: true }],
+      },
+    }),
   },
   {
     name: 'paddle',
@@ -181,6 +296,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['event_id'] },
     type: { path: ['event_type'] },
     occurredAt: { from: { path: ['occurred_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'transaction.completed' }) => ({
+      type,
+      payload: {
+        event_id: sampleId('evt_01'),
+        event_type: type,
+        occurred_at: iso(nowSeconds),
+        notification_id: sampleId('ntf_01'),
+        data: {
+          id: sampleId('txn_01'),
+          status: 'completed',
+          customer_id: sampleId('ctm_01'),
+          currency_code: 'USD',
+          origin: 'web',
+          items: [{ price: { id: sampleId('pri_01') }, quantity: 1 }],
+        },
+      },
+    }),
   },
   {
     name: 'mux',
@@ -195,6 +327,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['id'] },
     type: { path: ['type'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'video.asset.ready' }) => {
+      const asset = sampleId('', 24);
+      return {
+        type,
+        payload: {
+          type,
+          object: { type: 'asset', id: asset },
+          id: crypto.randomUUID(),
+          environment: { name: 'Production', id: sampleId('', 6) },
+          data: { id: asset, status: 'ready', duration: 23.86, aspect_ratio: '16:9', playback_ids: [] },
+          created_at: iso(nowSeconds),
+          accessor_source: null,
+          accessor: null,
+          request_id: null,
+        },
+      };
+    },
   },
   {
     name: 'workos',
@@ -202,7 +351,7 @@ export const senderDescriptions: readonly SenderDescription[] = [
       headers: ['workos-signature'],
       encoding: 'hex',
       // WorkOS writes `t=…, v1=…`; its SDK also takes the entries without the space.
-      list: { separator: /, ?/, assign: '=' },
+      list: { separator: /, ?/, assign: '=', joins: ', ' },
       methods: [{ ...HMAC_SHA256, entry: 'v1' }],
     },
     signed: '{timestamp}.{body}',
@@ -210,6 +359,24 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['id'] },
     type: { path: ['event'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'user.created' }) => ({
+      type,
+      payload: {
+        id: sampleId('event_01'),
+        event: type,
+        data: {
+          object: 'user',
+          id: sampleId('user_01'),
+          email: 'todd@example.com',
+          first_name: 'Todd',
+          last_name: 'Rundgren',
+          email_verified: false,
+          created_at: iso(nowSeconds),
+          updated_at: iso(nowSeconds),
+        },
+        created_at: iso(nowSeconds),
+      },
+    }),
   },
   {
     name: 'sendgrid',
@@ -226,6 +393,27 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['event'] },
     occurredAt: { from: { path: ['timestamp'] }, format: 'unix' },
     payload: eventsOf({ sg_event_id: boundedString, event: boundedString }),
+    sample: ({ nowSeconds, type }) => {
+      const message = `${sampleId('', 22)}.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0`;
+      const event = (event: string, extra: object) => ({
+        email: 'example@test.com',
+        timestamp: nowSeconds,
+        'smtp-id': `<${message}@ismtpd0001p1lon1.sendgrid.net>`,
+        event: type ?? event,
+        category: ['cat facts'],
+        sg_event_id: sampleId('', 22),
+        sg_message_id: message,
+        ...extra,
+      });
+      return {
+        type: type ?? 'processed',
+        payload: [
+          event('processed', {}),
+          event('delivered', { response: '250 OK' }),
+          event('open', { useragent: 'Mozilla/4.0 (compatible; MSIE 6.1; Windows XP)', ip: '255.255.255.255' }),
+        ],
+      };
+    },
   },
   {
     name: 'discord',
@@ -244,6 +432,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     // Discord checks a new URL with a signed PING (type 0) and expects an empty 204.
     // Stryker disable next-line StringLiteral: a 204 is answered with no body whatever `body` says (intake.ts); the 'ping' reason is pinned by its log line all the same
     answer: (payload) => (valueIsPing(payload) ? { body: '', reason: 'ping', status: 204 } : undefined),
+    sample: ({ nowSeconds, type = 'APPLICATION_AUTHORIZED' }) => ({
+      type,
+      payload: {
+        version: 1,
+        application_id: '1234560123453231555',
+        type: 1,
+        event: {
+          type,
+          timestamp: iso(nowSeconds),
+          data: {
+            integration_type: 0,
+            scopes: ['applications.commands'],
+            user: { id: sampleInteger().toString(), username: 'nelly', global_name: 'Nelly' },
+          },
+        },
+      },
+    }),
   },
   {
     name: 'coinbase',
@@ -252,6 +457,27 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['event', 'id'] },
     type: { path: ['event', 'type'] },
     occurredAt: { from: { path: ['event', 'created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'charge:confirmed' }) => ({
+      type,
+      payload: {
+        id: sampleInteger(),
+        scheduled_for: iso(nowSeconds),
+        attempt_number: 1,
+        event: {
+          id: crypto.randomUUID(),
+          resource: 'event',
+          type,
+          api_version: '2018-03-22',
+          created_at: iso(nowSeconds),
+          data: {
+            id: crypto.randomUUID(),
+            code: sampleId('', 8).toUpperCase(),
+            name: 'The Sovereign Individual',
+            pricing: { local: { amount: '100.00', currency: 'USD' } },
+          },
+        },
+      },
+    }),
   },
   {
     name: 'openai',
@@ -259,6 +485,11 @@ export const senderDescriptions: readonly SenderDescription[] = [
     ...standardHeaders,
     type: { path: ['type'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'unix' },
+    sample: ({ nowSeconds, type = 'response.completed' }) => ({
+      type,
+      id: sampleId('wh_'),
+      payload: { object: 'event', id: sampleId('evt_'), type, created_at: nowSeconds, data: { id: sampleId('resp_') } },
+    }),
   },
   {
     name: 'polar',
@@ -267,6 +498,24 @@ export const senderDescriptions: readonly SenderDescription[] = [
     ...standardHeaders,
     type: { path: ['type'] },
     occurredAt: { from: { path: ['timestamp'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'order.created' }) => ({
+      type,
+      id: sampleId('msg_'),
+      payload: {
+        type,
+        timestamp: iso(nowSeconds),
+        data: {
+          id: crypto.randomUUID(),
+          created_at: iso(nowSeconds),
+          status: 'paid',
+          amount: 1000,
+          currency: 'usd',
+          billing_reason: 'purchase',
+          customer_id: crypto.randomUUID(),
+          product_id: crypto.randomUUID(),
+        },
+      },
+    }),
   },
   {
     name: 'linear',
@@ -278,6 +527,27 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['type'] },
     typeSuffix: ['action'],
     occurredAt: { from: { path: ['createdAt'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'Issue' }) => ({
+      type,
+      id: crypto.randomUUID(),
+      payload: {
+        action: 'create',
+        type,
+        createdAt: iso(nowSeconds),
+        data: {
+          id: crypto.randomUUID(),
+          identifier: 'ENG-123',
+          title: 'Crash when opening settings',
+          priority: 2,
+          teamId: crypto.randomUUID(),
+          createdAt: iso(nowSeconds),
+        },
+        url: 'https://linear.app/example/issue/ENG-123',
+        organizationId: crypto.randomUUID(),
+        webhookTimestamp: nowSeconds * 1000,
+        webhookId: crypto.randomUUID(),
+      },
+    }),
   },
   {
     name: 'razorpay',
@@ -286,6 +556,31 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { header: 'x-razorpay-event-id' },
     type: { path: ['event'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'unix' },
+    sample: ({ nowSeconds, type = 'payment.captured' }) => ({
+      type,
+      id: sampleId('', 20),
+      payload: {
+        entity: 'event',
+        account_id: sampleId('acc_', 14),
+        event: type,
+        contains: ['payment'],
+        payload: {
+          payment: {
+            entity: {
+              id: sampleId('pay_', 14),
+              entity: 'payment',
+              amount: 50000,
+              currency: 'INR',
+              status: 'captured',
+              method: 'upi',
+              captured: true,
+              created_at: nowSeconds,
+            },
+          },
+        },
+        created_at: nowSeconds,
+      },
+    }),
   },
   {
     name: 'line',
@@ -301,6 +596,35 @@ export const senderDescriptions: readonly SenderDescription[] = [
       destination: boundedString,
       events: eventsOf({ webhookEventId: boundedString, type: boundedString }),
     }),
+    sample: ({ nowSeconds, type }) => {
+      const event = (usual: string, extra: object) => ({
+        type: type ?? usual,
+        mode: 'active',
+        timestamp: nowSeconds * 1000,
+        source: { type: 'user', userId: `U${sampleId('', 32)}` },
+        webhookEventId: sampleId('01', 24).toUpperCase(),
+        deliveryContext: { isRedelivery: false },
+        ...extra,
+      });
+      return {
+        type: type ?? 'message',
+        payload: {
+          destination: 'xxxxxxxxxx',
+          events: [
+            event('message', {
+              replyToken: sampleId('', 32),
+              message: {
+                type: 'text',
+                id: String(sampleInteger()),
+                quoteToken: sampleId('q', 20),
+                text: 'Hello, world',
+              },
+            }),
+            event('follow', { replyToken: sampleId('', 32), follow: { isUnblocked: false } }),
+          ],
+        },
+      };
+    },
   },
   {
     name: 'easypost',
@@ -314,6 +638,29 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['id'] },
     type: { path: ['description'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'tracker.updated' }) => ({
+      type,
+      payload: {
+        id: sampleId('evt_', 32),
+        object: 'Event',
+        mode: 'test',
+        description: type,
+        previous_attributes: { status: 'in_transit' },
+        created_at: iso(nowSeconds),
+        updated_at: iso(nowSeconds),
+        pending_urls: [],
+        completed_urls: [],
+        status: 'pending',
+        result: {
+          id: sampleId('trk_', 32),
+          object: 'Tracker',
+          mode: 'test',
+          tracking_code: 'EZ4000000004',
+          status: 'delivered',
+          carrier: 'USPS',
+        },
+      },
+    }),
   },
   {
     name: 'gocardless',
@@ -328,6 +675,24 @@ export const senderDescriptions: readonly SenderDescription[] = [
     payload: z.looseObject({
       events: eventsOf({ id: boundedString, resource_type: boundedString, action: boundedString }),
     }),
+    sample: ({ nowSeconds, type }) => {
+      const event = (action: string) => ({
+        id: sampleId('EV', 12).toUpperCase(),
+        created_at: iso(nowSeconds),
+        action,
+        resource_type: type ?? 'payments',
+        links: { payment: sampleId('PM', 12).toUpperCase() },
+        details: { origin: 'gocardless', cause: `payment_${action}`, description: `Payment ${action}.` },
+        metadata: {},
+      });
+      return {
+        type: type ?? 'payments',
+        payload: {
+          events: [event('submitted'), event('confirmed')],
+          meta: { webhook_id: sampleId('WB', 12).toUpperCase() },
+        },
+      };
+    },
   },
   {
     name: 'hubspot',
@@ -340,6 +705,28 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['subscriptionType'] },
     occurredAt: { from: { path: ['occurredAt'] }, format: 'unix-ms' },
     payload: eventsOf({ eventId: idValue, subscriptionType: boundedString }),
+    sample: ({ nowSeconds, type }) => {
+      const objectId = sampleInteger();
+      const event = (usual: string, extra: object) => ({
+        eventId: sampleInteger(),
+        subscriptionId: 12345,
+        portalId: 62515,
+        appId: 54321,
+        occurredAt: nowSeconds * 1000,
+        subscriptionType: type ?? usual,
+        attemptNumber: 0,
+        objectId,
+        changeSource: 'CRM',
+        ...extra,
+      });
+      return {
+        type: type ?? 'contact.creation',
+        payload: [
+          event('contact.creation', { changeFlag: 'CREATED' }),
+          event('contact.propertyChange', { propertyName: 'email', propertyValue: 'sample@example.com' }),
+        ],
+      };
+    },
   },
   {
     name: 'square',
@@ -348,6 +735,33 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['event_id'] },
     type: { path: ['type'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'payment.updated' }) => {
+      const payment = sampleId('', 28);
+      return {
+        type,
+        payload: {
+          merchant_id: sampleId('', 13).toUpperCase(),
+          type,
+          event_id: crypto.randomUUID(),
+          created_at: iso(nowSeconds),
+          data: {
+            type: 'payment',
+            id: payment,
+            object: {
+              payment: {
+                id: payment,
+                amount_money: { amount: 100, currency: 'USD' },
+                status: 'COMPLETED',
+                source_type: 'CARD',
+                created_at: iso(nowSeconds),
+                updated_at: iso(nowSeconds),
+                version: 1,
+              },
+            },
+          },
+        },
+      };
+    },
   },
   {
     name: 'telnyx',
@@ -361,6 +775,28 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['data', 'id'] },
     type: { path: ['data', 'event_type'] },
     occurredAt: { from: { path: ['data', 'occurred_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'message.received' }) => ({
+      type,
+      payload: {
+        data: {
+          event_type: type,
+          id: crypto.randomUUID(),
+          occurred_at: iso(nowSeconds),
+          record_type: 'event',
+          payload: {
+            id: crypto.randomUUID(),
+            record_type: 'message',
+            direction: 'inbound',
+            type: 'SMS',
+            from: { phone_number: '+13125550001', carrier: 'T-Mobile USA', line_type: 'long_code' },
+            to: [{ phone_number: '+17735550002', status: 'webhook_delivered' }],
+            text: 'Hello from Telnyx!',
+            received_at: iso(nowSeconds),
+          },
+        },
+        meta: { attempt: 1, delivered_to: 'https://example.com/webhooks' },
+      },
+    }),
   },
   {
     name: 'zoom',
@@ -381,6 +817,26 @@ export const senderDescriptions: readonly SenderDescription[] = [
       const encryptedToken = await tools.hmacHex(plainToken);
       return { body: JSON.stringify({ plainToken, encryptedToken }), reason: 'endpoint.url_validation' };
     },
+    sample: ({ nowSeconds, type = 'meeting.started' }) => ({
+      type,
+      payload: {
+        event: type,
+        event_ts: nowSeconds * 1000,
+        payload: {
+          account_id: sampleId('', 22),
+          object: {
+            id: String(sampleInteger()),
+            uuid: `${sampleId('', 22)}==`,
+            host_id: sampleId('', 22),
+            topic: 'My Meeting',
+            type: 2,
+            start_time: iso(nowSeconds),
+            timezone: 'America/Los_Angeles',
+            duration: 60,
+          },
+        },
+      },
+    }),
   },
   {
     name: 'notion',
@@ -389,6 +845,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['id'] },
     type: { path: ['type'] },
     occurredAt: { from: { path: ['timestamp'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'page.created' }) => ({
+      type,
+      payload: {
+        id: crypto.randomUUID(),
+        timestamp: iso(nowSeconds),
+        workspace_id: crypto.randomUUID(),
+        workspace_name: 'Quantify Labs',
+        subscription_id: crypto.randomUUID(),
+        integration_id: crypto.randomUUID(),
+        type,
+        authors: [{ id: crypto.randomUUID(), type: 'person' }],
+        accessible_by: [{ id: crypto.randomUUID(), type: 'person' }],
+        attempt_number: 1,
+        entity: { id: crypto.randomUUID(), type: 'page' },
+        data: { parent: { id: crypto.randomUUID(), type: 'space' } },
+      },
+    }),
   },
   {
     name: 'box',
@@ -403,6 +876,23 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['id'] },
     type: { path: ['trigger'] },
     occurredAt: { from: { path: ['created_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'FILE.UPLOADED' }) => ({
+      type,
+      headers: {
+        'box-delivery-id': crypto.randomUUID(),
+        'box-signature-algorithm': 'HmacSHA256',
+        'box-signature-version': '1',
+      },
+      payload: {
+        type: 'webhook_event',
+        id: crypto.randomUUID(),
+        created_at: iso(nowSeconds),
+        trigger: type,
+        webhook: { id: String(sampleInteger()), type: 'webhook' },
+        created_by: { type: 'user', id: '12345678', name: 'Aaron Levie', login: 'ceo@example.com' },
+        source: { id: String(sampleInteger()), type: 'file', name: 'Contract.pdf', size: 629644 },
+      },
+    }),
   },
   {
     name: 'pagerduty',
@@ -417,6 +907,34 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { path: ['event', 'id'] },
     type: { path: ['event', 'event_type'] },
     occurredAt: { from: { path: ['event', 'occurred_at'] }, format: 'rfc3339' },
+    sample: ({ nowSeconds, type = 'incident.triggered' }) => {
+      const incident = sampleId('P', 6).toUpperCase();
+      return {
+        type,
+        payload: {
+          event: {
+            id: sampleId('01', 24).toUpperCase(),
+            event_type: type,
+            resource_type: 'incident',
+            occurred_at: iso(nowSeconds),
+            agent: { html_url: 'https://acme.pagerduty.com/users/PLH1HKV', id: 'PLH1HKV', type: 'user_reference' },
+            client: null,
+            data: {
+              id: incident,
+              type: 'incident',
+              self: `https://api.pagerduty.com/incidents/${incident}`,
+              html_url: `https://acme.pagerduty.com/incidents/${incident}`,
+              number: 2,
+              status: 'triggered',
+              title: 'A little bump in the road',
+              urgency: 'high',
+              service: { id: 'PF9KMXH', type: 'service_reference' },
+              created_at: iso(nowSeconds),
+            },
+          },
+        },
+      };
+    },
   },
   {
     name: 'twilio',
@@ -435,6 +953,26 @@ export const senderDescriptions: readonly SenderDescription[] = [
     type: { path: ['type'] },
     occurredAt: { from: { path: ['time'] }, format: 'rfc3339' },
     payload: eventsOf({ id: boundedString, type: boundedString }),
+    sample: ({ nowSeconds, type }) => {
+      const message = sampleId('SM', 32);
+      const event = (usual: string, schema: string, data: object) => ({
+        specversion: '1.0',
+        type: type ?? usual,
+        source: `/2010-04-01/Accounts/AC${'0'.repeat(32)}/Messages/${message}.json`,
+        id: sampleId('EZ', 32),
+        dataschema: `https://events-schemas.twilio.com/Messaging.${schema}/1`,
+        datacontenttype: 'application/json',
+        time: iso(nowSeconds),
+        data: { messageSid: message, accountSid: `AC${'0'.repeat(32)}`, timestamp: iso(nowSeconds), ...data },
+      });
+      return {
+        type: type ?? 'com.twilio.messaging.message.sent',
+        payload: [
+          event('com.twilio.messaging.message.sent', 'MessageStatus', { messageStatus: 'SENT' }),
+          event('com.twilio.messaging.message.delivered', 'MessageStatus', { messageStatus: 'DELIVERED' }),
+        ],
+      };
+    },
   },
   {
     name: 'replicate',
@@ -443,6 +981,31 @@ export const senderDescriptions: readonly SenderDescription[] = [
     ...standardHeaders,
     type: { path: ['status'] },
     occurredAt: { from: 'timestamp', format: 'unix' },
+    sample: ({ nowSeconds, type = 'succeeded' }) => {
+      const id = sampleId('', 26);
+      return {
+        type,
+        id: sampleId('msg_'),
+        payload: {
+          id,
+          model: 'black-forest-labs/flux-schnell',
+          version: sampleId('', 64),
+          input: { prompt: 'an astronaut riding a horse' },
+          logs: '',
+          output: [`https://replicate.delivery/xezq/${id}/out-0.webp`],
+          error: null,
+          status: type,
+          created_at: iso(nowSeconds - 2),
+          started_at: iso(nowSeconds - 1),
+          completed_at: iso(nowSeconds),
+          urls: {
+            get: `https://api.replicate.com/v1/predictions/${id}`,
+            cancel: `https://api.replicate.com/v1/predictions/${id}/cancel`,
+          },
+          metrics: { predict_time: 0.82 },
+        },
+      };
+    },
   },
   {
     name: 'webflow',
@@ -454,6 +1017,20 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { bodyDigest: true },
     type: { path: ['triggerType'] },
     occurredAt: { from: 'timestamp', format: 'unix-ms' },
+    sample: ({ nowSeconds, type = 'form_submission' }) => ({
+      type,
+      payload: {
+        triggerType: type,
+        payload: {
+          name: 'Contact Us',
+          siteId: sampleId('', 24),
+          data: { Name: 'Some One', Email: 'some.one@example.com' },
+          submittedAt: iso(nowSeconds),
+          id: sampleId('', 24),
+          formId: sampleId('', 24),
+        },
+      },
+    }),
   },
   {
     name: 'sanity',
@@ -470,6 +1047,19 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { bodyDigest: true },
     type: { constant: 'document' },
     occurredAt: { from: 'timestamp', format: 'unix-ms' },
+    sample: ({ nowSeconds, type = 'document' }) => ({
+      type,
+      // The default projection: the document itself.
+      payload: {
+        _id: crypto.randomUUID(),
+        _type: 'post',
+        _rev: sampleId('', 22),
+        _createdAt: iso(nowSeconds),
+        _updatedAt: iso(nowSeconds),
+        title: 'Hello, world',
+        slug: { _type: 'slug', current: 'hello-world' },
+      },
+    }),
   },
   {
     name: 'gitlab',
@@ -483,6 +1073,30 @@ export const senderDescriptions: readonly SenderDescription[] = [
     id: { header: ['webhook-id', 'idempotency-key'] },
     // The `X-Gitlab-Event` header names it with spaces (`Push Hook`); the payload's kind does not.
     type: { path: ['object_kind'] },
+    sample: ({ type = 'push' }) => {
+      const after = sampleId('', 40);
+      return {
+        type,
+        id: crypto.randomUUID(),
+        payload: {
+          object_kind: type,
+          event_name: type,
+          before: '95790bf891e76fee5e1747ab589903a6a1f80f22',
+          after,
+          ref: 'refs/heads/main',
+          checkout_sha: after,
+          user_id: 4,
+          user_name: 'John Smith',
+          user_username: 'jsmith',
+          project_id: 15,
+          project: { id: 15, name: 'Diaspora', path_with_namespace: 'mike/diaspora', default_branch: 'main' },
+          commits: [
+            { id: after, message: 'Update the README', author: { name: 'John Smith', email: 'jsmith@example.com' } },
+          ],
+          total_commits_count: 1,
+        },
+      };
+    },
   },
 ];
 

@@ -9,10 +9,8 @@ import { formatTable } from '../table.ts';
 
 export const destinationsListCommand: CommandModule = {
   path: ['destinations', 'list'],
-  groupDescription: 'outbox destinations: list with their state, backlog and rate',
   define: (command, run) =>
     command
-      .summary('list the outbox destinations, their state, backlog and rate')
       .description(
         'list the configured outbox destinations (OUTBOX_DESTINATIONS, OUTBOX_TARGET_URL): state, backlog, published per minute over the last 5 minutes, target without credentials',
       )

@@ -11,8 +11,6 @@ import { configuredRouting } from '../../outbox/destinations.ts';
 import { type CliContext, type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
 import { terminalText } from '../table.ts';
 
-const GROUP_DESCRIPTION = 'outbox destinations: pause and resume one';
-
 function note(value: string): string {
   const problem = pauseNoteProblem(value.trim());
   if (problem !== undefined) throw new InvalidArgumentError(problem);
@@ -31,10 +29,8 @@ function notConfigured(context: CliContext, name: string) {
 
 export const destinationsPauseCommand: CommandModule = {
   path: ['destinations', 'pause'],
-  groupDescription: GROUP_DESCRIPTION,
   define: (command, run) =>
     command
-      .summary('pause an outbox destination: nothing is published to it until resumed')
       .description(
         'pause an outbox destination: its relays claim nothing and its messages wait (attempts untouched) ' +
           'until `destinations resume`; recorded in operator_actions',
@@ -61,10 +57,8 @@ export const destinationsPauseCommand: CommandModule = {
 
 export const destinationsResumeCommand: CommandModule = {
   path: ['destinations', 'resume'],
-  groupDescription: GROUP_DESCRIPTION,
   define: (command, run) =>
     command
-      .summary('resume a paused outbox destination')
       .description("resume a paused outbox destination: its waiting messages are published at the relays' next drain")
       .argument('<name>', 'the destination (a name of OUTBOX_DESTINATIONS, or default)')
       .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)

@@ -12,7 +12,6 @@ export const drainCommand: CommandModule = {
   path: ['drain'],
   define: (command, run) =>
     command
-      .summary('publish due outbox messages once')
       .description('publish due outbox messages once: batches until one comes back short or the time budget is spent')
       .option(
         '--budget-ms <ms>',

@@ -19,10 +19,8 @@ export function timeOption(now: () => number): (value: string) => Date {
 
 export const eventsListCommand: CommandModule = {
   path: ['events', 'list'],
-  groupDescription: 'inbox events: list, show',
   define: (command, run) =>
     command
-      .summary('list events, newest first')
       .description('list inbox events, newest first (no payloads)')
       .addOption(new Option('--status <status>', 'only events in this status').choices(webhookEventStatuses))
       .addOption(providerOption('only events of this provider'))

@@ -13,7 +13,6 @@ export const eventsShowCommand: CommandModule = {
   path: ['events', 'show'],
   define: (command, run) =>
     command
-      .summary('show one event')
       .description("show one event's state, attempts, last error, timestamps and delivery log")
       .addArgument(providerArgument())
       .argument('<event-id>', 'the event id')

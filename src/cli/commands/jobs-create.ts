@@ -114,11 +114,9 @@ async function bulkAction(
 
 export const jobsReplayCommand: CommandModule = {
   path: ['jobs', 'replay'],
-  groupDescription: 'bulk actions by filter: replay, retry, send, list, show, cancel, run',
   define: (command, run) =>
     withCommonOptions(
       command
-        .summary('replay every event a filter matches, as a job')
         .description(
           'replay the failed (or parked, or dead-lettered) events that match the filters of `events list`, as a ' +
             'job that survives restarts; the job and each replay are recorded in operator_actions',
@@ -152,7 +150,6 @@ export const jobsRetryCommand: CommandModule = {
   define: (command, run) =>
     withCommonOptions(
       command
-        .summary('retry every dead outbox message a filter matches, as a job')
         .description(
           'send the dead outbox messages that match the filters of `outbox list` back to pending, as a job that ' +
             'survives restarts; the job and each retry are recorded in operator_actions',
@@ -176,7 +173,6 @@ export const jobsSendCommand: CommandModule = {
   define: (command, run) =>
     withCommonOptions(
       command
-        .summary('send the outbox messages a filter matches to a destination, as a job')
         .description(
           'copy the outbox messages (any status, stored for any destination) that match the filters of `outbox ' +
             'list` to the configured destination --to names, as a job that survives restarts: only those its ' +

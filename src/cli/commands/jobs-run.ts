@@ -43,7 +43,6 @@ export const jobsRunCommand: CommandModule = {
   path: ['jobs', 'run'],
   define: (command, run) =>
     command
-      .summary('work through queued bulk jobs here')
       .description(
         'work through queued or interrupted bulk jobs (or only the one named) until none is left or the budget is spent',
       )

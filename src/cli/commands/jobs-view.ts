@@ -14,7 +14,6 @@ export const jobsListCommand: CommandModule = {
   path: ['jobs', 'list'],
   define: (command, run) =>
     command
-      .summary('list bulk jobs, newest first')
       .option('--limit <n>', 'at most this many', integerIn(1, 200), 20)
       .option('--json', 'print one JSON document (an array)')
       .action(
@@ -48,7 +47,6 @@ export const jobsShowCommand: CommandModule = {
   path: ['jobs', 'show'],
   define: (command, run) =>
     command
-      .summary("show one bulk job's progress and its failed items with their reasons")
       .argument('<job-id>', 'the job id, as `jobs list` shows it')
       .option('--json', 'print one JSON document')
       .action(
@@ -86,7 +84,6 @@ export const jobsCancelCommand: CommandModule = {
   path: ['jobs', 'cancel'],
   define: (command, run) =>
     command
-      .summary('cancel a queued or running bulk job')
       .argument('<job-id>', 'the job id')
       .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
       .option('--json', 'print the job after as one JSON document')

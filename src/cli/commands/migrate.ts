@@ -8,7 +8,6 @@ export const migrateCommand: CommandModule = {
   path: ['migrate'],
   define: (command, run) =>
     command
-      .summary('apply pending database migrations')
       .description('apply pending database migrations (same as npm run db:migrate)')
       .option(
         '--online',

@@ -28,10 +28,8 @@ export function requireDestination(context: CliContext, name: string, option: st
 
 export const outboxListCommand: CommandModule = {
   path: ['outbox', 'list'],
-  groupDescription: 'outbox messages: list, retry dead ones',
   define: (command, run) =>
     command
-      .summary('list outbox messages, newest first')
       .description('list outbox messages, newest first (no payloads)')
       .addOption(new Option('--status <status>', 'only messages in this status').choices(outboxStatuses))
       .option('--topic <topic>', 'only messages of this topic')

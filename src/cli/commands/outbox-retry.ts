@@ -16,7 +16,6 @@ export const outboxRetryCommand: CommandModule = {
   path: ['outbox', 'retry'],
   define: (command, run) =>
     command
-      .summary('send dead messages back to pending')
       .description('send dead outbox messages back to pending (attempts 0, due now); recorded in operator_actions')
       .argument('<id...>', 'message ids (uuid)', messageIds)
       .option('--operator <name>', 'who is doing this (required; recorded with each retry)', operatorName)

@@ -7,7 +7,6 @@ export const purgeCommand: CommandModule = {
   path: ['purge'],
   define: (command, run) =>
     command
-      .summary('apply the retention periods once')
       .description(
         'null payloads of finished events after PAYLOAD_RETENTION_DAYS, delete them after EVENT_RETENTION_DAYS',
       )

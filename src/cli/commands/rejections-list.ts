@@ -12,10 +12,8 @@ import { timeOption } from './events-list.ts';
 
 export const rejectionsListCommand: CommandModule = {
   path: ['rejections', 'list'],
-  groupDescription: 'refused deliveries: list',
   define: (command, run) =>
     command
-      .summary('list refused deliveries, newest first')
       .description(`list the most recent refused deliveries (the newest ${REJECTION_RING_SIZE} are kept)`)
       .addOption(new Option('--provider <name>', 'only refusals of this sender').choices(rejectionProviders))
       .addOption(new Option('--reason <reason>', 'only refusals for this reason').choices(rejectionReasons))

@@ -17,7 +17,6 @@ export const replayCommand: CommandModule = {
   path: ['replay'],
   define: (command, run) =>
     command
-      .summary('apply failed, parked or dead events again')
       .description(
         'apply failed, parked or dead-lettered events again through the domain path; completed or ignored ' +
           'ones are left as they are; every replay is recorded in operator_actions',

@@ -8,10 +8,8 @@ import { formatTable } from '../table.ts';
 
 export const sendersListCommand: CommandModule = {
   path: ['senders', 'list'],
-  groupDescription: 'senders: list, pause, resume',
   define: (command, run) =>
     command
-      .summary('list the enabled senders and their pauses')
       .description('list the enabled senders (this environment: secrets and public keys) and their pauses')
       .option('--json', 'print one JSON document (an array)')
       .action(

@@ -42,7 +42,6 @@ export const sendersPauseCommand: CommandModule = {
   path: ['senders', 'pause'],
   define: (command, run) =>
     command
-      .summary('pause a sender: its deliveries get 503 until resumed')
       .description(
         'pause a sender: its deliveries are refused with 503 + Retry-After, so it retries them later; ' +
           'recorded in operator_actions. Without --for or --until it lasts until `senders resume`',

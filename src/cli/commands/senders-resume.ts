@@ -10,7 +10,6 @@ export const sendersResumeCommand: CommandModule = {
   path: ['senders', 'resume'],
   define: (command, run) =>
     command
-      .summary('resume a paused sender')
       .description("resume a paused sender: its deliveries (the sender's retries) are accepted again")
       .addArgument(providerArgument())
       .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)

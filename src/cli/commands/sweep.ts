@@ -7,7 +7,6 @@ export const sweepCommand: CommandModule = {
   path: ['sweep'],
   define: (command, run) =>
     command
-      .summary('free expired inbox leases')
       .description('make async inbox events whose worker lease expired claimable again')
       .option('--budget-ms <ms>', 'stop starting new batches after this long', integerIn(1, 3_600_000), 20_000)
       .option('--json', 'print the summary as one JSON document')

@@ -8,7 +8,6 @@ export const workCommand: CommandModule = {
   path: ['work'],
   define: (command, run) =>
     command
-      .summary('apply due async inbox events once')
       .description('apply due async inbox events once: batches until one comes back short or the time budget is spent')
       .option(
         '--budget-ms <ms>',
