@@ -11,13 +11,13 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { exitWhenDone } from './lib/exit.ts';
 import type { PreparedRequest } from './lib/load.ts';
+import { FLOODING_ADDRESS, GENUINE_ADDRESS, startReconnectFlood } from './lib/reconnect-flood.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { intakeServiceEnv, type RunningService, startService } from './lib/service.ts';
 import { formatTable, round } from './lib/stats.ts';
@@ -29,49 +29,18 @@ const seconds = Number(process.env.FLOOD_SECONDS ?? 10);
 const genuinePerSecond = Number(process.env.GENUINE_PER_SECOND ?? 20);
 const keepAliveSenders = Number(process.env.KEEPALIVE_SENDERS ?? 5);
 const keepAliveGapMs = Number(process.env.KEEPALIVE_GAP_MS ?? 1500);
-const FLOODING = '127.0.0.2';
-const GENUINE = '127.0.0.1';
 const TARGET_SHARE = 0.95;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The flood: sockets that send half a request's headers and reconnect `reconnectMs` after each close. */
-function flood(port: number) {
-  let stopped = false;
-  let opened = 0;
-  const open = new Set<Socket>();
-  const start = () => {
-    if (stopped) return;
-    const socket = connect({ host: GENUINE, port, localAddress: FLOODING });
-    opened += 1;
-    open.add(socket);
-    socket.on('error', () => {});
-    socket.once('connect', () => socket.write('POST /webhooks/acme HTTP/1.1\r\nhost: x\r\n'));
-    socket.once('close', () => {
-      open.delete(socket);
-      setTimeout(start, reconnectMs);
-    });
-  };
-  for (let index = 0; index < floodSockets; index += 1) start();
-  return {
-    opened: () => opened,
-    stop: async () => {
-      stopped = true;
-      const closing = [...open].map((socket) => new Promise((resolve) => socket.once('close', resolve)));
-      for (const socket of open) socket.destroy();
-      await Promise.all(closing);
-    },
-  };
-}
 
 /** One genuine delivery from 127.0.0.1: whether it was answered 200. */
 function deliver(port: number, prepared: PreparedRequest, agent: Agent | false): Promise<boolean> {
   return new Promise((resolve) => {
     const sent = request(
       {
-        host: GENUINE,
+        host: GENUINE_ADDRESS,
         port,
-        localAddress: GENUINE,
+        localAddress: GENUINE_ADDRESS,
         method: 'POST',
         path: prepared.path,
         headers: prepared.headers,
@@ -108,7 +77,7 @@ async function main(): Promise<boolean> {
     let index = 0;
     const next = () => signedAcmeEvent({ secret, runId, index: index++, nowSeconds: Math.floor(Date.now() / 1000) });
 
-    const attack = flood(port);
+    const attack = startReconnectFlood({ port, sockets: floodSockets, reconnectMs });
     // The pool fills first: the genuine senders meet it full.
     await pause(1000);
     const openedBefore = attack.opened();
@@ -159,7 +128,7 @@ async function main(): Promise<boolean> {
     if (freshAnswers.length === 0) failures.push('no genuine delivery was sent');
     console.log(
       `\n${formatTable(
-        `${floodSockets} sockets from ${FLOODING} reconnecting ${reconnectMs} ms after each close, ${seconds} s`,
+        `${floodSockets} sockets from ${FLOODING_ADDRESS} reconnecting ${reconnectMs} ms after each close, ${seconds} s`,
         [
           { label: 'flood connections/s', value: figures.floodConnectionsPerSecond },
           {

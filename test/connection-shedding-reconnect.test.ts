@@ -7,16 +7,14 @@
 // another address's idle connection. The shedding as `npm start` attaches it, on a plain node:http
 // server in this process, at a smaller cap.
 import { Agent, createServer, request, type Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { GENUINE_ADDRESS, startReconnectFlood } from '../bench/lib/reconnect-flood.ts';
 import { SHED_GRACE_MS, shedAtCapacity } from '../src/entry/connection-shedding.ts';
 import { until } from './helpers/patience.ts';
 
 const CAPACITY = 64;
 const FLOOD_SOCKETS = 100;
 const RECONNECT_MS = 5;
-const FLOODING = '127.0.0.2';
-const GENUINE = '127.0.0.1';
 /** Fresh genuine deliveries, one every GAP_MS, across more than two graces of flood. */
 const FRESH = 50;
 const GAP_MS = 50;
@@ -26,7 +24,7 @@ const server: Server = createServer((incoming, response) => {
   incoming.once('end', () => response.end('ok'));
 });
 const shedder = shedAtCapacity(server, CAPACITY);
-await new Promise<void>((resolve) => server.listen(0, GENUINE, resolve));
+await new Promise<void>((resolve) => server.listen(0, GENUINE_ADDRESS, resolve));
 const address = server.address();
 if (address === null || typeof address === 'string') throw new Error('the server listens on a port');
 const { port } = address;
@@ -35,40 +33,11 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-/** The flood: FLOOD_SOCKETS sockets that send half a request's headers and reconnect RECONNECT_MS after each close. */
-function flood() {
-  let stopped = false;
-  let opened = 0;
-  const open = new Set<Socket>();
-  const start = () => {
-    if (stopped) return;
-    const socket = connect({ host: GENUINE, port, localAddress: FLOODING });
-    opened += 1;
-    open.add(socket);
-    socket.on('error', () => {});
-    socket.once('connect', () => socket.write('POST /webhooks/acme HTTP/1.1\r\nhost: x\r\n'));
-    socket.once('close', () => {
-      open.delete(socket);
-      setTimeout(start, RECONNECT_MS);
-    });
-  };
-  for (let index = 0; index < FLOOD_SOCKETS; index += 1) start();
-  return {
-    opened: () => opened,
-    stop: async () => {
-      stopped = true;
-      const closing = [...open].map((socket) => new Promise((resolve) => socket.once('close', resolve)));
-      for (const socket of open) socket.destroy();
-      await Promise.all(closing);
-    },
-  };
-}
-
 /** One genuine delivery from 127.0.0.1: its status, or the error's code when the connection was refused or cut. */
 function deliver(agent: Agent | false): Promise<number | string> {
   return new Promise((resolve) => {
     const sent = request(
-      { host: GENUINE, port, localAddress: GENUINE, method: 'POST', path: '/webhooks/acme', agent },
+      { host: GENUINE_ADDRESS, port, localAddress: GENUINE_ADDRESS, method: 'POST', path: '/webhooks/acme', agent },
       (response) => {
         response.resume();
         response.once('end', () => resolve(response.statusCode ?? 0));
@@ -86,7 +55,7 @@ describe('a full pool under a flood that reconnects 5 ms after each close', () =
     const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
     // Opened before the flood: an idle keep-alive connection is the oldest in the pool.
     expect(await deliver(keepAlive)).toBe(200);
-    const attack = flood();
+    const attack = startReconnectFlood({ port, sockets: FLOOD_SOCKETS, reconnectMs: RECONNECT_MS });
     try {
       await until(async () => shedder.size >= CAPACITY);
       const fresh: Promise<number | string>[] = [];
