@@ -68,6 +68,12 @@ export interface RelaySettings extends QueueSettings {
  */
 export const OUTAGE_PROBE_MAX_MS = 30_000;
 
+/** The default outage backoff: the messages' own, capped so that a target back up is seen within OUTAGE_PROBE_MAX_MS. */
+const outageBackoffOf = (backoff: BackoffPolicy): BackoffPolicy => ({
+  baseMs: backoff.baseMs,
+  maxMs: Math.min(backoff.maxMs, OUTAGE_PROBE_MAX_MS),
+});
+
 /** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
 /** The claim span of a batch that claimed nothing: records nothing. */
 const untraced = noTracing.start('untraced');
@@ -93,10 +99,7 @@ export function relaySettings(
     concurrency: DEFAULT_CONCURRENCY,
     batchesInFlight: DEFAULT_BATCHES_IN_FLIGHT,
     budgetMs: DEFAULT_BUDGET_MS,
-    outageBackoff: {
-      baseMs: config.OUTBOX_BACKOFF_BASE_MS,
-      maxMs: Math.min(config.OUTBOX_BACKOFF_MAX_MS, OUTAGE_PROBE_MAX_MS),
-    },
+    outageBackoff: outageBackoffOf({ baseMs: config.OUTBOX_BACKOFF_BASE_MS, maxMs: config.OUTBOX_BACKOFF_MAX_MS }),
     ...overrides,
   };
 }
@@ -188,10 +191,7 @@ export function createRelay(deps: RelayDeps): Relay {
   const tracer = deps.tracer ?? noTracing;
   const id = deps.newId();
   const at = (ms: number) => new Date(ms).toISOString();
-  const outageBackoff = settings.outageBackoff ?? {
-    baseMs: settings.backoff.baseMs,
-    maxMs: Math.min(settings.backoff.maxMs, OUTAGE_PROBE_MAX_MS),
-  };
+  const outageBackoff = settings.outageBackoff ?? outageBackoffOf(settings.backoff);
 
   /**
    * The target is out of reach, as far as this relay knows: how many probes failed in a row, and when
