@@ -125,7 +125,7 @@ export function registerJobRoutes(
           ? { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } }
           : { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } };
     const result = await createBulkJob(
-      { db: c.get('db'), logger: deps.logger },
+      { db: c.get('db'), logger: deps.logger, clock: deps.clock },
       { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },
     );
     const warnings =
@@ -150,7 +150,7 @@ export function registerJobRoutes(
   api.openapi(routes.cancel, async (c) => {
     const operator = actingOperator(c, c.req.valid('json').operator);
     const result = await cancelBulkJob(
-      { db: c.get('db'), logger: deps.logger },
+      { db: c.get('db'), logger: deps.logger, clock: deps.clock },
       { id: c.req.valid('param').id, operator },
     );
     if (result.kind === 'not_found') throw new AppError('not_found');

@@ -10,17 +10,12 @@
 // transaction's start (`now()`), so a transaction older than the job can still commit rows inside
 // the selection after the job was created: the runner starts walking only once none is open
 // (openTransactionsBefore; decision 0022), and counts the total again then.
+
 import { asc, desc, eq, sql } from 'drizzle-orm';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Database, Executor } from '../db/client.ts';
-import {
-  type BulkJobKind,
-  type BulkJobStatus,
-  bulkJobFailures,
-  bulkJobs,
-  JOB_FAILURES_KEPT,
-  operatorActions,
-} from '../db/schema.ts';
-import { isoOrNull } from '../lib/clock.ts';
+import { type BulkJobKind, type BulkJobStatus, bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT } from '../db/schema.ts';
+import { type Clock, isoOrNull } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { assertOperatorName } from '../lib/operator-name.ts';
 import { isMessageId } from '../outbox/operator.ts';
@@ -54,7 +49,9 @@ export type BulkJobSpec =
   | { kind: 'send_to_destination'; filter: SendJobFilter };
 
 /** The audit `action` and `target_kind` of each kind's job row and item rows. */
-export const JOB_AUDIT: Readonly<Record<BulkJobKind, { action: string; targetKind: 'event' | 'outbox' }>> = {
+export const JOB_AUDIT: Readonly<
+  Record<BulkJobKind, { action: 'bulk_replay' | 'bulk_retry' | 'bulk_send'; targetKind: 'event' | 'outbox' }>
+> = {
   replay_events: { action: 'bulk_replay', targetKind: 'event' },
   retry_outbox: { action: 'bulk_retry', targetKind: 'outbox' },
   send_to_destination: { action: 'bulk_send', targetKind: 'outbox' },
@@ -160,7 +157,7 @@ async function databaseNow(db: Executor): Promise<Date> {
  * The count reads every matching entry of the filter's index: exact, not capped like the lists'.
  */
 export async function createBulkJob(
-  context: { db: Database; logger: Logger },
+  context: { db: Database; logger: Logger; clock: Clock },
   request: CreateRequest,
 ): Promise<CreateResult> {
   assertOperatorName(request.operator);
@@ -175,15 +172,17 @@ export async function createBulkJob(
       .returning();
     if (job === undefined) throw new Error('insert returned no row');
     const audit = JOB_AUDIT[job.kind];
-    await tx.insert(operatorActions).values({
-      operator: request.operator,
-      action: audit.action,
-      targetKind: audit.targetKind,
-      target: `job/${job.id}`,
-      afterStatus: 'queued',
-      jobId: job.id,
-      detail: filter,
-    });
+    await recordOperatorActions(tx, new Date(context.clock()), [
+      {
+        operator: request.operator,
+        action: audit.action,
+        targetKind: audit.targetKind,
+        target: `job/${job.id}`,
+        afterStatus: 'queued',
+        jobId: job.id,
+        detail: filter,
+      },
+    ]);
     return { kind: 'created', job };
   });
   if (result.kind === 'created') {
@@ -225,7 +224,7 @@ export type CancelResult =
  * job's row, so the cancel waits for that batch to commit; the runner then stops at its next one.
  */
 export async function cancelBulkJob(
-  context: { db: Database; logger: Logger },
+  context: { db: Database; logger: Logger; clock: Clock },
   request: { id: string; operator: string },
 ): Promise<CancelResult> {
   assertOperatorName(request.operator);
@@ -246,15 +245,17 @@ export async function cancelBulkJob(
       .where(eq(bulkJobs.id, request.id))
       .returning();
     if (job === undefined) return { kind: 'not_found' };
-    await tx.insert(operatorActions).values({
-      operator: request.operator,
-      action: 'bulk_cancel',
-      targetKind: JOB_AUDIT[job.kind].targetKind,
-      target: `job/${job.id}`,
-      beforeStatus: current.status,
-      afterStatus: 'cancelled',
-      jobId: job.id,
-    });
+    await recordOperatorActions(tx, new Date(context.clock()), [
+      {
+        operator: request.operator,
+        action: 'bulk_cancel',
+        targetKind: JOB_AUDIT[job.kind].targetKind,
+        target: `job/${job.id}`,
+        beforeStatus: current.status,
+        afterStatus: 'cancelled',
+        jobId: job.id,
+      },
+    ]);
     return { kind: 'cancelled', job };
   });
   if (result.kind === 'cancelled') {

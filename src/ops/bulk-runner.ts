@@ -239,7 +239,12 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     // A job created under another configuration: failing it says so, where copying blind would not.
     if (to === undefined) throw new JobRefused(`destination "${filter.to}" is not configured in this process`);
     const page = await messagesToSend(tx, filter, after, settings.batchSize);
-    const { skipped } = await sendMessages(tx, page.rows, { to, operator: held.operator, jobId: held.id });
+    const { skipped } = await sendMessages(tx, page.rows, {
+      to,
+      operator: held.operator,
+      jobId: held.id,
+      at: new Date(deps.clock()),
+    });
     return { items: page.rows.length, failed: skipped, failures: [], next: nextKey(page.nextCursor, 1) };
   }
 

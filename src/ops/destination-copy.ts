@@ -5,10 +5,12 @@
 // destination unless that destination's key exists already (so a re-run, or a message the
 // destination got at enqueue, sends nothing twice). The destination's own rows are not read. Only
 // messages the destination's own filters would have taken at enqueue are copied.
+
 import { and, count, desc, eq, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Executor } from '../db/client.ts';
-import { operatorActions, outboxMessageCounts, outboxMessages, webhookEvents } from '../db/schema.ts';
+import { outboxMessageCounts, outboxMessages, webhookEvents } from '../db/schema.ts';
 import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../outbox/destinations.ts';
 import { copyMessages } from '../outbox/message-rows.ts';
 import { after, micros, type Page, type PageKey, pageOf } from './cursor.ts';
@@ -123,6 +125,8 @@ export interface SendRequest {
   to: Destination;
   operator: string;
   jobId: string;
+  /** The audit rows' time, on the runner's clock. */
+  at: Date;
 }
 
 /**
@@ -161,11 +165,13 @@ export async function sendMessages(
   });
   const written = await copyMessages(tx, wanted, request.to.name);
   if (written.length > 0) {
-    await tx.insert(operatorActions).values(
+    await recordOperatorActions(
+      tx,
+      request.at,
       written.map((row) => ({
         operator: request.operator,
         action: 'send',
-        targetKind: 'outbox' as const,
+        targetKind: 'outbox',
         target: row.id,
         afterStatus: 'pending',
         jobId: request.jobId,

@@ -1,9 +1,11 @@
 // Operator replay of stored events, shared by the CLI (`replay`), the admin API and the dashboard:
 // explicit ids only, all known or nothing done, each event applied through the one idempotent path
 // (applyStoredEvent) and each replay recorded in `operator_actions` and in one log line.
+
 import { and, eq, inArray } from 'drizzle-orm';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Executor, Transaction } from '../db/client.ts';
-import { operatorActions, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
 import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../inbox/stored.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -124,16 +126,17 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
     const audit = async (tx: Transaction, outcome: StoredOutcome) => {
       afterStatus =
         outcome === 'skipped' ? ((await eventStates(tx, request.provider, [eventId])).get(eventId) ?? before) : outcome;
-      await tx.insert(operatorActions).values({
-        operator: request.operator,
-        action: 'replay',
-        targetKind: 'event',
-        target: `${request.provider}/${eventId}`,
-        beforeStatus: before,
-        afterStatus,
-        at: new Date(context.clock()),
-        jobId: request.jobId ?? null,
-      });
+      await recordOperatorActions(tx, new Date(context.clock()), [
+        {
+          operator: request.operator,
+          action: 'replay',
+          targetKind: 'event',
+          target: `${request.provider}/${eventId}`,
+          beforeStatus: before,
+          afterStatus,
+          jobId: request.jobId ?? null,
+        },
+      ]);
     };
     // `skipped`: not replayable, or a concurrent replay or worker took the row first; nothing applied.
     const outcome = REPLAYABLE.includes(before)

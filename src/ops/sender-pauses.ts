@@ -3,7 +3,9 @@
 // row of sender_pauses and one audit row in operator_actions, in the same transaction. A pause with an
 // end stops by itself: reads ignore it from then on, and endExpiredPauses (a maintenance step) deletes
 // it and audits the automatic resume. The intake reads the table through src/inbox/pause-gate.ts.
+
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Database, Executor, Transaction } from '../db/client.ts';
 import { operatorActions, senderPauses } from '../db/schema.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -224,16 +226,17 @@ export async function writePause(
 }
 
 async function audited(tx: Transaction, before: SenderStatus, pause: SenderPause, now: Date): Promise<SenderPause> {
-  await tx.insert(operatorActions).values({
-    operator: pause.pausedBy,
-    action: 'pause',
-    targetKind: 'sender',
-    target: pause.provider,
-    beforeStatus: before,
-    afterStatus: 'paused',
-    at: now,
-    detail: detailOf(pause),
-  });
+  await recordOperatorActions(tx, now, [
+    {
+      operator: pause.pausedBy,
+      action: 'pause',
+      targetKind: 'sender',
+      target: pause.provider,
+      beforeStatus: before,
+      afterStatus: 'paused',
+      detail: detailOf(pause),
+    },
+  ]);
   return pause;
 }
 
@@ -251,16 +254,17 @@ export async function writeResume(
     .where(and(eq(senderPauses.provider, request.provider), inEffect(now)))
     .returning(pauseColumns);
   if (ended === undefined) return undefined;
-  await tx.insert(operatorActions).values({
-    operator: request.operator,
-    action: 'resume',
-    targetKind: 'sender',
-    target: request.provider,
-    beforeStatus: 'paused',
-    afterStatus: 'active',
-    at: now,
-    detail: detailOf(ended),
-  });
+  await recordOperatorActions(tx, now, [
+    {
+      operator: request.operator,
+      action: 'resume',
+      targetKind: 'sender',
+      target: request.provider,
+      beforeStatus: 'paused',
+      afterStatus: 'active',
+      detail: detailOf(ended),
+    },
+  ]);
   return ended;
 }
 

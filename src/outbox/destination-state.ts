@@ -9,10 +9,12 @@
 //
 // Every breaker write is one conditional statement (never read-then-write), made once per batch
 // outcome and only for its own destination's row, outside any claim's transaction.
+
 import { and, eq, isNotNull, type SQL, sql } from 'drizzle-orm';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Executor, Transaction } from '../db/client.ts';
 import { executePrepared } from '../db/prepared.ts';
-import { type DestinationCircuit, operatorActions, outboxDestinations } from '../db/schema.ts';
+import { type DestinationCircuit, outboxDestinations } from '../db/schema.ts';
 
 export interface BreakerPolicy {
   /** Consecutive failed publishes that open the circuit. */
@@ -199,16 +201,17 @@ export async function writeDestinationPause(
     .where(eq(outboxDestinations.name, request.name))
     .returning(stateColumns);
   if (destination === undefined) throw new Error(`outbox_destinations row ${request.name} vanished under its lock`);
-  await tx.insert(operatorActions).values({
-    operator: request.operator,
-    action: 'pause',
-    targetKind: 'destination',
-    target: request.name,
-    beforeStatus: before,
-    afterStatus: 'paused',
-    at: now,
-    detail: { note: request.note },
-  });
+  await recordOperatorActions(tx, now, [
+    {
+      operator: request.operator,
+      action: 'pause',
+      targetKind: 'destination',
+      target: request.name,
+      beforeStatus: before,
+      afterStatus: 'paused',
+      detail: { note: request.note },
+    },
+  ]);
   return { before, destination };
 }
 
@@ -227,16 +230,17 @@ export async function writeDestinationResume(
     .where(and(eq(outboxDestinations.name, request.name), isNotNull(outboxDestinations.pausedAt)))
     .returning(stateColumns);
   if (resumed === undefined) return undefined;
-  await tx.insert(operatorActions).values({
-    operator: request.operator,
-    action: 'resume',
-    targetKind: 'destination',
-    target: request.name,
-    beforeStatus: 'paused',
-    afterStatus: 'active',
-    at: now,
-    detail: { note: null },
-  });
+  await recordOperatorActions(tx, now, [
+    {
+      operator: request.operator,
+      action: 'resume',
+      targetKind: 'destination',
+      target: request.name,
+      beforeStatus: 'paused',
+      afterStatus: 'active',
+      detail: { note: null },
+    },
+  ]);
   return resumed;
 }
 

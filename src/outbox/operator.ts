@@ -1,9 +1,11 @@
 // What an operator does with the outbox by hand (CLI, admin API, dashboard): send dead messages back
 // to `pending`, each retry audited in `operator_actions` in the same transaction as the change it
 // records. Reading messages is src/ops/outbox-view.ts.
+
 import { inArray } from 'drizzle-orm';
+import { recordOperatorActions } from '../db/audit.ts';
 import type { Executor } from '../db/client.ts';
-import { type OutboxStatus, operatorActions, outboxMessages } from '../db/schema.ts';
+import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { resurrectDead } from './message-rows.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -53,11 +55,13 @@ export async function retryDeadMessages(db: Executor, request: RetryRequest): Pr
       const missing = others.filter((id) => !found.some((row) => row.id === id));
       if (missing.length > 0) throw new RetryRolledBack(missing);
       if (retried.length > 0) {
-        await tx.insert(operatorActions).values(
+        await recordOperatorActions(
+          tx,
+          request.now,
           retried.map((id) => ({
             operator: request.operator,
             action: 'retry',
-            targetKind: 'outbox' as const,
+            targetKind: 'outbox',
             target: id,
             beforeStatus: 'dead',
             afterStatus: 'pending',

@@ -63,7 +63,7 @@ async function bulkAction(
   words: { verb: string; noun: string; command: string; notChanged?: string },
 ) {
   const operator = requireOperator(options.operator, words.command);
-  const dbContext = { db: context.db, logger: context.logger };
+  const dbContext = { db: context.db, logger: context.logger, clock: context.clock };
   const counted = await createBulkJob(dbContext, { spec, operator, dryRun: true });
   const count = counted.kind === 'counted' ? counted.count : counted.job.total;
   // Said before anything is confirmed: retried messages of a destination that is not publishing wait.
