@@ -3,9 +3,10 @@
 // dashboard alike, and both name the same field by one rule (lib/errors.ts refusedField); named tokens (ADMIN_TOKENS) record an action under the token's owner whatever name
 // the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
-import { type ConfigError, type ConfigWarning, LOW_ENTROPY_DISTINCT, parseConfig } from '../src/config.ts';
+import { type ConfigWarning, LOW_ENTROPY_DISTINCT, parseConfig } from '../src/config.ts';
 import { encodeCursor } from '../src/ops/cursor.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { configProblems } from './helpers/config-problems.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
 import { insertMessages, operatorActionRows } from './helpers/outbox.ts';
@@ -103,14 +104,8 @@ describe('which field a refused query names, the same in the API and the dashboa
 
 describe('named admin tokens (ADMIN_TOKENS)', () => {
   /** What parseConfig refuses for this ADMIN_TOKENS beside `env`, by its problems; none when it accepts. */
-  const problemsOf = (value: string, env: Record<string, string> = {}) => {
-    try {
-      parseConfig({ ...env, ADMIN_TOKENS: value });
-      return [];
-    } catch (error) {
-      return (error as ConfigError).problems;
-    }
-  };
+  const problemsOf = (value: string, env: Record<string, string> = {}) =>
+    configProblems(() => parseConfig({ ...env, ADMIN_TOKENS: value }));
   const SHARED = 'shared-admin-token-0123456789';
   const ALICE_OLD = 'alice-old-token-0123456789';
   const ALICE_NEW = 'alice-new-token-9876543210';

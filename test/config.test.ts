@@ -6,6 +6,7 @@ import { developmentSecretUse } from '../src/entry/dev-secret.ts';
 import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
 import { configuredSenders } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
+import { configProblems } from './helpers/config-problems.ts';
 
 describe('parseConfig', () => {
   it('applies the contract defaults', () => {
@@ -83,14 +84,8 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
     if (content === undefined) throw Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
     return content;
   };
-  const problemsOf = (env: Record<string, string>, sources: Parameters<typeof parseConfig>[1] = { readFile }) => {
-    try {
-      parseConfig(env, sources);
-    } catch (error) {
-      return (error as ConfigError).problems;
-    }
-    return [];
-  };
+  const problemsOf = (env: Record<string, string>, sources: Parameters<typeof parseConfig>[1] = { readFile }) =>
+    configProblems(() => parseConfig(env, sources));
 
   it('takes each line whole, spaces kept: a secret with spaces stays one secret', () => {
     const config = parseConfig({ GITHUB_WEBHOOK_SECRET_FILE: '/run/secrets/github' }, { readFile });
@@ -237,14 +232,7 @@ describe('which senders count as configured: one rule for npm start, the Worker,
       SENDGRID_WEBHOOK_PUBLIC_KEY: 'sendgrid-public-key',
       DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex,
     });
-    const problems = (() => {
-      try {
-        checkSenderLimits(config);
-        return [];
-      } catch (error) {
-        return (error as ConfigError).problems;
-      }
-    })();
+    const problems = configProblems(() => checkSenderLimits(config));
     expect(problems).toEqual([
       `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${RETRY_WINDOW_DAYS.sendgrid}), discord (${RETRY_WINDOW_DAYS.discord}); set at least ${RETRY_WINDOW_DAYS.discord}, or a retry that arrives after the purge is applied again`,
     ]);

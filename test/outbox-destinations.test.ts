@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../src/config.ts';
+import { parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { relayFor } from '../src/ops/drainers.ts';
@@ -31,6 +31,7 @@ import {
   SHARED_REDIS,
 } from './helpers/brokers.ts';
 import { runCli } from './helpers/cli.ts';
+import { configProblems } from './helpers/config-problems.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { subscriptionRow } from './helpers/facts.ts';
 import { type OutboxRow, outboxRowsByKeyPrefix } from './helpers/outbox.ts';
@@ -346,15 +347,8 @@ describe('filters', () => {
 });
 
 describe('configuration', () => {
-  const problemsOf = (variables: Record<string, string>, readFile?: (path: string) => string) => {
-    try {
-      parseDestinations(parseConfig(variables, readFile === undefined ? {} : { readFile }));
-    } catch (error) {
-      if (error instanceof ConfigError) return error.problems;
-      throw error;
-    }
-    return [];
-  };
+  const problemsOf = (variables: Record<string, string>, readFile?: (path: string) => string) =>
+    configProblems(() => parseDestinations(parseConfig(variables, readFile === undefined ? {} : { readFile })));
   const destinations = (list: unknown) => ({ OUTBOX_DESTINATIONS: JSON.stringify(list) });
 
   it('names every problem, by index and field, never quoting a URL', () => {
