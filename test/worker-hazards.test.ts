@@ -1,4 +1,4 @@
-// The worker's batch path (claim, apply and complete in one transaction) where it can go wrong: a
+// The worker's batch path where it can go wrong (claim, apply and complete in one transaction): a
 // handler failing in the middle of a batch, a lease that runs out while a batch is being applied, and
 // two workers or two lanes reaching for one row at the same moment. Database facts are the verdict:
 // each row's status, attempt count and lease, the subscription rows the handler writes and the outbox
@@ -202,6 +202,10 @@ describe('a handler failing in the middle of a batch', () => {
     // The event after the failing one was applied alone after it: the failing row was then already recorded.
     expect(leasedDuringRetry).toEqual([expect.objectContaining({ status: 'failed', attempt_count: 1 })]);
     expect(test.metrics.render([])).toMatch(/outcome="failed"} 1/);
+    const rolledBack = test.logs.filter(
+      (line) => line.msg === 'inbox batch rolled back, applying its events one at a time',
+    );
+    expect(rolledBack).toMatchObject([{ batch_size: 5, error: 'Error' }]);
   });
 
   it('holds the batch under its lease, committed, while the events are applied one at a time', async () => {

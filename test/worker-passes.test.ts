@@ -1,6 +1,7 @@
-// The worker's batched applications: the events of a claimed batch share a transaction (and its
-// commit), and a batch that rolls back is re-applied one event at a time, so only the event that failed is counted
-// as failed and every other one is still applied exactly once. Also the schedule's loop of passes.
+// The worker's passes as they go right: its settings, a pass's summary and budget, batched
+// applications (the events of a claimed batch share a transaction and its commit; a permanent
+// rejection dead-letters only its event) and the schedule's loop of passes. What goes wrong inside a
+// batch (a failing handler, an expiring lease, racing claimers) is test/worker-hazards.test.ts.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
@@ -206,31 +207,6 @@ describe('batched applications', () => {
     const applied = logs.filter((line) => line.msg === 'inbox event applied');
     expect(applied).toHaveLength(10);
     expect(applied.every((line) => line.batch_size === 10)).toBe(true);
-  });
-
-  it('re-applies a rolled-back batch one by one: only the failing event fails, the rest apply once', async () => {
-    const { eventIds, subscriptions } = await queue(8);
-    const failing = subscriptions[5] as string;
-    const { worker, logs } = buildTestWorker(db, {
-      handlers: failingFor(new Set([failing]), () => new Error('ledger unavailable')),
-      settings: { lanes: 1, batchSize: 8 },
-    });
-
-    expect(await worker.work()).toMatchObject({ claimed: 8, completed: 7, failed: 1, deadLettered: 0 });
-
-    const rows = new Map((await rowsOf(eventIds)).map((row) => [row.event_id, row]));
-    eventIds.forEach((eventId, index) => {
-      expect(rows.get(eventId)).toMatchObject(
-        index === 5
-          ? { status: 'failed', attempt_count: 1, completed_at: null }
-          : { status: 'completed', attempt_count: 0 },
-      );
-    });
-    // The failing event's own write rolled back with it; the others' writes and messages are there once.
-    expect(await subscriptionRow(sql, failing)).toBeUndefined();
-    expect(await messagesFor(eventIds)).toBe(7);
-    const rolledBack = logs.filter((line) => line.msg === 'inbox batch rolled back, applying its events one at a time');
-    expect(rolledBack).toMatchObject([{ batch_size: 8, error: 'Error' }]);
   });
 
   it('dead-letters only the event its handler permanently rejects', async () => {
