@@ -13,6 +13,7 @@ import { LogSampler } from '../lib/log-sampler.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
+import { rejectionReasonOf } from '../lib/rejection-reasons.ts';
 import { printableLine } from '../lib/text.ts';
 import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
@@ -345,9 +346,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     }
     recordSetAside(c, report);
     if (c.error === undefined) return;
-    if (c.error instanceof AppError && c.error.code !== 'processing_failed' && c.error.code !== 'invalid_request') {
-      deps.metrics.countRejection(c.req.param('provider'), c.error.code);
-    }
+    const reason = rejectionReasonOf(c.error);
+    if (reason !== undefined) deps.metrics.countRejection(c.req.param('provider'), reason);
     report.notAccepted(c.error);
     // Kept for the dashboard off the request's path: the log writes it later, in a batch.
     const { rejections } = deps;

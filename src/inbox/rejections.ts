@@ -1,11 +1,12 @@
 // What a refused delivery leaves for operators (404, 413, 415, 401, 400, 503), and a batch's event set
 // aside while the others were stored (`invalid_event`): the sender, a reason from
-// a closed set, the field or limit it failed on, and its headers with every credential redacted, by the
+// the closed set of lib/rejection-reasons.ts, the field or limit it failed on, and its headers with every credential redacted, by the
 // header's name and, inside a value holding a URL or a query string, by the parameter's name. Built
 // from the request's headers and the error that answered it, never from its body, which is not read
 // for this (and for a 413 was never read at all).
-import { AppError, type ErrorCode } from '../lib/errors.ts';
+import { AppError } from '../lib/errors.ts';
 import { REDACTED, withQueryCredentialsRedacted } from '../lib/redaction.ts';
+import { type RejectionReason, rejectionReasonOf } from '../lib/rejection-reasons.ts';
 import { printableLine } from '../lib/text.ts';
 
 export { REDACTED };
@@ -15,47 +16,6 @@ export { REDACTED };
  * digits, so no sender can have this name, and made-up routes add one row a minute, not one each.
  */
 export const UNKNOWN_SENDER = '(unknown)';
-
-/**
- * Every reason a refusal is recorded under, with its status: the error's code, or a finer reason
- * where the refusal says which (the verification's, the 503's `why.reason`). Closed, so the counts
- * stay a few rows per minute and sender whatever senders send.
- */
-export const REJECTION_REASONS = {
-  not_found: 404,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  headers_missing: 401,
-  signature_malformed: 401,
-  signature_mismatch: 401,
-  timestamp_outside_tolerance: 401,
-  unauthorized: 401,
-  invalid_payload: 400,
-  // One event of a batch, malformed or refused by its schema: set aside while its batch-mates are
-  // stored, so the delivery is answered as they are (200; 202 in async mode, the record says which).
-  invalid_event: 200,
-  backlog_full: 503,
-  deadline_passed: 503,
-  database_unavailable: 503,
-  sender_paused: 503,
-  unavailable: 503,
-} as const satisfies Record<string, number>;
-
-export type RejectionReason = keyof typeof REJECTION_REASONS;
-export const rejectionReasons = Object.keys(REJECTION_REASONS) as [RejectionReason, ...RejectionReason[]];
-
-const isRejectionReason = (value: unknown): value is RejectionReason =>
-  typeof value === 'string' && Object.hasOwn(REJECTION_REASONS, value);
-
-/** The codes that refuse a delivery; `processing_failed` stored it (failed), `invalid_request` is the admin API's. */
-const REFUSING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'not_found',
-  'payload_too_large',
-  'unsupported_media_type',
-  'unauthorized',
-  'invalid_payload',
-  'unavailable',
-]);
 
 /** One refused delivery as the ring keeps it. */
 export interface RejectionRecord {
@@ -113,13 +73,6 @@ export function redactedHeaders(headers: Headers): Record<string, string> {
   return kept;
 }
 
-/** The reason of a refusal: the finer one it names when it is a known one, else its code. */
-function reasonOf(error: AppError): RejectionReason {
-  const finer = error.why.reason;
-  if (isRejectionReason(finer) && REJECTION_REASONS[finer] === error.status) return finer;
-  return isRejectionReason(error.code) ? error.code : 'unavailable';
-}
-
 /** What a reason's refusal failed on, from the error's `why` (the intake's own facts, already bounded). */
 function detailOf(error: AppError, requestedRoute: string): string | null {
   const { why } = error;
@@ -174,13 +127,14 @@ export function rejectionOf(
   error: unknown,
   request: RefusedRequest & { provider: string | undefined; requestedRoute: string },
 ): RejectionRecord | undefined {
+  const reason = rejectionReasonOf(error);
+  if (reason === undefined) return undefined;
   const refusal = error instanceof AppError ? error : new AppError('unavailable');
-  if (!REFUSING_CODES.has(refusal.code)) return undefined;
   return {
     at: request.at,
     provider: request.provider ?? UNKNOWN_SENDER,
     statusCode: refusal.status,
-    reason: reasonOf(refusal),
+    reason,
     detail: detailOf(refusal, request.requestedRoute),
     traceId: request.traceId ?? null,
     headers: redactedHeaders(request.headers),

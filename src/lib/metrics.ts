@@ -5,7 +5,7 @@
 // which needs Node's runtime and would not run in workerd; the Node entry attaches prom-client's
 // process metrics as an extra source (`attach`). The latency histogram is also kept per minute for a
 // day, so the dashboard can draw p50/p99 over time.
-import type { ErrorCode } from './errors.ts';
+import { type RejectionReason, rejectionClass } from './rejection-reasons.ts';
 
 export type EventOutcome =
   | 'accepted'
@@ -16,12 +16,6 @@ export type EventOutcome =
   | 'parked'
   | 'ignored'
   | 'dead_letter';
-
-/**
- * Why a delivery was refused before it could be stored: the codes of its 4xx and 503 answers; or
- * `invalid_event`, one event of a batch set aside while the others were stored.
- */
-export type RejectionReason = Exclude<ErrorCode, 'processing_failed' | 'invalid_request'> | 'invalid_event';
 
 export interface GaugeSample {
   name: string;
@@ -180,8 +174,9 @@ export class Metrics {
     this.#events.set(key, (this.#events.get(key) ?? 0) + 1);
   }
 
+  /** Counted under the reason's class, the values the `reason` label has always had (rejection-reasons.ts). */
   countRejection(provider: string, reason: RejectionReason): void {
-    const key = labelText({ provider: this.#provider(provider), reason });
+    const key = labelText({ provider: this.#provider(provider), reason: rejectionClass(reason) });
     this.#rejections.set(key, (this.#rejections.get(key) ?? 0) + 1);
   }
 

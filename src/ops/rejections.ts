@@ -4,7 +4,7 @@
 import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../db/client.ts';
 import { webhookRejectionCounts, webhookRejections } from '../db/schema.ts';
-import { REJECTION_REASONS, type RejectionReason } from '../inbox/rejections.ts';
+import { REJECTION_REASONS, type RejectionReason } from '../lib/rejection-reasons.ts';
 
 const r = webhookRejections;
 const counts = webhookRejectionCounts;

@@ -3,7 +3,7 @@
 // they failed on and their headers as kept (credentials redacted; bodies are never kept). Pure
 // rendering: the route reads the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
-import { rejectionReasons } from '../../inbox/rejections.ts';
+import { rejectionReasons } from '../../lib/rejection-reasons.ts';
 import type { RejectionCount, RejectionListing } from '../../ops/rejections.ts';
 import { rejectionProviders } from '../rejections-api.ts';
 import { Select } from './list-page.tsx';

@@ -4,7 +4,7 @@
 import { Option } from 'commander';
 import { rejectionJson, rejectionProviders } from '../../admin/rejections-api.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
-import { type RejectionReason, rejectionReasons } from '../../inbox/rejections.ts';
+import { type RejectionReason, rejectionReasons } from '../../lib/rejection-reasons.ts';
 import { listRejections } from '../../ops/rejections.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';
