@@ -10,8 +10,8 @@ import {
   DEFAULT_WORKER_BUDGET_MS,
   DEFAULT_WORKER_LANES,
   DEFAULT_WORKER_MAX_DEFER_MS,
+  inboxWorkerSettings,
   type WorkSummary,
-  workerSettings,
   workUntilCaughtUp,
 } from '../src/inbox/worker.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
@@ -76,7 +76,7 @@ function observed(onApply: () => void): HandlerMap {
   return afterRealHandler(() => onApply());
 }
 
-describe('workerSettings', () => {
+describe('inboxWorkerSettings', () => {
   const config = {
     INBOX_MAX_ATTEMPTS: 7,
     INBOX_BACKOFF_BASE_MS: 2000,
@@ -86,7 +86,7 @@ describe('workerSettings', () => {
   };
 
   it('takes attempts, backoff, lease and apply timeout from the configuration, the rest from the defaults', () => {
-    expect(workerSettings(config)).toEqual({
+    expect(inboxWorkerSettings(config)).toEqual({
       maxAttempts: 7,
       backoff: { baseMs: 2000, maxMs: 600_000 },
       leaseMs: 60_000,
@@ -96,7 +96,7 @@ describe('workerSettings', () => {
       maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,
       budgetMs: DEFAULT_WORKER_BUDGET_MS,
     });
-    expect(workerSettings(config, { lanes: 1, batchSize: 5 })).toMatchObject({
+    expect(inboxWorkerSettings(config, { lanes: 1, batchSize: 5 })).toMatchObject({
       lanes: 1,
       batchSize: 5,
       maxAttempts: 7,
@@ -104,7 +104,7 @@ describe('workerSettings', () => {
   });
 
   it('holds the apply timeout to half the lease, so that an application can still start inside one', () => {
-    const settings = workerSettings({ ...config, HANDLER_DEADLINE_MS: 45_000, INBOX_LEASE_MS: 60_001 });
+    const settings = inboxWorkerSettings({ ...config, HANDLER_DEADLINE_MS: 45_000, INBOX_LEASE_MS: 60_001 });
     expect(settings.applyTimeoutMs).toBe(30_000);
     expect(settings.applyTimeoutMs).toBeLessThan(settings.leaseMs);
   });

@@ -38,7 +38,7 @@ import {
 } from './stored.ts';
 import { type ReportLine, reportApplication, type Tally } from './worker-report.ts';
 
-export interface WorkerSettings extends QueueSettings {
+export interface InboxWorkerSettings extends QueueSettings {
   /**
    * Lanes, each claiming and applying one batch at a time; at most the worker pool's connections, so
    * the worker never queues on itself.
@@ -70,13 +70,13 @@ export const DEFAULT_WORKER_BUDGET_MS = 20_000;
 export const DEFAULT_WORKER_MAX_DEFER_MS = 1000;
 const DEFER_POLL_MS = 10;
 
-export function workerSettings(
+export function inboxWorkerSettings(
   config: Pick<
     Config,
     'INBOX_MAX_ATTEMPTS' | 'INBOX_BACKOFF_BASE_MS' | 'INBOX_BACKOFF_MAX_MS' | 'INBOX_LEASE_MS' | 'HANDLER_DEADLINE_MS'
   >,
-  overrides: Partial<WorkerSettings> = {},
-): WorkerSettings {
+  overrides: Partial<InboxWorkerSettings> = {},
+): InboxWorkerSettings {
   return {
     maxAttempts: config.INBOX_MAX_ATTEMPTS,
     backoff: { baseMs: config.INBOX_BACKOFF_BASE_MS, maxMs: config.INBOX_BACKOFF_MAX_MS },
@@ -91,7 +91,7 @@ export function workerSettings(
   };
 }
 
-export interface WorkerDeps {
+export interface InboxWorkerDeps {
   db: Database;
   handlers: HandlerMap;
   /** Providers by name, for parked payloads' schema check; every known scheme when absent. */
@@ -104,7 +104,7 @@ export interface WorkerDeps {
   metrics?: Pick<Metrics, 'countEvent'>;
   /** The in-process intake's load, when there is one: batches wait while it is saturated. */
   intakeLoad?: IntakeLoad;
-  settings: WorkerSettings;
+  settings: InboxWorkerSettings;
   /** An `apply` span per event, continuing its delivery's trace (stored.ts); absent: `noTracing`. */
   tracer?: Tracer | undefined;
 }
@@ -131,11 +131,11 @@ export interface WorkSummary extends Tally {
 /** One pass at a time per worker (its lease owner is its id); run several workers for parallelism. */
 export interface InboxWorker {
   readonly id: string;
-  readonly settings: WorkerSettings;
+  readonly settings: InboxWorkerSettings;
   work(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<WorkSummary>;
 }
 
-export function createWorker(deps: WorkerDeps): InboxWorker {
+export function createInboxWorker(deps: InboxWorkerDeps): InboxWorker {
   const { db, clock, logger, settings } = deps;
   const id = deps.newId();
   const context: StoredContext = {

@@ -25,7 +25,7 @@ export interface GaugeSample {
 }
 
 /** What the relay did with one message: the outbox counters' `outcome` label. */
-export type OutboxOutcome = 'published' | 'retried' | 'dead';
+export type PublishOutcome = 'published' | 'retried' | 'dead';
 
 /** An operator replay's result (the event's status after it, or `not_applied`), or a retry's. */
 export type ReplayOutcome = 'completed' | 'ignored' | 'failed' | 'parked' | 'dead_letter' | 'not_applied';
@@ -125,7 +125,7 @@ export class Metrics {
   readonly #latency = new Map<string, Histogram>();
   /** All providers' latencies by minute (ms since the epoch / 60000), for the last day. */
   readonly #latencyByMinute = new Map<number, Histogram>();
-  readonly #outbox = new Map<string, number>();
+  readonly #publishes = new Map<string, number>();
   readonly #topics = new Set<string>();
   readonly #replays = new Map<string, number>();
   readonly #retries = new Map<string, number>();
@@ -231,10 +231,10 @@ export class Metrics {
   }
 
   /** `destination` is a configured name (each relay publishes to one), so its values are bounded too. */
-  countOutbox(topic: string, outcome: OutboxOutcome, destination: string): void {
+  countPublish(topic: string, outcome: PublishOutcome, destination: string): void {
     if (!this.#topics.has(topic) && this.#topics.size < MAX_TOPICS) this.#topics.add(topic);
     const key = this.#labels(OUTBOX_LABELS, this.#topics.has(topic) ? topic : 'other', outcome, destination);
-    this.#outbox.set(key, (this.#outbox.get(key) ?? 0) + 1);
+    this.#publishes.set(key, (this.#publishes.get(key) ?? 0) + 1);
   }
 
   countReplay(outcome: ReplayOutcome): void {
@@ -288,12 +288,14 @@ export class Metrics {
       lines.push(...histogramLines('webhook_intake_batch_size', {}, BATCH_SIZE_BUCKETS, this.#batchSizes));
     }
 
+    // Named "deliveries" before the word meant an inbound request; it counts publishes, and keeps its
+    // name for the dashboards and alerts that query it (docs/architecture.md, the names table).
     family(
       'webhook_outbox_deliveries_total',
       'Outbox publish outcomes by topic and destination: published, retried, dead.',
       'counter',
     );
-    for (const [labels, value] of this.#outbox) lines.push(`webhook_outbox_deliveries_total${labels} ${value}`);
+    for (const [labels, value] of this.#publishes) lines.push(`webhook_outbox_deliveries_total${labels} ${value}`);
 
     family('webhook_operator_replays_total', 'Operator replays by the event status they left.', 'counter');
     for (const [labels, value] of this.#replays) lines.push(`webhook_operator_replays_total${labels} ${value}`);

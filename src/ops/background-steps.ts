@@ -9,7 +9,7 @@ import { sweepExpiredLeases } from '../inbox/sweep.ts';
 import { workUntilCaughtUp } from '../inbox/worker.ts';
 import { type BackgroundStep, StepFailure } from './background.ts';
 import { foldCounters } from './counters-fold.ts';
-import { bulkRunnerFor, relayFor, workerFor } from './drainers.ts';
+import { bulkRunnerFor, inboxWorkerFor, relayFor } from './drainers.ts';
 import { endExpiredPauses } from './sender-pauses.ts';
 
 const SECOND = 1000;
@@ -65,14 +65,17 @@ export const inboxWork: BackgroundStep = {
   prepare(parts) {
     if (parts.config.PROCESSING_MODE !== 'async') return async () => ({ skipped: 'sync mode' });
     if (parts.runtime === 'process') {
-      const worker = workerFor(parts, { intakeLoad: parts.intakeLoad, settings: { lanes: parts.backgroundLanes } });
+      const worker = inboxWorkerFor(parts, {
+        intakeLoad: parts.intakeLoad,
+        settings: { lanes: parts.backgroundLanes },
+      });
       return async function run({ signal }) {
         await workUntilCaughtUp(worker, worker.settings.batchSize, signal);
         return undefined;
       };
     }
     return async function run({ budgetMs }) {
-      const worker = workerFor(parts, { settings: budgetMs === undefined ? {} : { budgetMs } });
+      const worker = inboxWorkerFor(parts, { settings: budgetMs === undefined ? {} : { budgetMs } });
       const summary = await worker.work(budgetMs === undefined ? {} : { budgetMs });
       const { claimed, completed, failed, deadLettered, released, stoppedBy } = summary;
       return { claimed, completed, failed, dead_lettered: deadLettered, released, stopped_by: stoppedBy };

@@ -17,7 +17,7 @@ export interface StepParts extends DrainerParts {
   expectedMigration: MigrationMark;
   /** Every destination's publisher, as the runtime makes them (Node's clients, or the Worker's portable ones). */
   publishers: readonly DestinationPublisher[];
-  metrics?: Pick<Metrics, 'countOutbox' | 'countEvent' | 'countReplay' | 'countRetry'>;
+  metrics?: Pick<Metrics, 'countPublish' | 'countEvent' | 'countReplay' | 'countRetry'>;
   /** A process's: the intake's load, which the worker and the bulk jobs defer to. */
   intakeLoad?: IntakeLoad | undefined;
   /** A process's background connections: one inbox application each. */

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { configuredHandlers } from '../domain/handlers.ts';
 import type { IntakeLoad } from '../inbox/intake-load.ts';
-import { createWorker, type InboxWorker, type WorkerSettings, workerSettings } from '../inbox/worker.ts';
+import { createInboxWorker, type InboxWorker, type InboxWorkerSettings, inboxWorkerSettings } from '../inbox/worker.ts';
 import type { RandomSource } from '../lib/backoff.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -27,7 +27,7 @@ export interface DrainerParts {
   newId: () => string;
   random: RandomSource;
   /** Counts publishes and applications, where the runner exports counters. */
-  metrics?: Pick<Metrics, 'countOutbox' | 'countEvent'>;
+  metrics?: Pick<Metrics, 'countPublish' | 'countEvent'>;
   /** Spans for publishes and applications, where the runner exports them. */
   tracer?: Tracer | undefined;
 }
@@ -75,11 +75,11 @@ export function isolationOf(settings: DestinationSettings): RelayIsolation {
 }
 
 /** An inbox worker applying with the service's handlers; its lease owner is `worker-<id>`. */
-export function workerFor(
+export function inboxWorkerFor(
   parts: DrainerParts,
-  options: { intakeLoad?: IntakeLoad | undefined; settings?: Partial<WorkerSettings> } = {},
+  options: { intakeLoad?: IntakeLoad | undefined; settings?: Partial<InboxWorkerSettings> } = {},
 ): InboxWorker {
-  return createWorker({
+  return createInboxWorker({
     db: parts.db,
     handlers: configuredHandlers(parts.config, parts.logger),
     clock: parts.clock,
@@ -89,7 +89,7 @@ export function workerFor(
     metrics: parts.metrics,
     intakeLoad: options.intakeLoad,
     tracer: parts.tracer,
-    settings: workerSettings(parts.config, options.settings),
+    settings: inboxWorkerSettings(parts.config, options.settings),
   });
 }
 

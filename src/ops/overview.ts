@@ -145,22 +145,22 @@ export async function readOverview(db: Executor, window: Window, nowMs: number):
   //   buckets.
   const unfinished = (status: string) => (UNFINISHED as readonly string[]).includes(status);
   const total = (rows: StatusCount[]) => rows.filter((r) => unfinished(r.status)).reduce((sum, r) => sum + r.n, 0);
-  const notDoneInWindow = Array.from({ length: window.buckets }, () => 0);
+  const unfinishedInWindow = Array.from({ length: window.buckets }, () => 0);
   for (const { i, status, n } of arrivals) {
-    if (unfinished(status) && i >= 0 && i < window.buckets) notDoneInWindow[i] = (notDoneInWindow[i] ?? 0) + n;
+    if (unfinished(status) && i >= 0 && i < window.buckets) unfinishedInWindow[i] = (unfinishedInWindow[i] ?? 0) + n;
   }
-  let notDone = total(allTime) - total(later) - notDoneInWindow.reduce((sum, n) => sum + n, 0);
-  const oldestNotDoneMs = row.oldest_not_done_ms;
+  let unfinishedCount = total(allTime) - total(later) - unfinishedInWindow.reduce((sum, n) => sum + n, 0);
+  const oldestUnfinishedMs = row.oldest_not_done_ms;
   const backlog = Array.from({ length: window.buckets }, (_, i) => {
     // Points are bucket ends; the last is now, and every arrival so far came before it.
     const at = Math.min(window.fromMs + (i + 1) * window.bucketMs, nowMs);
-    notDone += notDoneInWindow[i] ?? 0;
+    unfinishedCount += unfinishedInWindow[i] ?? 0;
     const finished = doneLater.get(i);
     const waitedSeconds = [
       finished?.oldest ?? 0,
-      notDone > 0 && oldestNotDoneMs !== null ? (at - oldestNotDoneMs) / 1000 : 0,
+      unfinishedCount > 0 && oldestUnfinishedMs !== null ? (at - oldestUnfinishedMs) / 1000 : 0,
     ];
-    return { events: notDone + (finished?.events ?? 0), oldestSeconds: Math.max(0, ...waitedSeconds) };
+    return { events: unfinishedCount + (finished?.events ?? 0), oldestSeconds: Math.max(0, ...waitedSeconds) };
   });
 
   const outbox = outboxStatsOf(row.outbox === null ? undefined : (JSON.parse(row.outbox) as OutboxStatsRow), nowMs);

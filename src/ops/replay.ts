@@ -60,8 +60,8 @@ export interface ReplayedEvent {
 
 export type ReplayResult = { kind: 'replayed'; events: ReplayedEvent[] } | { kind: 'not_found'; eventIds: string[] };
 
-/** Done: nothing left to apply (an ignored event was recorded as needing nothing). */
-const isDone = (status: WebhookEventStatus) => status === 'completed' || status === 'ignored';
+/** Finished: nothing left to apply (an ignored event was recorded as needing nothing). */
+const isFinished = (status: WebhookEventStatus) => status === 'completed' || status === 'ignored';
 
 /**
  * In words, why a replay left an event where it is: not in a replayable state, taken by someone
@@ -73,7 +73,7 @@ export function replayReason(before: WebhookEventStatus, ran: boolean, after: Ev
     return `it was ${before}: only failed, parked or dead-lettered events are applied again (nothing applied, recorded)`;
   }
   if (!ran) return 'another worker or replay took the event first; this one applied nothing';
-  if (isDone(after.status)) return undefined;
+  if (isFinished(after.status)) return undefined;
   if (after.status === 'parked') {
     return `parked again: ${after.lastError ?? "this service still does not know the payload's schema version"}`;
   }
@@ -162,7 +162,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
       before,
       after: afterStatus,
       ran,
-      applied: ran && after !== undefined && isDone(after.status),
+      applied: ran && after !== undefined && isFinished(after.status),
       attempt: after?.attempts,
     });
     if (after === undefined) continue;
@@ -170,7 +170,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
       ran && after.status !== 'received' && after.status !== 'processing' ? after.status : 'not_applied',
     );
     const reason = replayReason(before, ran, after);
-    const result: ReplayOutcome = !ran ? 'skipped' : isDone(after.status) ? 'applied' : 'failed';
+    const result: ReplayOutcome = !ran ? 'skipped' : isFinished(after.status) ? 'applied' : 'failed';
     events.push({
       eventId,
       before,

@@ -149,7 +149,7 @@ export interface RelayDeps {
   logger: Logger;
   settings: RelaySettings;
   /** Counts each publish outcome by topic (webhook_outbox_deliveries_total). */
-  metrics?: Pick<Metrics, 'countOutbox'>;
+  metrics?: Pick<Metrics, 'countPublish'>;
   /**
    * Spans per batch: `outbox claim` and its `outbox outcome`, and per message an `outbox publish`
    * child of the span that enqueued it, linked to its claim. Absent: `noTracing`.
@@ -475,7 +475,7 @@ export function createRelay(deps: RelayDeps): Relay {
           if (result.outcome !== 'rejected' && result.outcome !== 'paced') noteFailure(result.error);
         }
         summary[counted] += 1;
-        deps.metrics?.countOutbox(message.topic, counted, destination);
+        deps.metrics?.countPublish(message.topic, counted, destination);
       };
       await Promise.all(
         messages.map((message) => (pipelined ? publishInLane(message) : lane(() => publishInLane(message)))),

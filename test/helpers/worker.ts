@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../../src/db/client.ts';
 import { defaultHandlers, type HandlerMap } from '../../src/domain/handlers.ts';
 import type { IntakeLoad } from '../../src/inbox/intake-load.ts';
-import { createWorker, type InboxWorker, type WorkerSettings } from '../../src/inbox/worker.ts';
+import { createInboxWorker, type InboxWorker, type InboxWorkerSettings } from '../../src/inbox/worker.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
 import type { Tracer } from '../../src/lib/tracing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS } from './acme.ts';
 import type { TestApp } from './app.ts';
 
-export const testWorkerSettings: WorkerSettings = {
+export const testInboxWorkerSettings: InboxWorkerSettings = {
   maxAttempts: 10,
   backoff: { baseMs: 1000, maxMs: 300_000 },
   leaseMs: 30_000,
@@ -34,7 +34,7 @@ export function buildTestWorker(
   db: Database,
   options: {
     handlers?: HandlerMap;
-    settings?: Partial<WorkerSettings>;
+    settings?: Partial<InboxWorkerSettings>;
     random?: () => number;
     now?: number;
     /** A clock of the test's own instead of the settable one (e.g. the real one, for time budgets). */
@@ -47,7 +47,7 @@ export function buildTestWorker(
   const logs: Array<Record<string, unknown>> = [];
   const handlers = options.handlers ?? defaultHandlers;
   const metrics = new Metrics(labelBounds(['acme'], handlers));
-  const worker = createWorker({
+  const worker = createInboxWorker({
     db,
     handlers,
     clock: options.clock ?? (() => now),
@@ -61,7 +61,7 @@ export function buildTestWorker(
     metrics,
     ...(options.intakeLoad === undefined ? {} : { intakeLoad: options.intakeLoad }),
     tracer: options.tracer,
-    settings: { ...testWorkerSettings, ...options.settings },
+    settings: { ...testInboxWorkerSettings, ...options.settings },
   });
   return {
     worker,

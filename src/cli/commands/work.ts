@@ -1,7 +1,7 @@
 // `webhook-inbox work`: one async inbox worker pass, as the in-process schedule runs it, and a
 // summary. Events that failed and were rescheduled or dead-lettered are still exit 0 (the contract).
 import { DEFAULT_WORKER_BUDGET_MS } from '../../inbox/worker.ts';
-import { workerFor } from '../../ops/drainers.ts';
+import { inboxWorkerFor } from '../../ops/drainers.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 
 export const workCommand: CommandModule = {
@@ -19,7 +19,7 @@ export const workCommand: CommandModule = {
       .action(
         run(async (context, options: { budgetMs: number; json?: boolean }) => {
           // The CLI's pool holds at most four connections: one application per connection.
-          const worker = workerFor(context, { settings: { budgetMs: options.budgetMs } });
+          const worker = inboxWorkerFor(context, { settings: { budgetMs: options.budgetMs } });
           const s = await worker.work();
           context.out(
             options.json
