@@ -286,7 +286,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       authenticated = verification.events;
       refused = verification.refused;
     } else {
-      // Stored as received; the scheme parsed the same bytes, so this refuses nothing it accepted.
+      // Stored as received; the sender's description parsed the same bytes, so this refuses nothing it accepted.
       const text = payloadText(body);
       if (text === undefined) throw new AppError('invalid_payload');
       authenticated = [{ ...verification.event, payloadText: text }];

@@ -25,7 +25,7 @@ export interface ReplayContext {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
-  /** Providers asked whether they know a parked payload's schema now; every scheme by default. */
+  /** Providers asked whether they know a parked payload's schema now; every sender by default. */
   providersByName?: StoredContext['providersByName'];
   /** Counts each replay by the status it left (the CLI, a short process, has none). */
   metrics?: Pick<Metrics, 'countReplay'>;

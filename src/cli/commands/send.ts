@@ -1,9 +1,9 @@
-// `webhook-inbox send <provider> [--url URL]`: a local provider simulator for demos, load and chaos,
+// `webhook-inbox send <provider> [--url URL]`: a local sender simulator for demos, load and chaos,
 // for every sender. Builds deliveries (each sender's realistic sample, or a file), signs each with
-// the provider's secret from the environment (for acme with none set, the development secret
-// `npm start` keeps in DATA_DIR), or with `--private-key` for senders that sign with one, in that
-// provider's scheme, sends them with bounded concurrency to the URL (default: this machine's PORT and
-// the provider's route), draws progress on a terminal and always prints a summary of answers by
+// the sender's secret from the environment (for acme with none set, the development secret
+// `npm start` keeps in DATA_DIR), or with `--private-key` for senders that sign with one, as that
+// sender's description says, sends them with bounded concurrency to the URL (default: this machine's PORT and
+// the sender's route), draws progress on a terminal and always prints a summary of answers by
 // status, naming the URL. Needs no database; exit 0 once any delivery was accepted, else 1 with one
 // line saying what the answers suggest (nothing listening, a secret the server does not share, …).
 import { readFileSync } from 'node:fs';
