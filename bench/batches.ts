@@ -18,7 +18,7 @@ import { expectedMigration } from '../src/db/migrations.ts';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
-import { defaultGaugeSources } from '../src/ops/metrics-routes.ts';
+import { defaultGaugeSources } from '../src/ops/routes/metrics.ts';
 import { batchProviders, batchSenders } from './lib/batch-senders.ts';
 import { freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';

@@ -8,10 +8,10 @@
 import postgres from 'postgres';
 import { OverviewPage } from '../src/admin/dashboard/overview-page.tsx';
 import { connectDatabase } from '../src/db/client.ts';
-import { listDestinations } from '../src/ops/destinations-view.ts';
-import { listEvents } from '../src/ops/events.ts';
-import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
-import { activePauses } from '../src/ops/sender-pauses.ts';
+import { activePauses } from '../src/ops/pauses/sender-pauses.ts';
+import { listDestinations } from '../src/ops/reads/destinations-view.ts';
+import { listEvents } from '../src/ops/reads/events.ts';
+import { readOverview, windowEndingAt } from '../src/ops/reads/overview.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { round } from './lib/stats.ts';

@@ -12,9 +12,9 @@ import { configuredHandlers } from './domain/handlers.ts';
 import { intakeRoutes } from './inbox/intake.ts';
 import { newHexId } from './lib/clock.ts';
 import { AppError } from './lib/errors.ts';
-import { destinationGauges } from './ops/destinations-view.ts';
-import { healthRoutes } from './ops/health.ts';
-import { defaultGaugeSources, metricsRoutes } from './ops/metrics-routes.ts';
+import { destinationGauges } from './ops/reads/destinations-view.ts';
+import { healthRoutes } from './ops/routes/health.ts';
+import { defaultGaugeSources, metricsRoutes } from './ops/routes/metrics.ts';
 import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */

@@ -4,7 +4,7 @@ import type { AdminRoutesDeps } from './admin/routes.ts';
 import type { Database } from './db/client.ts';
 import type { MigrationMark } from './db/migrations.ts';
 import type { IntakeDeps } from './inbox/intake.ts';
-import type { MetricsDeps } from './ops/metrics-routes.ts';
+import type { MetricsDeps } from './ops/routes/metrics.ts';
 
 export type AppDeps = IntakeDeps &
   AdminRoutesDeps &

@@ -4,7 +4,7 @@
 // the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
 import { type ConfigWarning, LOW_ENTROPY_DISTINCT, parseConfig } from '../src/config.ts';
-import { encodeCursor } from '../src/ops/cursor.ts';
+import { encodeCursor } from '../src/ops/reads/cursor.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { configProblems } from './helpers/config-problems.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { bulkRunnerFor } from '../src/ops/drainers.ts';
+import { bulkRunnerFor } from '../src/ops/maintenance/drainers.ts';
 import { uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { ARTIFACTS, type BrowserGlobal, hasChromium, useBrowser } from './helpers/browser.ts';

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { bulkRunnerFor, relayFor } from '../src/ops/drainers.ts';
+import { bulkRunnerFor, relayFor } from '../src/ops/maintenance/drainers.ts';
 import { parseDestinations } from '../src/outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import { closePublishers } from '../src/outbox/relays.ts';

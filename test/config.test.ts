@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/dev-secret.ts';
-import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
+import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/senders/sender-limits.ts';
 import { configuredSenders } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
 import { configProblems } from './helpers/config-problems.ts';

@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { defaultHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { createBulkRunner } from '../src/ops/bulk-runner.ts';
+import { createBulkRunner } from '../src/ops/jobs/bulk-runner.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { ARTIFACTS, type BrowserGlobal, hasChromium, useBrowser } from './helpers/browser.ts';

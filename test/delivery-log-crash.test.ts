@@ -7,7 +7,7 @@
 import { expect, it } from 'vitest';
 import { splitPool } from '../src/entry/pools.ts';
 import { deliveryLogDelayBoundMs } from '../src/inbox/delivery-log.ts';
-import { longestIntervalMs } from '../src/ops/schedule.ts';
+import { longestIntervalMs } from '../src/ops/maintenance/schedule.ts';
 import { acmeEvent, deliverAcme, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { holdSubscriptionLock, lockWaitingBackends } from './helpers/facts.ts';

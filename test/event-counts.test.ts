@@ -5,8 +5,8 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { backfillEventCounts, backfillOutboxCounts } from '../src/db/event-counts-backfill.ts';
-import { foldCounterSlots } from '../src/ops/counters-fold.ts';
-import { countEventsFromCounters, piecesOf } from '../src/ops/event-counts.ts';
+import { foldCounterSlots } from '../src/ops/maintenance/counters-fold.ts';
+import { countEventsFromCounters, piecesOf } from '../src/ops/reads/event-counts.ts';
 import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { WAIT_MS } from './helpers/patience.ts';

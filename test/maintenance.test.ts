@@ -1,13 +1,13 @@
-// The scheduled maintenance runner (src/ops/maintenance.ts): every step runs under its share of the
+// The scheduled maintenance runner (src/ops/maintenance/cron.ts): every step runs under its share of the
 // budget, a failing or overrunning step is logged and does not stop the others, and the database
 // readiness step against real databases. The runner's shares are measured on faked timers
 // (setTimeout and performance.now), so what a step is given and when it is left behind are exact.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connectDatabase, type Database } from '../src/db/client.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { type BackgroundStep, StepFailure } from '../src/ops/background.ts';
-import { databaseReadiness } from '../src/ops/background-steps.ts';
-import { runMaintenance } from '../src/ops/maintenance.ts';
+import { type BackgroundStep, StepFailure } from '../src/ops/maintenance/background.ts';
+import { databaseReadiness } from '../src/ops/maintenance/background-steps.ts';
+import { runMaintenance } from '../src/ops/maintenance/cron.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
 import { cronParts } from './helpers/step-parts.ts';
 

@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { MIGRATIONS_FOLDER, migrateDatabase } from '../src/db/migrate.ts';
-import { countEventsFromCounters } from '../src/ops/event-counts.ts';
+import { countEventsFromCounters } from '../src/ops/reads/event-counts.ts';
 import { countOutboxMessages } from '../src/outbox/stats.ts';
 import { useEmptyDatabase } from './helpers/database.ts';
 

@@ -7,10 +7,10 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as schema from '../src/db/schema.ts';
 import { purgeStatements } from '../src/inbox/event-rows.ts';
-import { countEventsByStatus, listEvents, statusCounts } from '../src/ops/events.ts';
-import { inboxGauges } from '../src/ops/gauges.ts';
-import { countOutboxByStatus, listOutbox, messagesOfEvent } from '../src/ops/outbox-view.ts';
-import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
+import { countEventsByStatus, listEvents, statusCounts } from '../src/ops/reads/events.ts';
+import { inboxGauges } from '../src/ops/reads/gauges.ts';
+import { countOutboxByStatus, listOutbox, messagesOfEvent } from '../src/ops/reads/outbox-view.ts';
+import { readOverview, windowEndingAt } from '../src/ops/reads/overview.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { patience } from './helpers/patience.ts';
 

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { relayFor } from '../src/ops/drainers.ts';
+import { relayFor } from '../src/ops/maintenance/drainers.ts';
 import { parseDestinations } from '../src/outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import type { RelayIsolation } from '../src/outbox/relay.ts';

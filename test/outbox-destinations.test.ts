@@ -13,7 +13,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { relayFor } from '../src/ops/drainers.ts';
+import { relayFor } from '../src/ops/maintenance/drainers.ts';
 import { type DestinationRouting, loggingUnrouted, parseDestinations } from '../src/outbox/destinations.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { relayFor } from '../src/ops/drainers.ts';
+import { relayFor } from '../src/ops/maintenance/drainers.ts';
 import {
   DEFAULT_BREAKER_COOLOFF_SECONDS,
   DEFAULT_BREAKER_FAILURES,

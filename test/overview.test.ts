@@ -2,7 +2,7 @@
 // bucket by status, and the backlog with its oldest age at each bucket's end, rebuilt from
 // received_at and completed_at (parked events aside).
 import { describe, expect, it } from 'vitest';
-import { readOverview, windowEndingAt } from '../src/ops/overview.ts';
+import { readOverview, windowEndingAt } from '../src/ops/reads/overview.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
 const { sql, db } = await useTestDatabase();

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.ts';
 import { expectedMigration } from '../src/db/migrations.ts';
-import { healthRoutes } from '../src/ops/health.ts';
+import { healthRoutes } from '../src/ops/routes/health.ts';
 
 const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as {
   scripts: Record<string, string>;

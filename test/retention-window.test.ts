@@ -5,7 +5,7 @@
 // counters follow every deletion.
 import { describe, expect, it } from 'vitest';
 import { purgeByRetention } from '../src/inbox/retention.ts';
-import { countEventsFromCounters } from '../src/ops/event-counts.ts';
+import { countEventsFromCounters } from '../src/ops/reads/event-counts.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
 const { sql, db } = await useTestDatabase();

@@ -3,9 +3,9 @@
 // can close). The Node process and the Worker's cron run one list of steps, under the same names.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/lib/logger.ts';
-import type { BackgroundStep } from '../src/ops/background.ts';
-import { backgroundSteps, cronSteps, processSteps } from '../src/ops/background-steps.ts';
-import { type ScheduleOptions, scheduleSteps, startSchedule } from '../src/ops/schedule.ts';
+import type { BackgroundStep } from '../src/ops/maintenance/background.ts';
+import { backgroundSteps, cronSteps, processSteps } from '../src/ops/maintenance/background-steps.ts';
+import { type ScheduleOptions, scheduleSteps, startSchedule } from '../src/ops/maintenance/schedule.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred } from './helpers/facts.ts';
 import { WAIT_MS } from './helpers/patience.ts';

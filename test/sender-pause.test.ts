@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { PAUSE_CHECK_TTL_MS, senderPauseGate } from '../src/inbox/pause-gate.ts';
-import { pauseExpiry } from '../src/ops/background-steps.ts';
+import { pauseExpiry } from '../src/ops/maintenance/background-steps.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';

@@ -3,7 +3,7 @@
 // library (or, for acme, Shopify and Slack, node:crypto following their documentation).
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type SigningKey, simulatedSenders } from '../src/ops/simulator.ts';
+import { type SigningKey, simulatedSenders } from '../src/ops/senders/simulator.ts';
 import { senderDescriptions } from '../src/providers/senders.ts';
 import { signAsSender } from '../src/providers/signing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';

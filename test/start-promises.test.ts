@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
+import { RETRY_WINDOW_DAYS } from '../src/ops/senders/sender-limits.ts';
 import { allProviders } from '../src/providers/registry.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { type Running, startListeningService, startService } from './helpers/process.ts';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { JOB_FAILURES_KEPT } from '../src/db/schema.ts';
 import { defaultHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
-import { createBulkRunner } from '../src/ops/bulk-runner.ts';
+import { createBulkRunner } from '../src/ops/jobs/bulk-runner.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';

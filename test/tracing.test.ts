@@ -14,7 +14,7 @@ import { tracingFromEnv } from '../src/entry/tracing-node.ts';
 import { DEFAULT_SERVICE_NAME, type TracingEnv, tracesUrl } from '../src/entry/tracing-sdk.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { noTracing, type Tracer } from '../src/lib/tracing.ts';
-import { replayEvents } from '../src/ops/replay.ts';
+import { replayEvents } from '../src/ops/actions/replay.ts';
 import type { Publisher } from '../src/outbox/publishers/publisher.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';

@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import type { Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import { isolationOf } from '../../src/ops/drainers.ts';
+import { isolationOf } from '../../src/ops/maintenance/drainers.ts';
 import { DEFAULT_SETTINGS } from '../../src/outbox/destinations.ts';
 import { httpPublisher } from '../../src/outbox/publishers/publisher.ts';
 import { createRelay, DEFAULT_CONCURRENCY, type Relay, relaySettings } from '../../src/outbox/relay.ts';

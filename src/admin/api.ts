@@ -16,9 +16,18 @@ import { AppError, refusedField } from '../lib/errors.ts';
 import { exactJsonText } from '../lib/json-out.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { CountsByStatus } from '../ops/counts.ts';
-import { destinationWaits, isConfiguredDestination, waitingOf } from '../ops/destinations-view.ts';
-import { countEventsByStatus, deliveryJson, eventJson, getEvent, listEvents, statusCounts } from '../ops/events.ts';
+import { replayEvents } from '../ops/actions/replay.ts';
+import { retryOutbox } from '../ops/actions/retry.ts';
+import type { CountsByStatus } from '../ops/reads/counts.ts';
+import { destinationWaits, isConfiguredDestination, waitingOf } from '../ops/reads/destinations-view.ts';
+import {
+  countEventsByStatus,
+  deliveryJson,
+  eventJson,
+  getEvent,
+  listEvents,
+  statusCounts,
+} from '../ops/reads/events.ts';
 import {
   countOutboxByStatus,
   getOutboxMessage,
@@ -27,10 +36,8 @@ import {
   outboxJson,
   outcomeJson,
   siblingsOf,
-} from '../ops/outbox-view.ts';
-import { replayEvents } from '../ops/replay.ts';
-import { retryOutbox } from '../ops/retry.ts';
-import { timeRange } from '../ops/time-bound.ts';
+} from '../ops/reads/outbox-view.ts';
+import { timeRange } from '../ops/reads/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations-api.ts';
 import {

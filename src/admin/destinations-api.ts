@@ -1,5 +1,5 @@
 // The admin API's destination write routes: POST /admin/api/destinations/{name}/pause and …/resume
-// through src/ops/destination-pauses.ts, which audits them. While paused, a destination's relays claim
+// through src/ops/pauses/destination-pauses.ts, which audits them. While paused, a destination's relays claim
 // nothing and its messages wait (attempts untouched); resumed, they flow again. A name that is not a
 // configured destination is 404; a refused field is 400 naming it.
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
@@ -8,7 +8,7 @@ import { destinationCircuits } from '../db/schema.ts';
 import { type Clock, isoOrNull } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { type DestinationPauseContext, pauseDestination, resumeDestination } from '../ops/destination-pauses.ts';
+import { type DestinationPauseContext, pauseDestination, resumeDestination } from '../ops/pauses/destination-pauses.ts';
 import type { DestinationState } from '../outbox/destination-state.ts';
 import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
 import { json, notFound, refused } from './openapi-parts.ts';

@@ -1,4 +1,4 @@
-// The admin API's bulk jobs (src/ops/bulk-jobs.ts): count or create a job from a list filter, list
+// The admin API's bulk jobs (src/ops/jobs/bulk-jobs.ts): count or create a job from a list filter, list
 // jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (api.ts), so
 // the routes share its bearer gate, its 400 for refused fields and its OpenAPI document.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
@@ -6,6 +6,7 @@ import type { DatabaseEnv } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { retryWarnings } from '../ops/actions/retry-warnings.ts';
 import {
   type BulkJob,
   type BulkJobSpec,
@@ -17,10 +18,9 @@ import {
   jobJson,
   listBulkJobs,
   listJobFailures,
-} from '../ops/bulk-jobs.ts';
-import { isConfiguredDestination } from '../ops/destinations-view.ts';
-import { retryWarnings } from '../ops/retry-warnings.ts';
-import { timeRange } from '../ops/time-bound.ts';
+} from '../ops/jobs/bulk-jobs.ts';
+import { isConfiguredDestination } from '../ops/reads/destinations-view.ts';
+import { timeRange } from '../ops/reads/time-bound.ts';
 import { configuredDestinations, type DestinationViewDeps } from './destinations-view-api.ts';
 import { eventUrl } from './event-urls.ts';
 import {

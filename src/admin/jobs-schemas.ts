@@ -4,7 +4,7 @@
 // to a destination takes the outbox filters that do not name a status or destination, and `to`.
 import { z } from '@hono/zod-openapi';
 import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../db/schema.ts';
-import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/bulk-jobs.ts';
+import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/jobs/bulk-jobs.ts';
 import { eventsQuery, operatorBody, outboxQuery } from './schemas.ts';
 
 const replayableStatus = z
@@ -105,7 +105,7 @@ export const jobSchema = z
   })
   .openapi('BulkJob');
 
-/** Said before a retry is confirmed (src/ops/retry-warnings.ts); always empty for the other kinds. */
+/** Said before a retry is confirmed (src/ops/actions/retry-warnings.ts); always empty for the other kinds. */
 const warnings = z
   .object({
     destination: z.string(),

@@ -9,8 +9,13 @@ import { REJECTION_RING_SIZE } from '../inbox/rejection-log.ts';
 import { UNKNOWN_SENDER } from '../inbox/rejections.ts';
 import type { Clock } from '../lib/clock.ts';
 import { rejectionReasons } from '../lib/rejection-reasons.ts';
-import { countRejections, listRejections, type RejectionCount, type RejectionListing } from '../ops/rejections.ts';
-import { timeRange } from '../ops/time-bound.ts';
+import {
+  countRejections,
+  listRejections,
+  type RejectionCount,
+  type RejectionListing,
+} from '../ops/reads/rejections.ts';
+import { timeRange } from '../ops/reads/time-bound.ts';
 import { allProviders } from '../providers/registry.ts';
 import { json, refused } from './openapi-parts.ts';
 import { timeBound } from './schemas.ts';

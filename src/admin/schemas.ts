@@ -6,8 +6,8 @@ import { z } from '@hono/zod-openapi';
 import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
 import { OPERATOR_NAME_MAX, operatorNameProblem } from '../lib/operator-name.ts';
 import { isStorableText } from '../lib/text.ts';
-import { decodeCursor } from '../ops/cursor.ts';
-import { parseTimeBound } from '../ops/time-bound.ts';
+import { decodeCursor } from '../ops/reads/cursor.ts';
+import { parseTimeBound } from '../ops/reads/time-bound.ts';
 import { isMessageId } from '../outbox/operator.ts';
 import { allProviders } from '../providers/registry.ts';
 

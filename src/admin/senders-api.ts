@@ -1,5 +1,5 @@
 // The admin API's sender routes: GET /admin/api/senders (every enabled sender and its pause), and
-// POST /admin/api/senders/{provider}/pause and …/resume through src/ops/sender-pauses.ts, which
+// POST /admin/api/senders/{provider}/pause and …/resume through src/ops/pauses/sender-pauses.ts, which
 // audits them. A sender that is not enabled is 404; a refused field is 400 naming it.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../db/client.ts';
@@ -12,7 +12,7 @@ import {
   resumeSender,
   type SenderPauseContext,
   type SenderState,
-} from '../ops/sender-pauses.ts';
+} from '../ops/pauses/sender-pauses.ts';
 import type { EnabledProvider } from '../providers/registry.ts';
 import { json, notFound, refused } from './openapi-parts.ts';
 import { actingOperator } from './operators.ts';

@@ -12,7 +12,7 @@ import type { RandomSource } from '../lib/backoff.ts';
 import { type Clock, newHexId } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../lib/operator-name.ts';
-import { checkSenderLimits } from '../ops/sender-limits.ts';
+import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { allProviders } from '../providers/registry.ts';
 

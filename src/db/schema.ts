@@ -133,7 +133,7 @@ export const webhookEvents = pgTable(
  * the operator's counts and charts read a few hundred rows instead of millions. Three resolutions
  * share the table: `bucket_seconds` 60 (whole minutes), 3600 (whole hours) and 0 (all time, one
  * bucket). Each connection adds to rows of its own `slot` (its backend pid), so concurrent
- * transactions never wait on one counter row; `foldCounterSlots` (src/ops/counters-fold.ts) later merges finished slots into
+ * transactions never wait on one counter row; `foldCounterSlots` (src/ops/maintenance/counters-fold.ts) later merges finished slots into
  * slot 0. A figure is the sum over slots.
  */
 export const webhookEventCounts = pgTable(

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
-import { simulatedSenders } from '../ops/simulator.ts';
+import { simulatedSenders } from '../ops/senders/simulator.ts';
 import { configuredSenders } from '../providers/registry.ts';
 
 /** The file under DATA_DIR that holds the development secret. */

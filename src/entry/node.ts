@@ -1,6 +1,6 @@
 // `npm start`: the portable app on @hono/node-server. Parses the environment, brings up the database
 // (the embedded server when DATABASE_URL is unset), refuses to serve an unmigrated database, runs the
-// background steps each on its timer (ops/background-steps.ts: the outbox relay, in async mode the
+// background steps each on its timer (ops/maintenance/background-steps.ts: the outbox relay, in async mode the
 // inbox worker and the lease sweeper, the bulk jobs, the counters' fold, the retention purge, the
 // pauses' ends, the writes of refusals and of the delivery log), and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
@@ -20,9 +20,9 @@ import { createRejectionLog } from '../inbox/rejection-log.ts';
 import { newHexId } from '../lib/clock.ts';
 import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
-import { processSteps } from '../ops/background-steps.ts';
-import { scheduleSteps } from '../ops/schedule.ts';
-import { checkSenderLimits } from '../ops/sender-limits.ts';
+import { processSteps } from '../ops/maintenance/background-steps.ts';
+import { scheduleSteps } from '../ops/maintenance/schedule.ts';
+import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers } from '../outbox/relays.ts';
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
     deliveryLog,
     tracer: tracing.tracer,
   });
-  // Every background step of the process (ops/background-steps.ts, the cron's list too), each on its
+  // Every background step of the process (ops/maintenance/background-steps.ts, the cron's list too), each on its
   // own timer, jittered, one run at a time, stopped before the pools close. The worker applies on one
   // background connection each, so the relay's writes wait at most for one of them; the bulk jobs and
   // the worker defer to a saturated intake; refusals are written off the request pool, so a flood of

@@ -1,4 +1,4 @@
-// The intake's view of paused senders (table sender_pauses, written by src/ops/sender-pauses.ts): a
+// The intake's view of paused senders (table sender_pauses, written by src/ops/pauses/sender-pauses.ts): a
 // delivery from a paused sender is answered 503 with Retry-After before its body is read, so a flood
 // costs neither a signature check nor a write, and the sender's own retries are the backlog that
 // drains after the resume. Read through a per-app cache, never per delivery.

@@ -4,7 +4,7 @@
 // takes, or `queue:BINDING` for a Workers Queues binding) and filters on the message's topic and on
 // its event's sender and type. The enqueue writes one row per matching destination (enqueue.ts);
 // the relay claims and publishes each destination's rows with that destination's publisher
-// (drainers.ts). Web standards only: the Worker parses the same variable.
+// (ops/maintenance/drainers.ts). Web standards only: the Worker parses the same variable.
 import { z } from 'zod';
 import { type Config, ConfigError } from '../config.ts';
 import type { Logger } from '../lib/logger.ts';

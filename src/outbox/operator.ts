@@ -1,6 +1,6 @@
 // What an operator does with the outbox by hand (CLI, admin API, dashboard): send dead messages back
 // to `pending`, each retry audited in `operator_actions` in the same transaction as the change it
-// records. Reading messages is src/ops/outbox-view.ts.
+// records. Reading messages is src/ops/reads/outbox-view.ts.
 
 import { inArray } from 'drizzle-orm';
 import { recordOperatorActions } from '../db/audit.ts';

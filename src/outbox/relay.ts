@@ -5,7 +5,7 @@
 // message goes out again under the same Idempotency-Key. A target that cannot be reached at all (an
 // outage) costs the messages nothing: they are given back uncounted, and the relay as a whole backs
 // off and probes with one message until the target answers again. Every destination has a relay of
-// its own (relays.ts drains them side by side, as drainers.ts wires them), so an unreachable destination holds back only its
+// its own (relays.ts drains them side by side, as ops/maintenance/drainers.ts wires them), so an unreachable destination holds back only its
 // own rows. Each destination's own limits (destination-state.ts, docs/outbox.md "Isolation per
 // destination"): a token bucket bounds what it claims, its concurrency what it has in flight, and the
 // circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
@@ -181,7 +181,7 @@ export interface DrainSummary {
 /** One drain at a time per relay (its lease owner is its id); run several relays for parallelism. */
 export interface Relay {
   readonly id: string;
-  /** The destination it drains; `*` for drainers.ts's relay of every destination. */
+  /** The destination it drains; `*` for ops/maintenance/drainers.ts's relay of every destination. */
   readonly destination: string;
   drain(options?: { signal?: AbortSignal; budgetMs?: number }): Promise<DrainSummary>;
 }

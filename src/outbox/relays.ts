@@ -1,6 +1,6 @@
 // Every destination's relay, drained side by side as one: each destination has its own publisher,
 // its own claim (its rows only), its own outage backoff, rate limit, concurrency and circuit breaker
-// (built from its Destination's settings in drainers.ts), so a destination that is slow or out of
+// (built from its Destination's settings in ops/maintenance/drainers.ts), so a destination that is slow or out of
 // reach holds back nothing but its own messages.
 import type { Destination, DestinationRouting } from './destinations.ts';
 import type { Publisher } from './publishers/publisher.ts';

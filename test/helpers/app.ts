@@ -9,7 +9,7 @@ import type { AppDeps } from '../../src/deps.ts';
 import { defaultHandlers } from '../../src/domain/handlers.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
-import { defaultGaugeSources } from '../../src/ops/metrics-routes.ts';
+import { defaultGaugeSources } from '../../src/ops/routes/metrics.ts';
 import { enableProviders } from '../../src/providers/registry.ts';
 import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
 

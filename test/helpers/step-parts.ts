@@ -5,7 +5,7 @@ import type { Database } from '../../src/db/client.ts';
 import { expectedMigration } from '../../src/db/migrations.ts';
 import { newHexId } from '../../src/lib/clock.ts';
 import { createLogger } from '../../src/lib/logger.ts';
-import type { StepParts } from '../../src/ops/background.ts';
+import type { StepParts } from '../../src/ops/maintenance/background.ts';
 
 export function cronParts(db: Database, overrides: Partial<StepParts> = {}): StepParts {
   return {

@@ -4,7 +4,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import worker from '../../src/entry/worker.ts';
-import { cronSteps } from '../../src/ops/background-steps.ts';
+import { cronSteps } from '../../src/ops/maintenance/background-steps.ts';
 
 /** The Worker's JSON log lines, swallowed and parsed. */
 function captureLogs(): Array<Record<string, unknown>> {

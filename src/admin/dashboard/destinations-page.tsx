@@ -4,9 +4,9 @@
 // per-destination outcomes. The forms post to the admin API's pause and resume routes through the
 // page's script, Pause after a confirmation. Pure rendering: the routes read the views.
 import type { FC } from 'hono/jsx';
-import { type DestinationView, targetText } from '../../ops/destinations-view.ts';
-import type { OutboxListing } from '../../ops/outbox-view.ts';
-import { PAUSE_NOTE_MAX } from '../../ops/sender-pauses.ts';
+import { PAUSE_NOTE_MAX } from '../../ops/pauses/sender-pauses.ts';
+import { type DestinationView, targetText } from '../../ops/reads/destinations-view.ts';
+import type { OutboxListing } from '../../ops/reads/outbox-view.ts';
 import { iso, Status } from './rows.tsx';
 
 export const DESTINATIONS_PATH = '/admin/destinations';

@@ -4,11 +4,11 @@
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
 import { DELIVERY_LOG_CAP, type LoggedDelivery } from '../../inbox/delivery-log.ts';
-import { REPLAYABLE_STATUSES } from '../../ops/bulk-jobs.ts';
-import type { CountsByStatus } from '../../ops/counts.ts';
-import type { Page } from '../../ops/cursor.ts';
-import type { EventDetail, EventListing } from '../../ops/events.ts';
-import type { OutboxListing } from '../../ops/outbox-view.ts';
+import { REPLAYABLE_STATUSES } from '../../ops/jobs/bulk-jobs.ts';
+import type { CountsByStatus } from '../../ops/reads/counts.ts';
+import type { Page } from '../../ops/reads/cursor.ts';
+import type { EventDetail, EventListing } from '../../ops/reads/events.ts';
+import type { OutboxListing } from '../../ops/reads/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
 import { BulkControl } from './jobs-page.tsx';

@@ -6,7 +6,7 @@
 // page. Pure rendering.
 import type { FC } from 'hono/jsx';
 import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
-import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/bulk-jobs.ts';
+import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
 import { failurePage } from '../jobs-api.ts';
 import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';

@@ -1,7 +1,7 @@
 // The frame of a list page (events, outbox): counts per status under the other filters, as links, the filter form whose
 // values live in the address, the rows, and a pager that keeps every filter. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
-import type { CountsByStatus } from '../../ops/counts.ts';
+import type { CountsByStatus } from '../../ops/reads/counts.ts';
 import { Status } from './rows.tsx';
 
 /** The choices of a list's "received/created in the last" filter: values of its `since` parameter. */

@@ -3,9 +3,9 @@
 // rendering: the routes read the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { outboxStatuses } from '../../db/schema.ts';
-import type { CountsByStatus } from '../../ops/counts.ts';
-import type { Page } from '../../ops/cursor.ts';
-import { baseKeyOf, type OutboxDetail, type OutboxListing } from '../../ops/outbox-view.ts';
+import type { CountsByStatus } from '../../ops/reads/counts.ts';
+import type { Page } from '../../ops/reads/cursor.ts';
+import { baseKeyOf, type OutboxDetail, type OutboxListing } from '../../ops/reads/outbox-view.ts';
 import { DestinationOutcomes } from './destinations-page.tsx';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
 import { BulkControl } from './jobs-page.tsx';

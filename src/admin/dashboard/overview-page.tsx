@@ -2,10 +2,10 @@
 // newest events that need attention. Pure rendering: the route reads the window (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import type { LatencyQuantiles } from '../../lib/metrics.ts';
-import type { DestinationView } from '../../ops/destinations-view.ts';
-import type { EventListing } from '../../ops/events.ts';
-import { OUTCOMES, type Outcome, type Overview } from '../../ops/overview.ts';
-import type { SenderPause } from '../../ops/sender-pauses.ts';
+import type { SenderPause } from '../../ops/pauses/sender-pauses.ts';
+import type { DestinationView } from '../../ops/reads/destinations-view.ts';
+import type { EventListing } from '../../ops/reads/events.ts';
+import { OUTCOMES, type Outcome, type Overview } from '../../ops/reads/overview.ts';
 import { Lines, StackedBars } from './charts.tsx';
 import { UnhealthyDestinations } from './destinations-page.tsx';
 import { EventTable } from './rows.tsx';

@@ -4,7 +4,7 @@
 // rendering: the route reads the rows (dashboard/routes.tsx).
 import type { FC } from 'hono/jsx';
 import { rejectionReasons } from '../../lib/rejection-reasons.ts';
-import type { RejectionCount, RejectionListing } from '../../ops/rejections.ts';
+import type { RejectionCount, RejectionListing } from '../../ops/reads/rejections.ts';
 import { rejectionProviders } from '../rejections-api.ts';
 import { Select } from './list-page.tsx';
 import { iso, Status } from './rows.tsx';

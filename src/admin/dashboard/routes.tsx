@@ -14,20 +14,25 @@ import type { DatabaseEnv } from '../../db/client.ts';
 import { deliveriesOf } from '../../inbox/delivery-log.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
-import { getBulkJob, listBulkJobs, listJobFailures } from '../../ops/bulk-jobs.ts';
-import { destinationWaits, isConfiguredDestination, listDestinations, waitingOf } from '../../ops/destinations-view.ts';
-import { countEventsByStatus, getEvent, listEvents } from '../../ops/events.ts';
+import { getBulkJob, listBulkJobs, listJobFailures } from '../../ops/jobs/bulk-jobs.ts';
+import { activePauses, listSenders } from '../../ops/pauses/sender-pauses.ts';
+import {
+  destinationWaits,
+  isConfiguredDestination,
+  listDestinations,
+  waitingOf,
+} from '../../ops/reads/destinations-view.ts';
+import { countEventsByStatus, getEvent, listEvents } from '../../ops/reads/events.ts';
 import {
   countOutboxByStatus,
   getOutboxMessage,
   listOutbox,
   messagesOfEvent,
   siblingsOf,
-} from '../../ops/outbox-view.ts';
-import { readOverview, windowEndingAt } from '../../ops/overview.ts';
-import { countRejections, listRejections } from '../../ops/rejections.ts';
-import { activePauses, listSenders } from '../../ops/sender-pauses.ts';
-import { timeRange } from '../../ops/time-bound.ts';
+} from '../../ops/reads/outbox-view.ts';
+import { readOverview, windowEndingAt } from '../../ops/reads/overview.ts';
+import { countRejections, listRejections } from '../../ops/reads/rejections.ts';
+import { timeRange } from '../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { allProviders } from '../../providers/registry.ts';
 import type { AdminDeps } from '../api.ts';

@@ -2,9 +2,9 @@
 // the item pages: the status badge, times in UTC, an event's dashboard address. Pure rendering.
 import type { Child, FC } from 'hono/jsx';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
-import { waitingNote } from '../../ops/destinations-view.ts';
-import { type EventListing, repeatsText } from '../../ops/events.ts';
-import type { OutboxListing } from '../../ops/outbox-view.ts';
+import { waitingNote } from '../../ops/reads/destinations-view.ts';
+import { type EventListing, repeatsText } from '../../ops/reads/events.ts';
+import type { OutboxListing } from '../../ops/reads/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
 
 export const iso = (date: Date | null | undefined) =>

@@ -6,7 +6,7 @@
 // resume, bulk jobs and cancel post to the JSON API and report the outcome as it is: a failure in red
 // with its reason. The operator's name is asked once and kept for the session, as is the choice to
 // refresh every 30 seconds.
-import { REPLAYABLE } from '../../ops/replay.ts';
+import { REPLAYABLE } from '../../ops/actions/replay.ts';
 
 export const DASHBOARD_SCRIPT = `
 const TOKEN = 'webhook-inbox-admin-token';

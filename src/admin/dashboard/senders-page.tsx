@@ -3,7 +3,7 @@
 // comes back with what a pause refused, and Pause or Resume). The forms post to the admin API
 // through the page's script, Pause after a confirmation. Pure rendering: the routes read the pauses.
 import type { FC } from 'hono/jsx';
-import { PAUSE_NOTE_MAX, retryBehaviour, type SenderPause, type SenderState } from '../../ops/sender-pauses.ts';
+import { PAUSE_NOTE_MAX, retryBehaviour, type SenderPause, type SenderState } from '../../ops/pauses/sender-pauses.ts';
 import { iso, Status } from './rows.tsx';
 
 /** The lengths offered for a pause, in minutes; empty: until someone resumes it. */

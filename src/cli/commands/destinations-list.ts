@@ -2,7 +2,7 @@
 // open, half_open, paused), backlog, recent publish rate and redacted target, as a table (then, for
 // each one not healthy, why its messages wait) or one JSON document (the admin API's shape). Only
 // configured names: the configuration is the list.
-import { destinationJson, listDestinations, targetText } from '../../ops/destinations-view.ts';
+import { destinationJson, listDestinations, targetText } from '../../ops/reads/destinations-view.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import type { CommandModule } from '../context.ts';
 import { formatTable } from '../table.ts';

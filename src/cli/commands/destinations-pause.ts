@@ -5,8 +5,12 @@
 // (OUTBOX_DESTINATIONS, or `default` for OUTBOX_TARGET_URL) exits 3.
 import { InvalidArgumentError } from 'commander';
 import { destinationJson } from '../../admin/destinations-api.ts';
-import { type DestinationPauseContext, pauseDestination, resumeDestination } from '../../ops/destination-pauses.ts';
-import { pauseNoteProblem } from '../../ops/sender-pauses.ts';
+import {
+  type DestinationPauseContext,
+  pauseDestination,
+  resumeDestination,
+} from '../../ops/pauses/destination-pauses.ts';
+import { pauseNoteProblem } from '../../ops/pauses/sender-pauses.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import { type CliContext, type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
 import { terminalText } from '../table.ts';

@@ -1,7 +1,7 @@
 // `webhook-inbox drain`: one relay pass over the outbox, as the in-process schedule runs it, and a
 // summary. Failed deliveries are rescheduled or dead-lettered as usual: that is still exit 0.
 import { ConfigError } from '../../config.ts';
-import { relayFor } from '../../ops/drainers.ts';
+import { relayFor } from '../../ops/maintenance/drainers.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../../outbox/publishers/node.ts';
 import { DEFAULT_BUDGET_MS } from '../../outbox/relay.ts';

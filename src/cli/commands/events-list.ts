@@ -2,8 +2,8 @@
 // time, as a table or one JSON document. Payloads are never listed (`events show --payload` reads one).
 import { InvalidArgumentError, Option } from 'commander';
 import { type WebhookEventStatus, webhookEventStatuses } from '../../db/schema.ts';
-import { eventJson, listEvents } from '../../ops/events.ts';
-import { parseTimeBound } from '../../ops/time-bound.ts';
+import { eventJson, listEvents } from '../../ops/reads/events.ts';
+import { parseTimeBound } from '../../ops/reads/time-bound.ts';
 import { type CommandModule, integerIn, providerOption } from '../context.ts';
 import { formatTable } from '../table.ts';
 

@@ -5,7 +5,7 @@
 
 import { DELIVERY_LOG_CAP, deliveriesOf } from '../../inbox/delivery-log.ts';
 import { exactJsonText } from '../../lib/json-out.ts';
-import { deliveryJson, eventJson, getEvent, repeatsText } from '../../ops/events.ts';
+import { deliveryJson, eventJson, getEvent, repeatsText } from '../../ops/reads/events.ts';
 import { type CommandModule, EXIT, providerArgument } from '../context.ts';
 import { formatTable, terminalJson, terminalText } from '../table.ts';
 

@@ -1,9 +1,10 @@
 // `webhook-inbox jobs replay|retry|send [filters] --operator NAME [--dry-run] [--yes] [--wait]`: a bulk
-// action by filter (src/ops/bulk-jobs.ts). The filters are the lists' own (`events list`, `outbox
+// action by filter (src/ops/jobs/bulk-jobs.ts). The filters are the lists' own (`events list`, `outbox
 // list`); `send` copies the outbox messages its filter matches to the destination `--to` names. The count comes first: `--dry-run` prints it and does nothing; otherwise, as `replay` does,
 // the command asks on a terminal and needs `--yes` elsewhere (exit 2, nothing done). The job then runs
 // in the service (Node's schedule, the Worker's cron), or here with `--wait` (or `jobs run`).
 import { type Command, Option } from 'commander';
+import { retryWarnings } from '../../ops/actions/retry-warnings.ts';
 import {
   type BulkJobSpec,
   createBulkJob,
@@ -11,8 +12,7 @@ import {
   jobOutcome,
   REPLAYABLE_STATUSES,
   type ReplayableStatus,
-} from '../../ops/bulk-jobs.ts';
-import { retryWarnings } from '../../ops/retry-warnings.ts';
+} from '../../ops/jobs/bulk-jobs.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import {
   type CliContext,

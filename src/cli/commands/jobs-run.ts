@@ -2,8 +2,8 @@
 // does, until none is left or the time budget is spent: how a deployment without that schedule (or
 // with the service stopped) finishes a job. Also the wait of `jobs replay|retry --wait`.
 
-import { type BulkJob, getBulkJob, isJobId, UNFINISHED } from '../../ops/bulk-jobs.ts';
-import { bulkRunnerFor } from '../../ops/drainers.ts';
+import { type BulkJob, getBulkJob, isJobId, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
+import { bulkRunnerFor } from '../../ops/maintenance/drainers.ts';
 import { type CliContext, CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 const DEFAULT_RUN_BUDGET_MS = 3_600_000;

@@ -3,7 +3,14 @@
 // before its next batch (audited); a finished one is left as it is (exit 0); unknown: exit 3.
 import { jobWithFailures } from '../../admin/jobs-api.ts';
 import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
-import { cancelBulkJob, getBulkJob, jobJson, jobOutcome, listBulkJobs, listJobFailures } from '../../ops/bulk-jobs.ts';
+import {
+  cancelBulkJob,
+  getBulkJob,
+  jobJson,
+  jobOutcome,
+  listBulkJobs,
+  listJobFailures,
+} from '../../ops/jobs/bulk-jobs.ts';
 import { type CommandModule, EXIT, integerIn, operatorName, requireOperator } from '../context.ts';
 import { formatTable, terminalJson, terminalText } from '../table.ts';
 

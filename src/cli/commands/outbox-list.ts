@@ -2,8 +2,13 @@
 // table or one JSON document. Payloads are not shown.
 import { Option } from 'commander';
 import { type OutboxStatus, outboxStatuses } from '../../db/schema.ts';
-import { destinationWaits, isConfiguredDestination, waitingNote, waitingOf } from '../../ops/destinations-view.ts';
-import { listOutbox, outboxJson } from '../../ops/outbox-view.ts';
+import {
+  destinationWaits,
+  isConfiguredDestination,
+  waitingNote,
+  waitingOf,
+} from '../../ops/reads/destinations-view.ts';
+import { listOutbox, outboxJson } from '../../ops/reads/outbox-view.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import { type CliContext, CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';

@@ -2,7 +2,7 @@
 // now), audited per message. All or nothing: an unknown id changes nothing and exits 3. A message
 // that is not dead is left alone and reported; that alone is still exit 0.
 import { InvalidArgumentError } from 'commander';
-import { retryOutbox } from '../../ops/retry.ts';
+import { retryOutbox } from '../../ops/actions/retry.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
 

@@ -5,7 +5,7 @@ import { Option } from 'commander';
 import { rejectionJson, rejectionProviders } from '../../admin/rejections-api.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { type RejectionReason, rejectionReasons } from '../../lib/rejection-reasons.ts';
-import { listRejections } from '../../ops/rejections.ts';
+import { listRejections } from '../../ops/reads/rejections.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 import { formatTable } from '../table.ts';
 import { timeOption } from './events-list.ts';

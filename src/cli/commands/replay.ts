@@ -1,11 +1,11 @@
 // `webhook-inbox replay <provider> <event-id…> --operator NAME [--yes]`: shows the events' current
 // state and asks for confirmation on a terminal (both on stderr), or takes --yes, then replays them
-// through src/ops/replay.ts. Unknown ids change nothing and exit 3; an event that fails or parks again
+// through src/ops/actions/replay.ts. Unknown ids change nothing and exit 3; an event that fails or parks again
 // exits 4 (replayFailed) once every event was tried, its new state and why printed; an event that was
 // not replayable (completed, ignored) is recorded and still exit 0.
 import { configuredHandlers } from '../../domain/handlers.ts';
-import { type EventDetail, getEvent } from '../../ops/events.ts';
-import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/replay.ts';
+import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/actions/replay.ts';
+import { type EventDetail, getEvent } from '../../ops/reads/events.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
 import { formatTable, terminalText } from '../table.ts';
 

@@ -11,7 +11,7 @@ import { Argument, InvalidArgumentError } from 'commander';
 import type { Config } from '../../config.ts';
 import { developmentSecretFile, developmentSecretUse, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
-import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/simulator.ts';
+import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/senders/simulator.ts';
 import { importPrivateKey } from '../../providers/asymmetric.ts';
 import { privateKeyAlgorithm, takesSecret } from '../../providers/signing.ts';
 import { providerSecrets, senderVariable } from '../../sender-variables.ts';

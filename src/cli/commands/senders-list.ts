@@ -1,7 +1,7 @@
 // `webhook-inbox senders list`: every enabled sender and whether it is paused (by whom, since when,
 // until when, why), as a table or one JSON document (the admin API's shape).
 import { senderJson } from '../../admin/senders-api.ts';
-import { listSenders } from '../../ops/sender-pauses.ts';
+import { listSenders } from '../../ops/pauses/sender-pauses.ts';
 import type { CommandModule } from '../context.ts';
 import { enabledSenderNames } from '../enabled-senders.ts';
 import { formatTable } from '../table.ts';

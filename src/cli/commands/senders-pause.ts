@@ -5,7 +5,7 @@
 // in this environment exits 3.
 import { InvalidArgumentError } from 'commander';
 import { senderJson } from '../../admin/senders-api.ts';
-import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/sender-pauses.ts';
+import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenderNames } from '../enabled-senders.ts';
 import { terminalText } from '../table.ts';

@@ -1,7 +1,7 @@
 // `webhook-inbox work`: one async inbox worker pass, as the in-process schedule runs it, and a
 // summary. Events that failed and were rescheduled or dead-lettered are still exit 0 (the contract).
 import { DEFAULT_WORKER_BUDGET_MS } from '../../inbox/worker.ts';
-import { inboxWorkerFor } from '../../ops/drainers.ts';
+import { inboxWorkerFor } from '../../ops/maintenance/drainers.ts';
 import { type CommandModule, integerIn } from '../context.ts';
 
 export const workCommand: CommandModule = {

@@ -1,11 +1,11 @@
 // GET /metrics: Prometheus text. With METRICS_TOKEN set it requires that bearer token.
 import { Hono } from 'hono';
-import type { Config } from '../config.ts';
-import type { DatabaseEnv, Executor } from '../db/client.ts';
-import { requireBearer } from '../lib/bearer.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { GaugeSample, Metrics } from '../lib/metrics.ts';
-import { inboxGauges, outboxGauges } from './gauges.ts';
+import type { Config } from '../../config.ts';
+import type { DatabaseEnv, Executor } from '../../db/client.ts';
+import { requireBearer } from '../../lib/bearer.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { GaugeSample, Metrics } from '../../lib/metrics.ts';
+import { inboxGauges, outboxGauges } from '../reads/gauges.ts';
 
 /** A database-backed gauge, read at each scrape. */
 export type GaugeSource = (db: Executor, nowMs: number) => Promise<GaugeSample[]>;

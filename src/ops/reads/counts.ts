@@ -3,7 +3,7 @@
 // rows per status: an operator needs "more than ten thousand", not a scan of ten million rows.
 import { and, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
-import type { Executor } from '../db/client.ts';
+import type { Executor } from '../../db/client.ts';
 
 /** The most rows counted per status when a count reads the table. */
 export const COUNT_CAP = 10_000;

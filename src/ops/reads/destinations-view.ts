@@ -6,18 +6,18 @@
 // it is not healthy why its messages wait (its newest failure, read from its pending messages: the
 // table has no column for it).
 import { sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { type DestinationCircuit, destinationCircuits } from '../db/schema.ts';
-import { isoOrNull } from '../lib/clock.ts';
-import type { GaugeSample } from '../lib/metrics.ts';
+import type { Executor } from '../../db/client.ts';
+import { type DestinationCircuit, destinationCircuits } from '../../db/schema.ts';
+import { isoOrNull } from '../../lib/clock.ts';
+import type { GaugeSample } from '../../lib/metrics.ts';
 import {
   type Destination,
   type DestinationRouting,
   type DestinationSettings,
   queueBindingOf,
-} from '../outbox/destinations.ts';
-import { countOutboxMessagesByDestination } from '../outbox/stats.ts';
-import { parseOutboxTarget } from '../outbox/target.ts';
+} from '../../outbox/destinations.ts';
+import { countOutboxMessagesByDestination } from '../../outbox/stats.ts';
+import { parseOutboxTarget } from '../../outbox/target.ts';
 
 /** What an operator sees first: a pause wins over the circuit (nothing is sent either way). */
 export const destinationStates = ['healthy', 'open', 'half_open', 'paused'] as const;

@@ -3,8 +3,8 @@
 // transactions wait on one counter row; a fold merges the slots of connections that are gone, and
 // the event counters' finished time buckets, into slot 0, so readers sum a few rows per bucket.
 import { sql } from 'drizzle-orm';
-import type { Database } from '../db/client.ts';
-import { drainBatches, type StopReason } from '../lib/loops.ts';
+import type { Database } from '../../db/client.ts';
+import { drainBatches, type StopReason } from '../../lib/loops.ts';
 
 /** A slot is a connection's pid: its rows take no more additions once that connection is gone. */
 const connectionGone = sql`slot not in (select pid from pg_stat_activity)`;

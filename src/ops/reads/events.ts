@@ -1,16 +1,16 @@
 // What an operator reads about inbox events (CLI `events list|show`, the admin API and the
 // dashboard): filtered listings without payloads, newest first and paged by cursor, one event with
 // its payload only when asked, and counts by status. Reads only: every change goes through replay
-// (src/ops/replay.ts).
+// (src/ops/actions/replay.ts).
 import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { eventSubject, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { LoggedDelivery } from '../inbox/delivery-log.ts';
-import { isoOrNull } from '../lib/clock.ts';
-import type { ExactJson } from '../lib/json.ts';
-import { storedJson } from '../lib/json-out.ts';
-import { isStorableText } from '../lib/text.ts';
-import { countOutboxMessages, oldestPendingCreatedAt } from '../outbox/stats.ts';
+import type { Executor } from '../../db/client.ts';
+import { eventSubject, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
+import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
+import { isoOrNull } from '../../lib/clock.ts';
+import type { ExactJson } from '../../lib/json.ts';
+import { storedJson } from '../../lib/json-out.ts';
+import { isStorableText } from '../../lib/text.ts';
+import { countOutboxMessages, oldestPendingCreatedAt } from '../../outbox/stats.ts';
 import { type CountsByStatus, countMatching } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 import { countEventsFromCounters } from './event-counts.ts';

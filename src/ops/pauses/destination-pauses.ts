@@ -2,18 +2,18 @@
 // checks the request (operator name, note, a configured destination), then writes and audits it in
 // one transaction through src/outbox/destination-state.ts. While paused the destination's relays claim
 // nothing; its rows wait, attempts untouched, and flow again once it is resumed.
-import type { Database } from '../db/client.ts';
-import type { Clock } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
-import type { Logger } from '../lib/logger.ts';
-import { assertOperatorName } from '../lib/operator-name.ts';
+import type { Database } from '../../db/client.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { assertOperatorName } from '../../lib/operator-name.ts';
 import {
   type DestinationState,
   type DestinationStatus,
   destinationState,
   writeDestinationPause,
   writeDestinationResume,
-} from '../outbox/destination-state.ts';
+} from '../../outbox/destination-state.ts';
 import { pauseNoteProblem } from './sender-pauses.ts';
 
 export interface DestinationPauseContext {

@@ -1,12 +1,12 @@
 // What a piece of background work is, whichever runtime runs it: a named step that a Node process
-// runs on a timer (schedule.ts) and the Worker's cron runs in each invocation (maintenance.ts), and
+// runs on a timer (schedule.ts) and the Worker's cron runs in each invocation (cron.ts), and
 // the parts both runtimes hand it. The steps themselves are listed in background-steps.ts.
-import type { Config } from '../config.ts';
-import type { MigrationMark } from '../db/migrations.ts';
-import type { IntakeLoad } from '../inbox/intake-load.ts';
-import type { LogFields } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import type { DestinationPublisher } from '../outbox/relays.ts';
+import type { Config } from '../../config.ts';
+import type { MigrationMark } from '../../db/migrations.ts';
+import type { IntakeLoad } from '../../inbox/intake-load.ts';
+import type { LogFields } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import type { DestinationPublisher } from '../../outbox/relays.ts';
 import type { DrainerParts } from './drainers.ts';
 
 /** What a step may use: the whole configuration (each step reads its own settings) and the runtime's parts. */

@@ -1,9 +1,9 @@
 // Gauges read from the database when /metrics is scraped: the same figures from every replica (and
 // every Workers isolate), unlike the in-process counters.
 import { sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import type { GaugeSample } from '../lib/metrics.ts';
-import { outboxStats } from '../outbox/stats.ts';
+import type { Executor } from '../../db/client.ts';
+import type { GaugeSample } from '../../lib/metrics.ts';
+import { outboxStats } from '../../outbox/stats.ts';
 import { countEventsFromCounters } from './event-counts.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';
 

@@ -2,9 +2,9 @@
 // one after another, each made afresh and run under its own share of the invocation's time budget.
 // A step that fails or overruns is logged and the next one still runs; every step logs one JSON line
 // with its outcome.
-import { describeError } from '../db/errors.ts';
-import { elapsedMs } from '../lib/clock.ts';
-import type { LogFields } from '../lib/logger.ts';
+import { describeError } from '../../db/errors.ts';
+import { elapsedMs } from '../../lib/clock.ts';
+import type { LogFields } from '../../lib/logger.ts';
 import { type BackgroundStep, StepFailure, type StepParts } from './background.ts';
 
 export type StepOutcome = 'ok' | 'failed' | 'overran' | 'skipped';

@@ -4,10 +4,10 @@
 // (drizzle/0004_event_counts_triggers.sql). A count over a time range takes the coarsest counters
 // that fit inside it and counts only the ragged ends (less than a minute, or an hour when a sender
 // or type is chosen) from the table, so it reads a few hundred rows whatever the table holds.
-// Each connection adds to counters of its own slot; counters-fold.ts merges them, off the intake's path.
+// Each connection adds to counters of its own slot; ops/maintenance/counters-fold.ts merges them, off the intake's path.
 import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { webhookEventCounts, webhookEvents } from '../db/schema.ts';
+import type { Executor } from '../../db/client.ts';
+import { webhookEventCounts, webhookEvents } from '../../db/schema.ts';
 import { countsByStatus } from './counts.ts';
 
 const e = webhookEvents;

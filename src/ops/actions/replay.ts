@@ -3,24 +3,24 @@
 // (applyStoredEvent) and each replay recorded in `operator_actions` and in one log line.
 
 import { and, eq, inArray } from 'drizzle-orm';
-import { recordOperatorActions } from '../db/audit.ts';
-import type { Executor, Transaction } from '../db/client.ts';
-import { type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
-import type { HandlerMap } from '../domain/handlers.ts';
-import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../inbox/stored.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import { assertOperatorName } from '../lib/operator-name.ts';
-import { isStorableText } from '../lib/text.ts';
-import { providersByName } from '../providers/registry.ts';
-import { type EventDetail, getEvent } from './events.ts';
+import { recordOperatorActions } from '../../db/audit.ts';
+import type { Executor, Transaction } from '../../db/client.ts';
+import { type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
+import type { HandlerMap } from '../../domain/handlers.ts';
+import { applyStoredEvent, type StoredContext, type StoredOutcome } from '../../inbox/stored.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { assertOperatorName } from '../../lib/operator-name.ts';
+import { isStorableText } from '../../lib/text.ts';
+import { providersByName } from '../../providers/registry.ts';
+import { type EventDetail, getEvent } from '../reads/events.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */
 export const REPLAYABLE: readonly WebhookEventStatus[] = ['failed', 'parked', 'dead_letter'];
 
 export interface ReplayContext {
-  /** A transaction too: a bulk job replays a batch in one (src/ops/bulk-runner.ts). */
+  /** A transaction too: a bulk job replays a batch in one (src/ops/jobs/bulk-runner.ts). */
   db: Executor;
   handlers: HandlerMap;
   clock: Clock;

@@ -3,9 +3,9 @@
 // late retry is a new event and is applied again), and a signed URL the sender can actually sign.
 // config.ts knows no sender, so these checks live above the sender descriptions; every entry runs
 // them right after parseConfig.
-import { type Config, ConfigError, type ConfigSources } from '../config.ts';
-import { senderDescriptions } from '../providers/senders.ts';
-import { senderVariable } from '../sender-variables.ts';
+import { type Config, ConfigError, type ConfigSources } from '../../config.ts';
+import { senderDescriptions } from '../../providers/senders.ts';
+import { senderVariable } from '../../sender-variables.ts';
 
 /**
  * The longest a sender may deliver one event again after its first attempt, in whole days (rounded

@@ -8,13 +8,13 @@
 
 import { and, count, desc, eq, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { recordOperatorActions } from '../db/audit.ts';
-import type { Executor } from '../db/client.ts';
-import { outboxMessageCounts, outboxMessages, webhookEvents } from '../db/schema.ts';
-import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../outbox/destinations.ts';
-import { copyMessages } from '../outbox/message-rows.ts';
-import { after, micros, type Page, type PageKey, pageOf } from './cursor.ts';
-import { baseKeyOf, type OutboxColumns, type OutboxSelection, selected } from './outbox-view.ts';
+import { recordOperatorActions } from '../../db/audit.ts';
+import type { Executor } from '../../db/client.ts';
+import { outboxMessageCounts, outboxMessages, webhookEvents } from '../../db/schema.ts';
+import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../../outbox/destinations.ts';
+import { copyMessages } from '../../outbox/message-rows.ts';
+import { after, micros, type Page, type PageKey, pageOf } from '../reads/cursor.ts';
+import { baseKeyOf, type OutboxColumns, type OutboxSelection, selected } from '../reads/outbox-view.ts';
 
 /** The outbox list's filters a copy takes (any status, any destination) and the destination to send to. */
 export interface SendJobFilter extends Pick<OutboxSelection, 'topic' | 'id' | 'since' | 'until'> {

@@ -2,20 +2,25 @@
 // process's schedules, the cron's maintenance steps, the CLI's `drain` and `work`): settings from the
 // configuration with the runner's own overrides, the service's handlers, and lease owners that say
 // what holds a row. A runner says only what differs: its parts, its publisher, its overrides.
-import type { Config } from '../config.ts';
-import type { Database } from '../db/client.ts';
-import { configuredHandlers } from '../domain/handlers.ts';
-import type { IntakeLoad } from '../inbox/intake-load.ts';
-import { createInboxWorker, type InboxWorker, type InboxWorkerSettings, inboxWorkerSettings } from '../inbox/worker.ts';
-import type { RandomSource } from '../lib/backoff.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import type { Tracer } from '../lib/tracing.ts';
-import { configuredRouting, type DestinationSettings } from '../outbox/destinations.ts';
-import { createRelay, type Relay, type RelayIsolation, type RelaySettings, relaySettings } from '../outbox/relay.ts';
-import { type DestinationPublisher, relayOfEvery } from '../outbox/relays.ts';
-import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from './bulk-runner.ts';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/client.ts';
+import { configuredHandlers } from '../../domain/handlers.ts';
+import type { IntakeLoad } from '../../inbox/intake-load.ts';
+import {
+  createInboxWorker,
+  type InboxWorker,
+  type InboxWorkerSettings,
+  inboxWorkerSettings,
+} from '../../inbox/worker.ts';
+import type { RandomSource } from '../../lib/backoff.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import type { Tracer } from '../../lib/tracing.ts';
+import { configuredRouting, type DestinationSettings } from '../../outbox/destinations.ts';
+import { createRelay, type Relay, type RelayIsolation, type RelaySettings, relaySettings } from '../../outbox/relay.ts';
+import { type DestinationPublisher, relayOfEvery } from '../../outbox/relays.ts';
+import { type BulkRunner, type BulkRunnerSettings, createBulkRunner } from '../jobs/bulk-runner.ts';
 
 /** What a runner gives the relay and the worker it runs. */
 export interface DrainerParts {

@@ -5,9 +5,9 @@
 // end of each bucket, reconstructed from received_at and completed_at. The outbox's backlog is the
 // current figure only: the table does not record when a message died, so its history cannot be rebuilt.
 import { type SQL, sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { doneMinutesLater, webhookEvents } from '../db/schema.ts';
-import { type OutboxStatsRow, outboxStatsOf, outboxStatsQuery } from '../outbox/stats.ts';
+import type { Executor } from '../../db/client.ts';
+import { doneMinutesLater, webhookEvents } from '../../db/schema.ts';
+import { type OutboxStatsRow, outboxStatsOf, outboxStatsQuery } from '../../outbox/stats.ts';
 import { countsByStatus } from './counts.ts';
 import { arrivalsQuery, countersQuery } from './event-counts.ts';
 import { oldestUnprocessedReceivedAt } from './events.ts';

@@ -4,15 +4,15 @@
 // message's own page and API answer, when asked.
 import { and, between, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import type { Executor } from '../db/client.ts';
-import { type OutboxStatus, outboxMessages, outboxStatus } from '../db/schema.ts';
-import { isoOrNull } from '../lib/clock.ts';
-import type { ExactJson } from '../lib/json.ts';
-import { storedJson } from '../lib/json-out.ts';
-import { isStorableText } from '../lib/text.ts';
-import { DEFAULT_DESTINATION } from '../outbox/destinations.ts';
-import { isMessageId } from '../outbox/operator.ts';
-import { countOutboxMessages, countOutboxMessagesByDestination } from '../outbox/stats.ts';
+import type { Executor } from '../../db/client.ts';
+import { type OutboxStatus, outboxMessages, outboxStatus } from '../../db/schema.ts';
+import { isoOrNull } from '../../lib/clock.ts';
+import type { ExactJson } from '../../lib/json.ts';
+import { storedJson } from '../../lib/json-out.ts';
+import { isStorableText } from '../../lib/text.ts';
+import { DEFAULT_DESTINATION } from '../../outbox/destinations.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { countOutboxMessages, countOutboxMessagesByDestination } from '../../outbox/stats.ts';
 import { type CountsByStatus, countPerStatus } from './counts.ts';
 import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
@@ -118,7 +118,7 @@ export type OutboxColumns = Record<'status' | 'topic' | 'destination' | 'id' | '
 
 /**
  * The WHERE of a listing, as one condition: the list and its counts by status use the same one (and
- * a copy job, destination-copy.ts, on an alias of the table as well).
+ * a copy job, ops/jobs/destination-copy.ts, on an alias of the table as well).
  */
 export function selected(filter: OutboxSelection, table: OutboxColumns = t): SQL | undefined {
   return and(

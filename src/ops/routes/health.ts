@@ -1,8 +1,8 @@
 // Liveness and readiness: /healthz answers while the process runs; /readyz only while the database
 // answers and has every migration this code expects.
 import { Hono } from 'hono';
-import type { DatabaseEnv } from '../db/client.ts';
-import { hasPendingMigrations, type MigrationMark } from '../db/migrations.ts';
+import type { DatabaseEnv } from '../../db/client.ts';
+import { hasPendingMigrations, type MigrationMark } from '../../db/migrations.ts';
 
 export function healthRoutes(deps: { expectedMigration: MigrationMark }): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();

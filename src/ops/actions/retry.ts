@@ -2,12 +2,12 @@
 // dashboard: the outbox's own all-or-nothing retry (src/outbox/operator.ts), plus the one log line
 // per retried message that every operator action leaves beside its audit row. A name the audit
 // cannot store is refused before anything changes.
-import type { Executor } from '../db/client.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import { assertOperatorName } from '../lib/operator-name.ts';
-import { type RetryRequest, type RetryResult, retryDeadMessages } from '../outbox/operator.ts';
+import type { Executor } from '../../db/client.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { assertOperatorName } from '../../lib/operator-name.ts';
+import { type RetryRequest, type RetryResult, retryDeadMessages } from '../../outbox/operator.ts';
 
 export async function retryOutbox(
   context: { db: Executor; clock: Clock; logger: Logger; metrics?: Pick<Metrics, 'countRetry'> },

@@ -2,10 +2,10 @@
 // one run at a time, the next one an interval with jitter after the previous one ended, and a stop
 // that waits for the run in progress, so shutdown can close the database after it. A run logs the
 // cron's line (`maintenance step`, under the step's name) when it fails or changed something.
-import { describeError } from '../db/errors.ts';
-import type { RandomSource } from '../lib/backoff.ts';
-import { elapsedMs } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
+import { describeError } from '../../db/errors.ts';
+import type { RandomSource } from '../../lib/backoff.ts';
+import { elapsedMs } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { BackgroundStep, StepParts } from './background.ts';
 
 export interface ScheduleOptions {

@@ -2,9 +2,9 @@
 // the most recent ones, newest first, and the minute counts added up per sender and reason over a time
 // range, or per chart bucket for the overview. Written by src/inbox/rejection-log.ts.
 import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
-import type { Executor } from '../db/client.ts';
-import { webhookRejectionCounts, webhookRejections } from '../db/schema.ts';
-import { REJECTION_REASONS, type RejectionReason } from '../lib/rejection-reasons.ts';
+import type { Executor } from '../../db/client.ts';
+import { webhookRejectionCounts, webhookRejections } from '../../db/schema.ts';
+import { REJECTION_REASONS, type RejectionReason } from '../../lib/rejection-reasons.ts';
 
 const r = webhookRejections;
 const counts = webhookRejectionCounts;

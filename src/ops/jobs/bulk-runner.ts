@@ -1,4 +1,4 @@
-// The runner of bulk jobs (src/ops/bulk-jobs.ts): takes a runnable job under a lease and works
+// The runner of bulk jobs (src/ops/jobs/bulk-jobs.ts): takes a runnable job under a lease and works
 // through its selection in key order, a bounded batch at a time. Each batch is ONE transaction that
 // renews the lease (and so holds the job's row), applies its items through the operator's own replay
 // and retry, or copies them to a destination (each item audited with the job's id), and moves the job's position and counts. A crash
@@ -10,16 +10,21 @@
 //
 // Run by the Node entry on a schedule, by the Worker's cron as a bounded slice, and by `jobs run`.
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
-import type { Database, Transaction } from '../db/client.ts';
-import { describeError, isTimeout, isTransientDatabaseError } from '../db/errors.ts';
-import { leaseCleared, takeLease } from '../db/lease.ts';
-import { bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT, LAST_ERROR_MAX } from '../db/schema.ts';
-import type { HandlerMap } from '../domain/handlers.ts';
-import { deferToIntake, type IntakeLoad } from '../inbox/intake-load.ts';
-import type { Clock } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
+import type { Database, Transaction } from '../../db/client.ts';
+import { describeError, isTimeout, isTransientDatabaseError } from '../../db/errors.ts';
+import { leaseCleared, takeLease } from '../../db/lease.ts';
+import { bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT, LAST_ERROR_MAX } from '../../db/schema.ts';
+import type { HandlerMap } from '../../domain/handlers.ts';
+import { deferToIntake, type IntakeLoad } from '../../inbox/intake-load.ts';
+import type { Clock } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { DEFAULT_ROUTING, type DestinationRouting } from '../../outbox/destinations.ts';
+import { replayEvents } from '../actions/replay.ts';
+import { retryOutbox } from '../actions/retry.ts';
+import { decodeCursor, encodeCursor, type PageKey } from '../reads/cursor.ts';
+import { listEvents } from '../reads/events.ts';
+import { listOutbox } from '../reads/outbox-view.ts';
 import {
   type BulkJob,
   boundedSpec,
@@ -32,12 +37,7 @@ import {
   storedSpec,
   UNFINISHED,
 } from './bulk-jobs.ts';
-import { decodeCursor, encodeCursor, type PageKey } from './cursor.ts';
 import { messagesToSend, type SendJobFilter, sendMessages } from './destination-copy.ts';
-import { listEvents } from './events.ts';
-import { listOutbox } from './outbox-view.ts';
-import { replayEvents } from './replay.ts';
-import { retryOutbox } from './retry.ts';
 
 export interface BulkRunnerSettings {
   /** Items per batch (one transaction). */

@@ -5,7 +5,7 @@
 // does not decode is a bad value, never a query.
 import { type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import { isStorableText } from '../lib/text.ts';
+import { isStorableText } from '../../lib/text.ts';
 import { EARLIEST_MS, LATEST_MS } from './time-bound.ts';
 
 export interface PageKey {

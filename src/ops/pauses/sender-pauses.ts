@@ -5,15 +5,15 @@
 // it and audits the automatic resume. The intake reads the table through src/inbox/pause-gate.ts.
 
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { recordOperatorActions } from '../db/audit.ts';
-import type { Database, Executor, Transaction } from '../db/client.ts';
-import { operatorActions, senderPauses } from '../db/schema.ts';
-import type { Clock } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
-import type { Logger } from '../lib/logger.ts';
-import { assertOperatorName } from '../lib/operator-name.ts';
-import { isStorableText } from '../lib/text.ts';
-import { RETRY_WINDOW_DAYS } from './sender-limits.ts';
+import { recordOperatorActions } from '../../db/audit.ts';
+import type { Database, Executor, Transaction } from '../../db/client.ts';
+import { operatorActions, senderPauses } from '../../db/schema.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { assertOperatorName } from '../../lib/operator-name.ts';
+import { isStorableText } from '../../lib/text.ts';
+import { RETRY_WINDOW_DAYS } from '../senders/sender-limits.ts';
 
 /**
  * The longest pause: a week, GitLab's redelivery window and longer than any other sender keeps

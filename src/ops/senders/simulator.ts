@@ -2,11 +2,11 @@
 // the sender's description (src/providers/senders.ts) has a realistic delivery of its own (`sample`)
 // and says where the id and type go, and providers/signing.ts signs by it as the sender does.
 // Adding a sender adds nothing here.
-import { type ExactJson, LosslessNumber, parseJsonText } from '../lib/json.ts';
-import { valueAt } from '../providers/described.ts';
-import type { Path, Sample } from '../providers/description.ts';
-import { type SampledDescription, senderDescriptions } from '../providers/senders.ts';
-import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../providers/signing.ts';
+import { type ExactJson, LosslessNumber, parseJsonText } from '../../lib/json.ts';
+import { valueAt } from '../../providers/described.ts';
+import type { Path, Sample } from '../../providers/description.ts';
+import { type SampledDescription, senderDescriptions } from '../../providers/senders.ts';
+import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../../providers/signing.ts';
 
 export type { Outgoing, SigningKey, SigningTarget };
 

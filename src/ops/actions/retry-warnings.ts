@@ -3,10 +3,10 @@
 // or an operator has paused it; it waits, pending, until the destination publishes again. A bulk
 // retry's count (the admin API's dry run, the dashboard's confirmation, `jobs retry`) carries one
 // warning per such destination among the rows it would take.
-import type { Executor } from '../db/client.ts';
-import type { DestinationRouting } from '../outbox/destinations.ts';
-import { listDestinations } from './destinations-view.ts';
-import { countOutboxExactly, type OutboxSelection } from './outbox-view.ts';
+import type { Executor } from '../../db/client.ts';
+import type { DestinationRouting } from '../../outbox/destinations.ts';
+import { listDestinations } from '../reads/destinations-view.ts';
+import { countOutboxExactly, type OutboxSelection } from '../reads/outbox-view.ts';
 
 export interface RetryWarning {
   destination: string;

@@ -1,9 +1,9 @@
 // Bulk actions by filter, as jobs: replay the inbox events or retry the dead outbox messages that
-// one of the operator's list filters matches (src/ops/events.ts, src/ops/outbox-view.ts), or send the
-// outbox messages it matches to a destination added later (src/ops/destination-copy.ts). This module
+// one of the operator's list filters matches (src/ops/reads/events.ts, src/ops/reads/outbox-view.ts), or send the
+// outbox messages it matches to a destination added later (src/ops/jobs/destination-copy.ts). This module
 // owns a job's life outside its runner: counting (a dry run), creating it with its one audit row,
 // reading it, cancelling it, its filter as stored, and the selection it walks. Working through the
-// items in batches is src/ops/bulk-runner.ts.
+// items in batches is src/ops/jobs/bulk-runner.ts.
 //
 // A job takes only rows that existed when it was created: its selection ends at its `created_at`
 // (to the millisecond), so arrivals never extend it and it terminates. A row's stamp is its
@@ -12,18 +12,18 @@
 // (openTransactionsBefore; decision 0022), and counts the total again then.
 
 import { asc, desc, eq, sql } from 'drizzle-orm';
-import { recordOperatorActions } from '../db/audit.ts';
-import type { Database, Executor } from '../db/client.ts';
-import { type BulkJobKind, type BulkJobStatus, bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT } from '../db/schema.ts';
-import { type Clock, isoOrNull } from '../lib/clock.ts';
-import type { Logger } from '../lib/logger.ts';
-import { assertOperatorName } from '../lib/operator-name.ts';
-import { isMessageId } from '../outbox/operator.ts';
+import { recordOperatorActions } from '../../db/audit.ts';
+import type { Database, Executor } from '../../db/client.ts';
+import { type BulkJobKind, type BulkJobStatus, bulkJobFailures, bulkJobs, JOB_FAILURES_KEPT } from '../../db/schema.ts';
+import { type Clock, isoOrNull } from '../../lib/clock.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { assertOperatorName } from '../../lib/operator-name.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { REPLAYABLE } from '../actions/replay.ts';
+import { countEventsExactly, type EventSelection } from '../reads/events.ts';
+import { countOutboxExactly, type OutboxSelection } from '../reads/outbox-view.ts';
+import { parseTimeBound } from '../reads/time-bound.ts';
 import { countMessagesToSend, type SendJobFilter } from './destination-copy.ts';
-import { countEventsExactly, type EventSelection } from './events.ts';
-import { countOutboxExactly, type OutboxSelection } from './outbox-view.ts';
-import { REPLAYABLE } from './replay.ts';
-import { parseTimeBound } from './time-bound.ts';
 
 /**
  * The statuses a bulk replay takes events from: the replayable ones (a completed event would only be

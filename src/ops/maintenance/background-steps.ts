@@ -1,16 +1,16 @@
 // Every piece of background work, in one list, for both runtimes that run it: the Node process runs
 // each step on its own timer (schedule.ts, every `intervalMs`), the Worker's cron runs them one after
-// another in each invocation (maintenance.ts). A step declares its name (the `step` field of its log
+// another in each invocation (cron.ts). A step declares its name (the `step` field of its log
 // lines in both), where it runs, its interval in a process and what it needs (background.ts).
-import type { Config } from '../config.ts';
-import { hasPendingMigrations } from '../db/migrations.ts';
-import { purgeByRetention } from '../inbox/retention.ts';
-import { sweepExpiredLeases } from '../inbox/sweep.ts';
-import { workUntilCaughtUp } from '../inbox/worker.ts';
+import type { Config } from '../../config.ts';
+import { hasPendingMigrations } from '../../db/migrations.ts';
+import { purgeByRetention } from '../../inbox/retention.ts';
+import { sweepExpiredLeases } from '../../inbox/sweep.ts';
+import { workUntilCaughtUp } from '../../inbox/worker.ts';
+import { endExpiredPauses } from '../pauses/sender-pauses.ts';
 import { type BackgroundStep, StepFailure } from './background.ts';
 import { foldCounters } from './counters-fold.ts';
 import { bulkRunnerFor, inboxWorkerFor, relayFor } from './drainers.ts';
-import { endExpiredPauses } from './sender-pauses.ts';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -163,7 +163,7 @@ export const retentionPurge: BackgroundStep = {
   lineFor: () => 'info',
 };
 
-/** The counters of every connection merged into one row per bucket (src/ops/event-counts.ts). */
+/** The counters of every connection merged into one row per bucket (src/ops/reads/event-counts.ts). */
 export const countersFold: BackgroundStep = {
   name: 'counters_fold',
   runsIn: 'both',
