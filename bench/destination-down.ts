@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../src/entry/free-port.ts';
+import { freePort } from '../src/entry/setup/free-port.ts';
 import { signedAcmeEvent } from './lib/acme.ts';
 import { freshDatabase } from './lib/database.ts';
 import { exitWhenDone } from './lib/exit.ts';

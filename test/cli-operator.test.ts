@@ -11,7 +11,7 @@ import { serve } from '@hono/node-server';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { migrateDatabase } from '../src/db/migrate.ts';
-import { startEmbeddedPostgres } from '../src/entry/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../src/entry/setup/embedded-postgres.ts';
 import { enableProviders } from '../src/providers/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';

@@ -2,7 +2,7 @@
 // senders count as configured (public keys too, for the development secret and the retention check).
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
-import { developmentSecretUse } from '../src/entry/dev-secret.ts';
+import { developmentSecretUse } from '../src/entry/setup/dev-secret.ts';
 import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/senders/sender-limits.ts';
 import { configuredSenders } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';

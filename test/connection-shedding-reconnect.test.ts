@@ -1,4 +1,4 @@
-// Connection shedding against a client that reconnects at once (src/entry/connection-shedding.ts):
+// Connection shedding against a client that reconnects at once (src/entry/setup/connection-shedding.ts):
 // one address (127.0.0.2; Linux routes all of 127/8 to loopback) holds more sockets than the server's
 // cap with incomplete requests and reconnects 5 ms after each close, so its own connections never
 // grow older than the grace. Genuine senders from 127.0.0.1, on fresh connections and on one
@@ -9,7 +9,7 @@
 import { Agent, createServer, request, type Server } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GENUINE_ADDRESS, startReconnectFlood } from '../bench/lib/reconnect-flood.ts';
-import { SHED_GRACE_MS, shedAtCapacity } from '../src/entry/connection-shedding.ts';
+import { SHED_GRACE_MS, shedAtCapacity } from '../src/entry/setup/connection-shedding.ts';
 import { until } from './helpers/patience.ts';
 
 const CAPACITY = 64;

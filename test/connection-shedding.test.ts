@@ -8,7 +8,7 @@
 // Needs a process: the built service's sockets and its shedding of idle connections, seen from outside.
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ConnectionShedder, SHED_GRACE_MS } from '../src/entry/connection-shedding.ts';
+import { ConnectionShedder, SHED_GRACE_MS } from '../src/entry/setup/connection-shedding.ts';
 import { acmeEvent, deliverAcme, TEST_SECRET } from './helpers/acme.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { WAIT_MS } from './helpers/patience.ts';

@@ -2,10 +2,10 @@
 // SIGTERM loses only the records of its last flush interval, in async mode too, while the worker
 // holds every background connection applying a backlog. Issue 34 found the log's write queued behind
 // the worker's batches, records acknowledged up to 6.2 s before the kill lost; the write now has a
-// connection of its own (src/entry/pools.ts).
+// connection of its own (src/entry/setup/pools.ts).
 // Needs a process: the service is killed with SIGKILL, which only a separate process can show.
 import { expect, it } from 'vitest';
-import { splitPool } from '../src/entry/pools.ts';
+import { splitPool } from '../src/entry/setup/pools.ts';
 import { deliveryLogDelayBoundMs } from '../src/inbox/delivery-log.ts';
 import { longestIntervalMs } from '../src/ops/maintenance/schedule.ts';
 import { acmeEvent, deliverAcme, TEST_SECRET, uniqueId } from './helpers/acme.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
 import { migrateDatabase } from '../src/db/migrate.ts';
-import { type EmbeddedServer, startEmbeddedPostgres } from '../src/entry/embedded-postgres.ts';
+import { type EmbeddedServer, startEmbeddedPostgres } from '../src/entry/setup/embedded-postgres.ts';
 import { databaseUrl } from './helpers/database-url.ts';
 
 declare module 'vitest' {

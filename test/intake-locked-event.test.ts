@@ -11,7 +11,7 @@ import { useTestDatabase } from './helpers/database.ts';
 import { countEvents, eventRow, holdEventLock } from './helpers/facts.ts';
 import { patience, WAIT_MS } from './helpers/patience.ts';
 
-/** `npm start`'s request pool with DB_POOL_MAX=10 (src/entry/pools.ts): nine connections, nine lanes. */
+/** `npm start`'s request pool with DB_POOL_MAX=10 (src/entry/setup/pools.ts): nine connections, nine lanes. */
 const REQUEST_CONNECTIONS = 9;
 const UNRELATED = 60;
 /** The request deadline: the unrelated deliveries must be answered well within it on a busy machine. */

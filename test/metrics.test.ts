@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler } from '../src/domain/handlers.ts';
-import { processMetrics } from '../src/entry/process-metrics.ts';
+import { processMetrics } from '../src/entry/setup/process-metrics.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';

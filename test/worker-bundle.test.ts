@@ -12,7 +12,7 @@ describe('the Worker bundle', () => {
     expect(bundle.gzipBytes).toBeLessThanOrEqual(GZIP_TARGET_BYTES);
     const paths = bundle.inputs.map((input) => input.path);
     expect(paths).toContain('src/app.ts');
-    expect(paths).toContain('src/entry/tracing-sdk.ts');
+    expect(paths).toContain('src/entry/setup/tracing-sdk.ts');
     expect(paths.filter((path) => path.includes('/zod/v4/locales/'))).toEqual(['node_modules/zod/v4/locales/en.js']);
     // Only what workerd itself provides: the driver's socket and its nodejs_compat modules.
     expect(bundle.runtimeImports.every((module) => /^(cloudflare|node):/.test(module))).toBe(true);

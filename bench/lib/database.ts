@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { migrateDatabase } from '../../src/db/migrate.ts';
-import { startEmbeddedPostgres } from '../../src/entry/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../../src/entry/setup/embedded-postgres.ts';
 
 export interface BenchDatabase {
   url: string;

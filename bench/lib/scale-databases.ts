@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { migrateDatabase } from '../../src/db/migrate.ts';
-import { startEmbeddedPostgres } from '../../src/entry/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../../src/entry/setup/embedded-postgres.ts';
 
 const MARKER = 'webhook-inbox bench:scale fill';
 

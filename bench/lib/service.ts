@@ -4,7 +4,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../src/entry/free-port.ts';
+import { freePort } from '../../src/entry/setup/free-port.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

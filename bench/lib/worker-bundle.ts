@@ -22,7 +22,7 @@ const NODE_ONLY_INPUTS = [
 ];
 
 /** What wrangler.toml's [alias] puts in place of zod's `../locales/index.js`: English only. */
-const ZOD_LOCALES_ALIAS = 'src/entry/zod-locales.ts';
+const ZOD_LOCALES_ALIAS = 'src/entry/setup/zod-locales.ts';
 
 interface MetafileImport {
   path: string;

@@ -95,7 +95,7 @@ async function findDatabase(config: Config): Promise<DatabaseTarget> {
     if (error instanceof ConfigError) throw new CliError(EXIT.couldNotRun, error.message);
     throw error;
   }
-  const { runningEmbeddedServer } = await import('../entry/embedded-postgres.ts');
+  const { runningEmbeddedServer } = await import('../entry/setup/embedded-postgres.ts');
   const embedded = await runningEmbeddedServer(config.DATA_DIR);
   if (!embedded.running) {
     throw new CliError(

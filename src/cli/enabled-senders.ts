@@ -2,7 +2,7 @@
 // (a sender is enabled by its secret or public key; acme also by `npm start`'s development secret):
 // the senders an operator may pause from the command line.
 import type { Config } from '../config.ts';
-import { developmentSecretUse } from '../entry/dev-secret.ts';
+import { developmentSecretUse } from '../entry/setup/dev-secret.ts';
 import { allProviders } from '../providers/registry.ts';
 
 export function enabledSenderNames(config: Pick<Config, 'NODE_ENV' | 'senderSettings'>): ReadonlySet<string> {

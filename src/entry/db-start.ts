@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from '../config.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { developmentSecret, developmentSecretUse } from './dev-secret.ts';
-import { startEmbeddedPostgres } from './embedded-postgres.ts';
+import { developmentSecret, developmentSecretUse } from './setup/dev-secret.ts';
+import { startEmbeddedPostgres } from './setup/embedded-postgres.ts';
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env, { readFile: (path) => readFileSync(path, 'utf8') });

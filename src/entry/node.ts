@@ -4,7 +4,7 @@
 // inbox worker and the lease sweeper, the bulk jobs, the counters' fold, the retention purge, the
 // pauses' ends, the writes of refusals and of the delivery log), and shuts down in order on SIGINT/SIGTERM:
 // HTTP first, then the background jobs (their passes in progress finish), then connections, then the
-// embedded server. Requests, background jobs and the delivery log's writes use separate pools (pools.ts).
+// embedded server. Requests, background jobs and the delivery log's writes use separate pools (setup/pools.ts).
 import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { createProductionApp } from '../app.ts';
@@ -28,12 +28,12 @@ import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers } from '../outbox/relays.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
-import { shedAtCapacity } from './connection-shedding.ts';
-import { developmentSecret, developmentSecretUse, signedCurlExample } from './dev-secret.ts';
-import { type EmbeddedServer, startEmbeddedPostgres } from './embedded-postgres.ts';
-import { splitPool } from './pools.ts';
-import { processMetrics } from './process-metrics.ts';
-import { tracingFromEnv } from './tracing-node.ts';
+import { shedAtCapacity } from './setup/connection-shedding.ts';
+import { developmentSecret, developmentSecretUse, signedCurlExample } from './setup/dev-secret.ts';
+import { type EmbeddedServer, startEmbeddedPostgres } from './setup/embedded-postgres.ts';
+import { splitPool } from './setup/pools.ts';
+import { processMetrics } from './setup/process-metrics.ts';
+import { tracingFromEnv } from './setup/tracing-node.ts';
 
 class StartupError extends Error {}
 
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     logger,
     timeoutMs: config.OUTBOX_TIMEOUT_MS,
   });
-  // OTEL_* (tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
+  // OTEL_* (setup/tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
   const tracing = tracingFromEnv(process.env);
 
   const secrets = { ...providerSecrets(config) };

@@ -25,7 +25,7 @@ import { portableDestinationPublishers, queueBindings } from '../outbox/publishe
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
 import { configuredSenders, enableProviders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
-import { fetchTraceExporter, tracingWith } from './tracing-sdk.ts';
+import { fetchTraceExporter, tracingWith } from './setup/tracing-sdk.ts';
 
 /**
  * A Worker invocation may hold six simultaneous outgoing connections; Hyperdrive's postgres.js guide

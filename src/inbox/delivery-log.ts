@@ -47,7 +47,7 @@ export const DELIVERY_LOG_WRITE_MS = 50;
  * How long after its answer a delivery's record may still be only in memory, what a SIGKILL can
  * lose: a record appended just after a write took its batch waits for that write to end, the
  * schedule's longest interval, then its own write. Holds only while the write never queues for a
- * connection (src/entry/pools.ts gives it one of its own).
+ * connection (src/entry/setup/pools.ts gives it one of its own).
  */
 export function deliveryLogDelayBoundMs(longestFlushIntervalMs: number): number {
   return longestFlushIntervalMs + 2 * DELIVERY_LOG_WRITE_MS;

@@ -2,7 +2,7 @@
 // like the logger. Spans are parented explicitly (a parent span or a W3C traceparent), never through
 // an ambient context, so the same code runs on Node and in workerd. `noTracing` (OTEL endpoint unset)
 // does no tracing work at all: its spans only carry the parent's traceparent through, so the outbox
-// still hands a sender's trace on to consumers. The SDK behind `Tracer` lives in src/entry/tracing-sdk.ts.
+// still hands a sender's trace on to consumers. The SDK behind `Tracer` lives in src/entry/setup/tracing-sdk.ts.
 export type SpanKind = 'server' | 'internal' | 'producer' | 'consumer';
 export type SpanAttributes = Record<string, string | number | boolean>;
 

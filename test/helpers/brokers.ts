@@ -12,7 +12,7 @@ import { type NatsConnection, connect as natsConnect } from '@nats-io/transport-
 import { connect as amqpConnect } from 'amqplib';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
-import { freePort } from '../../src/entry/free-port.ts';
+import { freePort } from '../../src/entry/setup/free-port.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { nodePublisherFor } from '../../src/outbox/publishers/node.ts';
 import type { Publisher } from '../../src/outbox/publishers/publisher.ts';

@@ -9,7 +9,11 @@
 import { readFileSync } from 'node:fs';
 import { Argument, InvalidArgumentError } from 'commander';
 import type { Config } from '../../config.ts';
-import { developmentSecretFile, developmentSecretUse, existingDevelopmentSecret } from '../../entry/dev-secret.ts';
+import {
+  developmentSecretFile,
+  developmentSecretUse,
+  existingDevelopmentSecret,
+} from '../../entry/setup/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/senders/simulator.ts';
 import { importPrivateKey } from '../../providers/asymmetric.ts';

@@ -1,6 +1,6 @@
 // How `npm start` splits DB_POOL_MAX into pools, each serving one kind of work, so that one kind
 // can never take the connections another needs (docs/processing.md, "Connections").
-import type { Config } from '../config.ts';
+import type { Config } from '../../config.ts';
 
 export interface PoolSizes {
   /** The intake, `/readyz`, `/metrics`, the admin surface. */

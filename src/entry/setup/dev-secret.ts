@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
-import { simulatedSenders } from '../ops/senders/simulator.ts';
-import { configuredSenders } from '../providers/registry.ts';
+import type { Config } from '../../config.ts';
+import { simulatedSenders } from '../../ops/senders/simulator.ts';
+import { configuredSenders } from '../../providers/registry.ts';
 
 /** The file under DATA_DIR that holds the development secret. */
 export const developmentSecretFile = (dataDir: string): string => join(dataDir, 'acme-development-secret');

@@ -23,8 +23,8 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
-import { ConfigError } from '../config.ts';
-import { errorName } from '../lib/errors.ts';
+import { ConfigError } from '../../config.ts';
+import { errorName } from '../../lib/errors.ts';
 import {
   noTracing,
   parseTraceparent,
@@ -32,7 +32,7 @@ import {
   type SpanAttributes,
   type SpanOptions,
   type Tracer,
-} from '../lib/tracing.ts';
+} from '../../lib/tracing.ts';
 
 export type TracingEnv = Readonly<Record<string, string | undefined>>;
 
