@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { adminApiRoutes } from '../src/admin/api.ts';
+import { adminApiRoutes } from '../src/admin/api/api.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { DatabaseEnv } from '../db/client.ts';
 import { AppError } from '../lib/errors.ts';
-import { type AdminDeps, adminApiRoutes } from './api.ts';
+import { type AdminDeps, adminApiRoutes } from './api/api.ts';
 import { dashboardSignIn } from './dashboard/gate.tsx';
 import { dashboardRoutes } from './dashboard/routes.tsx';
 import { type AdminTokens, adminGate } from './operators.ts';

@@ -12,7 +12,7 @@
 // runs only the script carrying it; `securedPage` is the one place that pairs the two.
 import type { Context } from 'hono';
 import type { Child, FC } from 'hono/jsx';
-import { ADMIN_API_BASE } from '../api.ts';
+import { ADMIN_API_BASE } from '../api/api.ts';
 import { Layout, type PageFrame } from './layout.tsx';
 
 function newNonce(): string {

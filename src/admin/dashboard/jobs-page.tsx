@@ -7,7 +7,7 @@
 import type { FC } from 'hono/jsx';
 import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
 import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
-import { failurePage } from '../jobs-api.ts';
+import { failurePage } from '../api/jobs/route.ts';
 import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';
 import { ColumnHeads, iso } from './rows.tsx';

@@ -4,7 +4,7 @@
 // resumed; both recorded in operator_actions. A name that is not a configured destination
 // (OUTBOX_DESTINATIONS, or `default` for OUTBOX_TARGET_URL) exits 3.
 import { InvalidArgumentError } from 'commander';
-import { destinationJson } from '../../admin/destinations-api.ts';
+import { destinationJson } from '../../admin/api/destinations/route.ts';
 import {
   type DestinationPauseContext,
   pauseDestination,

@@ -1,7 +1,7 @@
 // `webhook-inbox jobs list` and `jobs show <id>`: bulk jobs newest first, and one job's progress,
 // as text or one JSON document. `jobs cancel <id> --operator NAME`: stops a queued or running job
 // before its next batch (audited); a finished one is left as it is (exit 0); unknown: exit 3.
-import { jobWithFailures } from '../../admin/jobs-api.ts';
+import { jobWithFailures } from '../../admin/api/jobs/route.ts';
 import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
 import {
   cancelBulkJob,

@@ -1,6 +1,6 @@
 // `webhook-inbox senders list`: every enabled sender and whether it is paused (by whom, since when,
 // until when, why), as a table or one JSON document (the admin API's shape).
-import { senderJson } from '../../admin/senders-api.ts';
+import { senderJson } from '../../admin/api/senders/route.ts';
 import { listSenders } from '../../ops/pauses/sender-pauses.ts';
 import type { CommandModule } from '../context.ts';
 import { enabledSenderNames } from '../enabled-senders.ts';

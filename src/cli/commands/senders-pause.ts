@@ -4,7 +4,7 @@
 // by itself, a pause longer than its retries) is printed as warnings on stderr. A sender not enabled
 // in this environment exits 3.
 import { InvalidArgumentError } from 'commander';
-import { senderJson } from '../../admin/senders-api.ts';
+import { senderJson } from '../../admin/api/senders/route.ts';
 import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenderNames } from '../enabled-senders.ts';

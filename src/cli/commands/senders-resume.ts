@@ -1,7 +1,7 @@
 // `webhook-inbox senders resume <provider> --operator NAME`: the sender's deliveries are accepted
 // again (its retries drain the backlog on its own schedule); recorded in operator_actions. A sender
 // that was not paused changes nothing and says so (exit 0); one neither enabled nor paused exits 3.
-import { senderJson } from '../../admin/senders-api.ts';
+import { senderJson } from '../../admin/api/senders/route.ts';
 import { resumeSender } from '../../ops/pauses/sender-pauses.ts';
 import { type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenderNames } from '../enabled-senders.ts';

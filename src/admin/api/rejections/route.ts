@@ -1,24 +1,24 @@
 // The admin API's refused deliveries: GET /admin/api/rejections (the ring, newest first) and
 // GET /admin/api/rejections/counts (per sender and reason over a time range). Registered on the admin
-// API's own app (src/admin/api.ts), so they share its bearer gate, its 400 shape and its OpenAPI
+// API's own app (src/admin/api/api.ts), so they share its bearer gate, its 400 shape and its OpenAPI
 // document. The schemas are here too, and the dashboard's page parses its address with them.
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { BlankSchema } from 'hono/types';
-import type { DatabaseEnv } from '../db/client.ts';
-import { REJECTION_RING_SIZE } from '../inbox/rejection-log.ts';
-import { UNKNOWN_SENDER } from '../inbox/rejections.ts';
-import type { Clock } from '../lib/clock.ts';
-import { rejectionReasons } from '../lib/rejection-reasons.ts';
+import type { DatabaseEnv } from '../../../db/client.ts';
+import { REJECTION_RING_SIZE } from '../../../inbox/rejection-log.ts';
+import { UNKNOWN_SENDER } from '../../../inbox/rejections.ts';
+import type { Clock } from '../../../lib/clock.ts';
+import { rejectionReasons } from '../../../lib/rejection-reasons.ts';
 import {
   countRejections,
   listRejections,
   type RejectionCount,
   type RejectionListing,
-} from '../ops/reads/rejections.ts';
-import { timeRange } from '../ops/reads/time-bound.ts';
-import { allProviders } from '../providers/registry.ts';
-import { json, refused } from './openapi-parts.ts';
-import { timeBound } from './schemas.ts';
+} from '../../../ops/reads/rejections.ts';
+import { timeRange } from '../../../ops/reads/time-bound.ts';
+import { allProviders } from '../../../providers/registry.ts';
+import { json, refused } from '../openapi-parts.ts';
+import { timeBound } from '../schemas.ts';
 
 /** A sender's name as refusals are recorded under it: a route's name, or the one for routes that name none. */
 export const rejectionProviders: [string, ...string[]] = [

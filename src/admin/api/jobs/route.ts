@@ -2,11 +2,11 @@
 // jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (api.ts), so
 // the routes share its bearer gate, its 400 for refused fields and its OpenAPI document.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { DatabaseEnv } from '../db/client.ts';
-import type { Clock } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
-import type { Logger } from '../lib/logger.ts';
-import { retryWarnings } from '../ops/actions/retry-warnings.ts';
+import type { DatabaseEnv } from '../../../db/client.ts';
+import type { Clock } from '../../../lib/clock.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
+import { retryWarnings } from '../../../ops/actions/retry-warnings.ts';
 import {
   type BulkJob,
   type BulkJobSpec,
@@ -18,11 +18,14 @@ import {
   jobJson,
   listBulkJobs,
   listJobFailures,
-} from '../ops/jobs/bulk-jobs.ts';
-import { isConfiguredDestination } from '../ops/reads/destinations-view.ts';
-import { timeRange } from '../ops/reads/time-bound.ts';
-import { configuredDestinations, type DestinationViewDeps } from './destinations-view-api.ts';
-import { eventUrl } from './event-urls.ts';
+} from '../../../ops/jobs/bulk-jobs.ts';
+import { isConfiguredDestination } from '../../../ops/reads/destinations-view.ts';
+import { timeRange } from '../../../ops/reads/time-bound.ts';
+import { eventUrl } from '../../event-urls.ts';
+import { actingOperator } from '../../operators.ts';
+import { configuredDestinations, type DestinationViewDeps } from '../destinations/view-route.ts';
+import { json, refused } from '../openapi-parts.ts';
+import { errorSchema, operatorBody } from '../schemas.ts';
 import {
   cancelAnswer,
   jobAnswer,
@@ -32,10 +35,7 @@ import {
   jobRequest,
   jobsAnswer,
   jobsQuery,
-} from './jobs-schemas.ts';
-import { json, refused } from './openapi-parts.ts';
-import { actingOperator } from './operators.ts';
-import { errorSchema, operatorBody } from './schemas.ts';
+} from './schema.ts';
 
 const notFound = json(errorSchema, 'unknown job');
 

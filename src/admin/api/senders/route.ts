@@ -2,22 +2,22 @@
 // POST /admin/api/senders/{provider}/pause and …/resume through src/ops/pauses/sender-pauses.ts, which
 // audits them. A sender that is not enabled is 404; a refused field is 400 naming it.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { DatabaseEnv } from '../db/client.ts';
-import { type Clock, isoOrNull } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { DatabaseEnv } from '../../../db/client.ts';
+import { type Clock, isoOrNull } from '../../../lib/clock.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
 import {
   listSenders,
   pauseSender,
   resumeSender,
   type SenderPauseContext,
   type SenderState,
-} from '../ops/pauses/sender-pauses.ts';
-import type { EnabledProvider } from '../providers/registry.ts';
-import { json, notFound, refused } from './openapi-parts.ts';
-import { actingOperator } from './operators.ts';
-import { operatorBody } from './schemas.ts';
-import { pauseAnswer, pauseBody, resumeAnswer, senderParams, sendersAnswer } from './sender-schemas.ts';
+} from '../../../ops/pauses/sender-pauses.ts';
+import type { EnabledProvider } from '../../../providers/registry.ts';
+import { actingOperator } from '../../operators.ts';
+import { json, notFound, refused } from '../openapi-parts.ts';
+import { operatorBody } from '../schemas.ts';
+import { pauseAnswer, pauseBody, resumeAnswer, senderParams, sendersAnswer } from './schema.ts';
 
 const routes = {
   listSenders: createRoute({

@@ -1,11 +1,11 @@
-// The admin API's bulk job inputs and answers (src/admin/jobs-api.ts). A job's filter is the list's
+// The admin API's bulk job inputs and answers (src/admin/api/jobs/route.ts). A job's filter is the list's
 // own query schema (events or outbox) without its page position, so a filter the list refuses is
 // refused here with the same field named; the status is narrowed to the ones the action takes. A copy
 // to a destination takes the outbox filters that do not name a status or destination, and `to`.
 import { z } from '@hono/zod-openapi';
-import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../db/schema.ts';
-import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../ops/jobs/bulk-jobs.ts';
-import { eventsQuery, operatorBody, outboxQuery } from './schemas.ts';
+import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../../../db/schema.ts';
+import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../../../ops/jobs/bulk-jobs.ts';
+import { eventsQuery, operatorBody, outboxQuery } from '../schemas.ts';
 
 const replayableStatus = z
   .enum(REPLAYABLE_STATUSES as [ReplayableStatus, ...ReplayableStatus[]])

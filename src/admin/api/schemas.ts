@@ -1,15 +1,15 @@
 // The admin API's inputs and answers as zod schemas. The routes validate with the input schemas
-// (src/admin/api.ts, through @hono/zod-openapi) and the OpenAPI document is generated from the same
+// (src/admin/api/api.ts, through @hono/zod-openapi) and the OpenAPI document is generated from the same
 // objects, so the document cannot drift from what the routes accept. Queries are strict: a parameter
 // the route does not know is refused, not ignored (a misspelt filter would otherwise list everything).
 import { z } from '@hono/zod-openapi';
-import { outboxStatuses, webhookEventStatuses } from '../db/schema.ts';
-import { OPERATOR_NAME_MAX, operatorNameProblem } from '../lib/operator-name.ts';
-import { isStorableText } from '../lib/text.ts';
-import { decodeCursor } from '../ops/reads/cursor.ts';
-import { parseTimeBound } from '../ops/reads/time-bound.ts';
-import { isMessageId } from '../outbox/operator.ts';
-import { allProviders } from '../providers/registry.ts';
+import { outboxStatuses, webhookEventStatuses } from '../../db/schema.ts';
+import { OPERATOR_NAME_MAX, operatorNameProblem } from '../../lib/operator-name.ts';
+import { isStorableText } from '../../lib/text.ts';
+import { decodeCursor } from '../../ops/reads/cursor.ts';
+import { parseTimeBound } from '../../ops/reads/time-bound.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { allProviders } from '../../providers/registry.ts';
 
 const providerNames = allProviders.map((provider) => provider.name) as [string, ...string[]];
 

@@ -1,14 +1,14 @@
 // The admin API's read of the outbox's destinations: GET /admin/api/destinations (every configured
 // destination with its state, backlog, rate, filters and redacted target; src/ops/reads/destinations-view.ts).
-// Registered on the admin API's own app (src/admin/api.ts), so it shares its bearer gate and its
+// Registered on the admin API's own app (src/admin/api/api.ts), so it shares its bearer gate and its
 // OpenAPI document. Pausing and resuming a destination are other routes (POST …/pause, …/resume).
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { DatabaseEnv } from '../db/client.ts';
-import { destinationCircuits } from '../db/schema.ts';
-import type { Clock } from '../lib/clock.ts';
-import { destinationJson, destinationStates, listDestinations } from '../ops/reads/destinations-view.ts';
-import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
-import { json, refused } from './openapi-parts.ts';
+import type { DatabaseEnv } from '../../../db/client.ts';
+import { destinationCircuits } from '../../../db/schema.ts';
+import type { Clock } from '../../../lib/clock.ts';
+import { destinationJson, destinationStates, listDestinations } from '../../../ops/reads/destinations-view.ts';
+import { DEFAULT_ROUTING, type DestinationRouting } from '../../../outbox/destinations.ts';
+import { json, refused } from '../openapi-parts.ts';
 
 const timestamp = z.string().nullable().openapi({ format: 'date-time' });
 const patterns = z.string().array().nullable().openapi({ description: 'names or `*` globs; null: every value' });

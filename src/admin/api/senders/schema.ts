@@ -1,8 +1,8 @@
-// The admin API's sender routes' inputs and answers (src/admin/senders-api.ts): pause and resume, and
+// The admin API's sender routes' inputs and answers (src/admin/api/senders/route.ts): pause and resume, and
 // the list of enabled senders with their pauses. Kept beside schemas.ts, whose operator rule they share.
 import { z } from '@hono/zod-openapi';
-import { PAUSE_MAX_MINUTES, PAUSE_NOTE_MAX, pauseNoteProblem } from '../ops/pauses/sender-pauses.ts';
-import { operatorBody } from './schemas.ts';
+import { PAUSE_MAX_MINUTES, PAUSE_NOTE_MAX, pauseNoteProblem } from '../../../ops/pauses/sender-pauses.ts';
+import { operatorBody } from '../schemas.ts';
 
 export const senderParams = z.object({
   provider: z

@@ -3,18 +3,22 @@
 // nothing and its messages wait (attempts untouched); resumed, they flow again. A name that is not a
 // configured destination is 404; a refused field is 400 naming it.
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { DatabaseEnv } from '../db/client.ts';
-import { destinationCircuits } from '../db/schema.ts';
-import { type Clock, isoOrNull } from '../lib/clock.ts';
-import { AppError } from '../lib/errors.ts';
-import type { Logger } from '../lib/logger.ts';
-import { type DestinationPauseContext, pauseDestination, resumeDestination } from '../ops/pauses/destination-pauses.ts';
-import type { DestinationState } from '../outbox/destination-state.ts';
-import { DEFAULT_ROUTING, type DestinationRouting } from '../outbox/destinations.ts';
-import { json, notFound, refused } from './openapi-parts.ts';
-import { actingOperator } from './operators.ts';
-import { operatorBody } from './schemas.ts';
-import { pauseNote } from './sender-schemas.ts';
+import type { DatabaseEnv } from '../../../db/client.ts';
+import { destinationCircuits } from '../../../db/schema.ts';
+import { type Clock, isoOrNull } from '../../../lib/clock.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
+import {
+  type DestinationPauseContext,
+  pauseDestination,
+  resumeDestination,
+} from '../../../ops/pauses/destination-pauses.ts';
+import type { DestinationState } from '../../../outbox/destination-state.ts';
+import { DEFAULT_ROUTING, type DestinationRouting } from '../../../outbox/destinations.ts';
+import { actingOperator } from '../../operators.ts';
+import { json, notFound, refused } from '../openapi-parts.ts';
+import { operatorBody } from '../schemas.ts';
+import { pauseNote } from '../senders/schema.ts';
 
 const destinationParams = z.object({
   name: z

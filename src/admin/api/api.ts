@@ -8,18 +8,18 @@
 import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import type { Database, DatabaseEnv } from '../db/client.ts';
-import type { HandlerMap } from '../domain/handlers.ts';
-import { DELIVERY_LOG_CAP, deliveriesOf } from '../inbox/delivery-log.ts';
-import type { Clock } from '../lib/clock.ts';
-import { AppError, refusedField } from '../lib/errors.ts';
-import { exactJsonText } from '../lib/json-out.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import { replayEvents } from '../ops/actions/replay.ts';
-import { retryOutbox } from '../ops/actions/retry.ts';
-import type { CountsByStatus } from '../ops/reads/counts.ts';
-import { destinationWaits, isConfiguredDestination, waitingOf } from '../ops/reads/destinations-view.ts';
+import type { Database, DatabaseEnv } from '../../db/client.ts';
+import type { HandlerMap } from '../../domain/handlers.ts';
+import { DELIVERY_LOG_CAP, deliveriesOf } from '../../inbox/delivery-log.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { AppError, refusedField } from '../../lib/errors.ts';
+import { exactJsonText } from '../../lib/json-out.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { replayEvents } from '../../ops/actions/replay.ts';
+import { retryOutbox } from '../../ops/actions/retry.ts';
+import type { CountsByStatus } from '../../ops/reads/counts.ts';
+import { destinationWaits, isConfiguredDestination, waitingOf } from '../../ops/reads/destinations-view.ts';
 import {
   countEventsByStatus,
   deliveryJson,
@@ -27,7 +27,7 @@ import {
   getEvent,
   listEvents,
   statusCounts,
-} from '../ops/reads/events.ts';
+} from '../../ops/reads/events.ts';
 import {
   countOutboxByStatus,
   getOutboxMessage,
@@ -36,19 +36,19 @@ import {
   outboxJson,
   outcomeJson,
   siblingsOf,
-} from '../ops/reads/outbox-view.ts';
-import { timeRange } from '../ops/reads/time-bound.ts';
-import { isMessageId } from '../outbox/operator.ts';
-import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations-api.ts';
+} from '../../ops/reads/outbox-view.ts';
+import { timeRange } from '../../ops/reads/time-bound.ts';
+import { isMessageId } from '../../outbox/operator.ts';
+import { actingOperator, logPayloadRead } from '../operators.ts';
+import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations/route.ts';
 import {
   configuredDestinations,
   type DestinationViewDeps,
   registerDestinationViewRoutes,
-} from './destinations-view-api.ts';
-import { registerJobRoutes } from './jobs-api.ts';
+} from './destinations/view-route.ts';
+import { registerJobRoutes } from './jobs/route.ts';
 import { json, notFound, refused, unauthorized } from './openapi-parts.ts';
-import { actingOperator, logPayloadRead } from './operators.ts';
-import { registerRejectionRoutes } from './rejections-api.ts';
+import { registerRejectionRoutes } from './rejections/route.ts';
 import {
   documentAnswer,
   eventAnswer,
@@ -67,7 +67,7 @@ import {
   retryAnswer,
   statsAnswer,
 } from './schemas.ts';
-import { registerSenderRoutes, type SenderRoutesDeps } from './senders-api.ts';
+import { registerSenderRoutes, type SenderRoutesDeps } from './senders/route.ts';
 
 export const ADMIN_API_BASE = '/admin/api';
 
