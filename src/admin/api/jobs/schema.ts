@@ -5,7 +5,9 @@
 import { z } from '@hono/zod-openapi';
 import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../../../db/schema.ts';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../../../ops/jobs/bulk-jobs.ts';
-import { eventsQuery, operatorBody, outboxQuery } from '../schemas.ts';
+import { eventsQuery } from '../events/schema.ts';
+import { outboxQuery } from '../outbox/schema.ts';
+import { operatorBody } from '../schemas.ts';
 
 const replayableStatus = z
   .enum(REPLAYABLE_STATUSES as [ReplayableStatus, ...ReplayableStatus[]])
