@@ -12,7 +12,6 @@ import type { DatabaseEnv } from '../../db/client.ts';
 import { AppError, refusedField } from '../../lib/errors.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { type DestinationRoutesDeps, registerDestinationRoutes } from './destinations/route.ts';
-import { registerDestinationViewRoutes } from './destinations/view-route.ts';
 import { type EventRoutesDeps, registerEventRoutes } from './events/route.ts';
 import { registerJobRoutes } from './jobs/route.ts';
 import { invalidRequest, json, unauthorized } from './openapi-parts.ts';
@@ -67,7 +66,6 @@ export function adminApiRoutes(deps: AdminDeps) {
   registerOutboxRoutes(api, deps);
   registerStatsRoutes(api);
   registerSenderRoutes(api, deps);
-  registerDestinationViewRoutes(api, deps);
   registerDestinationRoutes(api, deps);
   registerJobRoutes(api, deps);
   registerRejectionRoutes(api, deps);

@@ -5,7 +5,7 @@
 import type { FC } from 'hono/jsx';
 import { rejectionReasons } from '../../lib/rejection-reasons.ts';
 import type { RejectionCount, RejectionListing } from '../../ops/reads/rejections.ts';
-import { rejectionProviders } from '../api/rejections/route.ts';
+import { rejectionProviders } from '../api/rejections/schema.ts';
 import { Select } from './list-page.tsx';
 import { iso, Status } from './rows.tsx';
 

@@ -4,7 +4,7 @@
 // resumed; both recorded in operator_actions. A name that is not a configured destination
 // (OUTBOX_DESTINATIONS, or `default` for OUTBOX_TARGET_URL) exits 3.
 import { InvalidArgumentError } from 'commander';
-import { destinationJson } from '../../admin/api/destinations/route.ts';
+import { destinationStateJson } from '../../admin/api/destinations/route.ts';
 import {
   type DestinationPauseContext,
   pauseDestination,
@@ -49,7 +49,9 @@ export const destinationsPauseCommand: CommandModule = {
           const result = await pauseDestination(pauseContext(context), { name, operator, note: options.note });
           if (result.kind === 'not_found') return notConfigured(context, name);
           if (options.json) {
-            context.out(JSON.stringify({ before: result.before, destination: destinationJson(result.destination) }));
+            context.out(
+              JSON.stringify({ before: result.before, destination: destinationStateJson(result.destination) }),
+            );
           } else {
             const again = result.before === 'paused' ? ' (it was paused already)' : '';
             context.out(`paused ${name}: its messages wait until \`destinations resume ${name}\`${again}`);
@@ -74,7 +76,7 @@ export const destinationsResumeCommand: CommandModule = {
           if (result.kind === 'not_found') return notConfigured(context, name);
           const resumed = result.kind === 'resumed';
           if (options.json) {
-            context.out(JSON.stringify({ resumed, destination: destinationJson(result.destination) }));
+            context.out(JSON.stringify({ resumed, destination: destinationStateJson(result.destination) }));
           } else context.out(resumed ? `resumed ${name}` : `${name} was not paused (nothing was changed)`);
           return EXIT.done;
         }),

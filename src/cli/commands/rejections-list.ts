@@ -2,7 +2,8 @@
 // rejection-log.ts), newest first, filtered by sender, reason and time, as a table or one JSON document.
 // The same rows as GET /admin/api/rejections: never a body, credentials already redacted.
 import { Option } from 'commander';
-import { rejectionJson, rejectionProviders } from '../../admin/api/rejections/route.ts';
+import { rejectionJson } from '../../admin/api/rejections/route.ts';
+import { rejectionProviders } from '../../admin/api/rejections/schema.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { type RejectionReason, rejectionReasons } from '../../lib/rejection-reasons.ts';
 import { listRejections } from '../../ops/reads/rejections.ts';

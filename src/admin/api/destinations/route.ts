@@ -1,10 +1,12 @@
-// The admin API's destination write routes: POST /admin/api/destinations/{name}/pause and …/resume
-// through src/ops/pauses/destination-pauses.ts, which audits them. While paused, a destination's relays claim
-// nothing and its messages wait (attempts untouched); resumed, they flow again. A name that is not a
-// configured destination is 404; a refused field is 400 naming it.
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
+// The admin API's destinations: GET /admin/api/destinations (every configured destination with its
+// state, backlog, rate, filters and redacted target; src/ops/reads/destinations-view.ts), and
+// POST /admin/api/destinations/{name}/pause and …/resume through src/ops/pauses/destination-pauses.ts,
+// which audits them. While paused, a destination's relays claim nothing and its messages wait
+// (attempts untouched); resumed, they flow again. A name that is not a configured destination is 404;
+// a refused field is 400 naming it. Registered on the admin API's own app (api.ts), so the routes
+// share its bearer gate and its OpenAPI document. The schemas are schema.ts.
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../../../db/client.ts';
-import { destinationCircuits } from '../../../db/schema.ts';
 import { type Clock, isoOrNull } from '../../../lib/clock.ts';
 import { AppError } from '../../../lib/errors.ts';
 import type { Logger } from '../../../lib/logger.ts';
@@ -13,52 +15,24 @@ import {
   pauseDestination,
   resumeDestination,
 } from '../../../ops/pauses/destination-pauses.ts';
+import { destinationJson, listDestinations } from '../../../ops/reads/destinations-view.ts';
 import type { DestinationState } from '../../../outbox/destination-state.ts';
 import { DEFAULT_ROUTING, type DestinationRouting } from '../../../outbox/destinations.ts';
 import { actingOperator } from '../../operators.ts';
 import { json, notFound, refused } from '../openapi-parts.ts';
 import { operatorBody } from '../schemas.ts';
-import { pauseNote } from '../senders/schema.ts';
-
-const destinationParams = z.object({
-  name: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'name', in: 'path' }, description: 'a configured outbox destination' }),
-});
-
-const destinationPauseBody = z
-  .object({
-    operator: operatorBody.shape.operator,
-    note: pauseNote,
-  })
-  .strict()
-  .openapi('DestinationPauseRequest');
-
-const destinationSchema = z
-  .object({
-    name: z.string(),
-    paused_at: z.string().nullable().openapi({ format: 'date-time', description: 'null: not paused' }),
-    paused_by: z.string().nullable(),
-    circuit: z.enum(destinationCircuits).openapi({
-      description:
-        'the circuit breaker shared by every relay: closed (sending), open (held), half_open (one probe out)',
-    }),
-  })
-  .openapi('DestinationState');
-
-const pauseAnswer = z
-  .object({ before: z.enum(['active', 'paused']), destination: destinationSchema })
-  .openapi('DestinationPauseAnswer');
-const resumeAnswer = z
-  .object({
-    resumed: z.boolean().openapi({ description: 'false: it was not paused (nothing changed, nothing recorded)' }),
-    destination: destinationSchema,
-  })
-  .openapi('DestinationResumeAnswer');
+import { destinationParams, destinationPauseBody, destinationsAnswer, pauseAnswer, resumeAnswer } from './schema.ts';
 
 const routes = {
+  list: createRoute({
+    method: 'get',
+    path: '/destinations',
+    summary: 'Every configured outbox destination: state (healthy, open, half_open, paused), backlog, rate, filters',
+    responses: {
+      200: json(destinationsAnswer, 'the configured destinations, in configuration order'),
+      401: refused[401],
+    },
+  }),
   pause: createRoute({
     method: 'post',
     path: '/destinations/{name}/pause',
@@ -82,8 +56,8 @@ const routes = {
   }),
 };
 
-/** A destination's state as the API answers it. */
-export function destinationJson(state: DestinationState) {
+/** A destination's pause and circuit as the API answers a pause or a resume. */
+export function destinationStateJson(state: DestinationState) {
   return {
     name: state.name,
     paused_at: isoOrNull(state.pausedAt),
@@ -91,6 +65,17 @@ export function destinationJson(state: DestinationState) {
     circuit: state.circuit,
   };
 }
+
+/** What the destination list needs (the outbox and job routes too, for the names they accept). */
+export interface DestinationViewDeps {
+  clock: Clock;
+  /** The configured destinations (createProductionApp: configuredRouting); absent: `default` alone. */
+  outboxRouting?: DestinationRouting;
+}
+
+/** The destinations the admin surfaces show and accept as a filter: the configured ones only. */
+export const configuredDestinations = (deps: DestinationViewDeps): DestinationRouting =>
+  deps.outboxRouting ?? DEFAULT_ROUTING;
 
 /** What the destination routes need; part of the admin API's dependencies (AdminDeps). */
 export interface DestinationRoutesDeps {
@@ -100,9 +85,15 @@ export interface DestinationRoutesDeps {
   outboxRouting?: DestinationRouting | undefined;
 }
 
-/** Registers the destination write routes on the admin API (after its base path and validation hook are set). */
+/** Registers the destination routes on the admin API (after its base path and validation hook are set). */
 export function registerDestinationRoutes(api: OpenAPIHono<DatabaseEnv>, deps: DestinationRoutesDeps): void {
-  const configured = new Set((deps.outboxRouting ?? DEFAULT_ROUTING).destinations.map(({ name }) => name));
+  const routing = configuredDestinations(deps);
+  const configured = new Set(routing.destinations.map(({ name }) => name));
+  api.openapi(routes.list, async (c) => {
+    const destinations = await listDestinations(c.get('db'), routing, deps.clock());
+    return c.json({ destinations: destinations.map(destinationJson) }, 200);
+  });
+
   const context = (db: DestinationPauseContext['db']): DestinationPauseContext => ({
     db,
     clock: deps.clock,
@@ -116,7 +107,7 @@ export function registerDestinationRoutes(api: OpenAPIHono<DatabaseEnv>, deps: D
     const operator = actingOperator(c, body.operator);
     const result = await pauseDestination(context(c.get('db')), { name, operator, note: body.note });
     if (result.kind === 'not_found') throw new AppError('not_found');
-    return c.json({ before: result.before, destination: destinationJson(result.destination) }, 200);
+    return c.json({ before: result.before, destination: destinationStateJson(result.destination) }, 200);
   });
 
   api.openapi(routes.resume, async (c) => {
@@ -124,6 +115,6 @@ export function registerDestinationRoutes(api: OpenAPIHono<DatabaseEnv>, deps: D
     const operator = actingOperator(c, c.req.valid('json').operator);
     const result = await resumeDestination(context(c.get('db')), { name, operator });
     if (result.kind === 'not_found') throw new AppError('not_found');
-    return c.json({ resumed: result.kind === 'resumed', destination: destinationJson(result.destination) }, 200);
+    return c.json({ resumed: result.kind === 'resumed', destination: destinationStateJson(result.destination) }, 200);
   });
 }

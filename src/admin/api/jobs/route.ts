@@ -23,7 +23,7 @@ import { isConfiguredDestination } from '../../../ops/reads/destinations-view.ts
 import { timeRange } from '../../../ops/reads/time-bound.ts';
 import { eventUrl } from '../../event-urls.ts';
 import { actingOperator } from '../../operators.ts';
-import { configuredDestinations, type DestinationViewDeps } from '../destinations/view-route.ts';
+import { configuredDestinations, type DestinationViewDeps } from '../destinations/route.ts';
 import { json, refused } from '../openapi-parts.ts';
 import { errorSchema, operatorBody } from '../schemas.ts';
 import {

@@ -22,7 +22,7 @@ import {
 import { timeRange } from '../../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../../outbox/operator.ts';
 import { actingOperator, logPayloadRead } from '../../operators.ts';
-import { configuredDestinations, type DestinationViewDeps } from '../destinations/view-route.ts';
+import { configuredDestinations, type DestinationViewDeps } from '../destinations/route.ts';
 import { exactJson, invalidRequest, json, notFound, operatorRequest, refused, withCounts } from '../openapi-parts.ts';
 import { messageAnswer, messageParams, messageQuery, outboxPage, outboxQuery, retryAnswer } from './schema.ts';
 

@@ -1,5 +1,5 @@
-// The admin API's sender routes' inputs and answers (src/admin/api/senders/route.ts): pause and resume, and
-// the list of enabled senders with their pauses. Kept beside schemas.ts, whose operator rule they share.
+// The admin API's senders' inputs and answers (senders/route.ts): pause and resume, and the list of
+// enabled senders with their pauses. The operator rule is the shared one (../schemas.ts).
 import { z } from '@hono/zod-openapi';
 import { PAUSE_MAX_MINUTES, PAUSE_NOTE_MAX, pauseNoteProblem } from '../../../ops/pauses/sender-pauses.ts';
 import { operatorBody } from '../schemas.ts';

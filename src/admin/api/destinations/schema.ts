@@ -1,14 +1,10 @@
-// The admin API's read of the outbox's destinations: GET /admin/api/destinations (every configured
-// destination with its state, backlog, rate, filters and redacted target; src/ops/reads/destinations-view.ts).
-// Registered on the admin API's own app (src/admin/api/api.ts), so it shares its bearer gate and its
-// OpenAPI document. Pausing and resuming a destination are other routes (POST …/pause, …/resume).
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi';
-import type { DatabaseEnv } from '../../../db/client.ts';
+// The admin API's destinations' inputs and answers (destinations/route.ts): the list of configured
+// destinations with their state, and a pause's and a resume's request and answer.
+import { z } from '@hono/zod-openapi';
 import { destinationCircuits } from '../../../db/schema.ts';
-import type { Clock } from '../../../lib/clock.ts';
-import { destinationJson, destinationStates, listDestinations } from '../../../ops/reads/destinations-view.ts';
-import { DEFAULT_ROUTING, type DestinationRouting } from '../../../outbox/destinations.ts';
-import { json, refused } from '../openapi-parts.ts';
+import { destinationStates } from '../../../ops/reads/destinations-view.ts';
+import { operatorBody } from '../schemas.ts';
+import { pauseNote } from '../senders/schema.ts';
 
 const timestamp = z.string().nullable().openapi({ format: 'date-time' });
 const patterns = z.string().array().nullable().openapi({ description: 'names or `*` globs; null: every value' });
@@ -56,33 +52,42 @@ export const destinationSchema = z
   })
   .openapi('Destination');
 
-const destinationsAnswer = z.object({ destinations: destinationSchema.array() });
+export const destinationsAnswer = z.object({ destinations: destinationSchema.array() });
 
-const listRoute = createRoute({
-  method: 'get',
-  path: '/destinations',
-  summary: 'Every configured outbox destination: state (healthy, open, half_open, paused), backlog, rate, filters',
-  responses: {
-    200: json(destinationsAnswer, 'the configured destinations, in configuration order'),
-    401: refused[401],
-  },
+export const destinationParams = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'name', in: 'path' }, description: 'a configured outbox destination' }),
 });
 
-/** What the destination routes need; part of the admin API's dependencies (AdminDeps). */
-export interface DestinationViewDeps {
-  clock: Clock;
-  /** The configured destinations (createProductionApp: configuredRouting); absent: `default` alone. */
-  outboxRouting?: DestinationRouting;
-}
+export const destinationPauseBody = z
+  .object({
+    operator: operatorBody.shape.operator,
+    note: pauseNote,
+  })
+  .strict()
+  .openapi('DestinationPauseRequest');
 
-/** The destinations the admin surfaces show and accept as a filter: the configured ones only. */
-export const configuredDestinations = (deps: DestinationViewDeps): DestinationRouting =>
-  deps.outboxRouting ?? DEFAULT_ROUTING;
+export const destinationStateSchema = z
+  .object({
+    name: z.string(),
+    paused_at: z.string().nullable().openapi({ format: 'date-time', description: 'null: not paused' }),
+    paused_by: z.string().nullable(),
+    circuit: z.enum(destinationCircuits).openapi({
+      description:
+        'the circuit breaker shared by every relay: closed (sending), open (held), half_open (one probe out)',
+    }),
+  })
+  .openapi('DestinationState');
 
-export function registerDestinationViewRoutes(api: OpenAPIHono<DatabaseEnv>, deps: DestinationViewDeps): void {
-  const routing = configuredDestinations(deps);
-  api.openapi(listRoute, async (c) => {
-    const destinations = await listDestinations(c.get('db'), routing, deps.clock());
-    return c.json({ destinations: destinations.map(destinationJson) }, 200);
-  });
-}
+export const pauseAnswer = z
+  .object({ before: z.enum(['active', 'paused']), destination: destinationStateSchema })
+  .openapi('DestinationPauseAnswer');
+export const resumeAnswer = z
+  .object({
+    resumed: z.boolean().openapi({ description: 'false: it was not paused (nothing changed, nothing recorded)' }),
+    destination: destinationStateSchema,
+  })
+  .openapi('DestinationResumeAnswer');
