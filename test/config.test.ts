@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/dev-secret.ts';
-import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/sender-limits.ts';
-import { configuredSenders } from '../src/providers/registry.ts';
+import { checkSenderLimits } from '../src/ops/sender-limits.ts';
+import { configuredSenders, redeliveryBySender } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
 import { configProblems } from './helpers/config-problems.ts';
 
@@ -233,8 +233,9 @@ describe('which senders count as configured: one rule for npm start, the Worker,
       DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex,
     });
     const problems = configProblems(() => checkSenderLimits(config));
+    const days = (name: string) => redeliveryBySender.get(name)?.windowDays;
     expect(problems).toEqual([
-      `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${RETRY_WINDOW_DAYS.sendgrid}), discord (${RETRY_WINDOW_DAYS.discord}); set at least ${RETRY_WINDOW_DAYS.discord}, or a retry that arrives after the purge is applied again`,
+      `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${days('sendgrid')}), discord (${days('discord')}); set at least ${days('discord')}, or a retry that arrives after the purge is applied again`,
     ]);
   });
 
