@@ -4,15 +4,14 @@
 // the command asks on a terminal and needs `--yes` elsewhere (exit 2, nothing done). The job then runs
 // in the service (Node's schedule, the Worker's cron), or here with `--wait` (or `jobs run`).
 import { type Command, Option } from 'commander';
+import { createBulkJob, jobJson, jobOutcome } from '../../ops/bulk-jobs.ts';
 import {
   type BulkJobSpec,
-  createBulkJob,
-  jobJson,
-  jobOutcome,
+  JOB_KINDS,
   REPLAYABLE_STATUSES,
   type ReplayableStatus,
-} from '../../ops/bulk-jobs.ts';
-import { retryWarnings } from '../../ops/retry-warnings.ts';
+  specWarnings,
+} from '../../ops/job-kinds.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import {
   type CliContext,
@@ -55,22 +54,16 @@ function withCommonOptions(command: Command, timeColumn: string): Command {
     .option('--json', 'print the outcome as one JSON document');
 }
 
-/** Counts, confirms, creates; then waits when asked. */
-async function bulkAction(
-  context: CliContext,
-  spec: BulkJobSpec,
-  options: CommonOptions,
-  words: { verb: string; noun: string; command: string; notChanged?: string },
-) {
-  const operator = requireOperator(options.operator, words.command);
+/** Counts, confirms, creates; then waits when asked. `command` is this command's name, for its errors. */
+async function bulkAction(context: CliContext, spec: BulkJobSpec, options: CommonOptions, command: string) {
+  const words = JOB_KINDS[spec.kind];
+  const operator = requireOperator(options.operator, command);
   const dbContext = { db: context.db, logger: context.logger, clock: context.clock };
   const counted = await createBulkJob(dbContext, { spec, operator, dryRun: true });
   const count = counted.kind === 'counted' ? counted.count : counted.job.total;
   // Said before anything is confirmed: retried messages of a destination that is not publishing wait.
   const warnings =
-    spec.kind === 'retry_outbox' && count > 0
-      ? await retryWarnings(context.db, configuredRouting(context.config), spec.filter, context.clock())
-      : [];
+    count > 0 ? await specWarnings(context.db, configuredRouting(context.config), spec, context.clock()) : [];
   if (!options.json) for (const warning of warnings) context.err(`warning: ${warning.text}`);
   if (options.dryRun || count === 0) {
     context.out(options.json ? JSON.stringify({ count, job: null, warnings }) : `${count} ${words.noun}(s) match`);
@@ -106,7 +99,7 @@ async function bulkAction(
     const outcome = jobOutcome(job);
     const why = outcome === 'done_with_failures' ? ` (why: jobs show ${job.id})` : '';
     context.out(
-      `job ${job.id} ${outcome}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}${why}`,
+      `job ${job.id} ${outcome}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.failedAre}${why}`,
     );
   }
   return EXIT.done;
@@ -139,7 +132,7 @@ export const jobsReplayCommand: CommandModule = {
             kind: 'replay_events',
             filter: { status, provider, type, subject, id, since, until },
           };
-          return bulkAction(context, spec, options, { verb: 'Replay', noun: 'event', command: 'jobs replay' });
+          return bulkAction(context, spec, options, 'jobs replay');
         },
       ),
     ),
@@ -163,7 +156,7 @@ export const jobsRetryCommand: CommandModule = {
       run(async (context, options: CommonOptions & { topic?: string }) => {
         const { topic, id, since, until } = options;
         const spec: BulkJobSpec = { kind: 'retry_outbox', filter: { status: 'dead', topic, id, since, until } };
-        return bulkAction(context, spec, options, { verb: 'Retry', noun: 'message', command: 'jobs retry' });
+        return bulkAction(context, spec, options, 'jobs retry');
       }),
     ),
 };
@@ -187,12 +180,7 @@ export const jobsSendCommand: CommandModule = {
         requireDestination(context, options.to, '--to');
         const { to, topic, id, since, until } = options;
         const spec: BulkJobSpec = { kind: 'send_to_destination', filter: { to, topic, id, since, until } };
-        return bulkAction(context, spec, options, {
-          verb: 'Send',
-          noun: 'message',
-          command: 'jobs send',
-          notChanged: 'skipped',
-        });
+        return bulkAction(context, spec, options, 'jobs send');
       }),
     ),
 };
