@@ -3,8 +3,11 @@
 // `failed` count means, its filter as stored, how it counts its selection, how one batch pages through
 // its items and acts on them, the destinations its filter names (refused unless configured) and what
 // the operator is warned of before confirming. A job's life (bulk-jobs.ts), its runner
-// (bulk-runner.ts), the admin API, the dashboard and the CLI read this table and switch on no kind:
-// a new kind is one entry here, its filter's request schema (admin/jobs-schemas.ts) and its CLI command.
+// (bulk-runner.ts), the admin API, the dashboard and the CLI read this table and switch on no kind.
+// A new kind is its name in db/schema.ts's bulkJobKinds (a migration: it is an enum) and its audit
+// action in db/audit.ts, then one entry here, its filter's request schema (admin/jobs-schemas.ts) and
+// its CLI command (cli/commands/jobs-create.ts); the compiler names each one missing.
+import type { OperatorAction } from '../db/audit.ts';
 import type { Executor, Transaction } from '../db/client.ts';
 import type { BulkJobKind } from '../db/schema.ts';
 import type { HandlerMap } from '../domain/handlers.ts';
@@ -115,7 +118,7 @@ export interface JobKind<F> {
    */
   failedAre: 'failed' | 'skipped';
   /** The audit `action` of the job's row, and the `target_kind` of its rows and failed items. */
-  audit: { action: 'bulk_replay' | 'bulk_retry' | 'bulk_send'; targetKind: 'event' | 'outbox' };
+  audit: { action: OperatorAction['action']; targetKind: 'event' | 'outbox' };
   /** The filter a job was created with, from its stored form (filterJson wrote it). */
   storedFilter(json: Partial<FilterJson>, common: CommonFilter): F;
   /** The items the filter matches, exactly: rows, or for a copy the distinct messages. */
