@@ -164,10 +164,10 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       // the job was created are in its selection now, and are counted with the rest, so that
       // `processed` reaches `total` and never passes it.
       const total = after === undefined ? await countSpec(tx, spec) : held.total;
-      const done = await runSpecBatch(
-        { ...deps, tx, job: held, after, batchSize: settings.batchSize, routing: deps.routing ?? DEFAULT_ROUTING },
-        spec,
-      );
+      const { handlers, metrics } = deps;
+      const routing = deps.routing ?? DEFAULT_ROUTING;
+      const batch = { tx, job: held, after, batchSize: settings.batchSize, handlers, clock, logger, metrics, routing };
+      const done = await runSpecBatch(batch, spec);
       const finished = done.next === undefined;
       await keepFailures(tx, held, done.failures);
       const [updated] = await tx

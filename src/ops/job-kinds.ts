@@ -165,7 +165,13 @@ export const JOB_KINDS: { readonly [K in BulkJobKind]: JobKind<JobFilters[K]> } 
       const byProvider = new Map<string, typeof page.rows>();
       for (const row of page.rows) byProvider.set(row.provider, [...(byProvider.get(row.provider) ?? []), row]);
       const failures: ItemFailure[] = [];
-      const replayContext = { ...context, db: tx };
+      const replayContext = {
+        db: tx,
+        handlers: context.handlers,
+        clock: context.clock,
+        logger: context.logger,
+        metrics: context.metrics,
+      };
       for (const [provider, rows] of byProvider) {
         let eventIds = rows.map((row) => row.eventId);
         const target = (eventId: string) => `${provider}/${eventId}`;
@@ -207,7 +213,8 @@ export const JOB_KINDS: { readonly [K in BulkJobKind]: JobKind<JobFilters[K]> } 
       let ids = page.rows.map((row) => row.id);
       const failures: ItemFailure[] = [];
       while (ids.length > 0) {
-        const result = await retryOutbox({ ...context, db: tx }, { ids, operator: job.operator, jobId: job.id });
+        const retryContext = { db: tx, clock: context.clock, logger: context.logger, metrics: context.metrics };
+        const result = await retryOutbox(retryContext, { ids, operator: job.operator, jobId: job.id });
         if (result.kind === 'retried') {
           // No longer dead (an operator or another job retried it first): left alone.
           for (const { id, status } of result.skipped) {
