@@ -42,6 +42,28 @@ describe('parseConfig', () => {
   });
 });
 
+describe('the lease outlasts the call: one rule for the relay and the async worker', () => {
+  it('refuses a request deadline (the application timeout) at or over the inbox lease in async mode', () => {
+    const async = { PROCESSING_MODE: 'async', INBOX_LEASE_MS: '30000' };
+    expect(configProblems(() => parseConfig({ ...async, HANDLER_DEADLINE_MS: '30000' }))).toEqual([
+      'HANDLER_DEADLINE_MS: must be below INBOX_LEASE_MS in async mode',
+    ]);
+    expect(configProblems(() => parseConfig({ ...async, HANDLER_DEADLINE_MS: '29999' }))).toEqual([]);
+    // The defaults start in either mode.
+    expect(configProblems(() => parseConfig({ PROCESSING_MODE: 'async' }))).toEqual([]);
+    // No worker leases events in sync mode: a long request deadline is no lease's business.
+    expect(configProblems(() => parseConfig({ HANDLER_DEADLINE_MS: '60000' }))).toEqual([]);
+  });
+
+  it('refuses both at once, each named', () => {
+    const env = { PROCESSING_MODE: 'async', HANDLER_DEADLINE_MS: '40000', OUTBOX_TIMEOUT_MS: '40000' };
+    expect(configProblems(() => parseConfig(env))).toEqual([
+      'OUTBOX_TIMEOUT_MS: must be below OUTBOX_LEASE_MS',
+      'HANDLER_DEADLINE_MS: must be below INBOX_LEASE_MS in async mode',
+    ]);
+  });
+});
+
 describe('the rest of the contract', () => {
   it('defaults every worker, outbox and retention setting as the contract says', () => {
     expect(parseConfig({})).toMatchObject({

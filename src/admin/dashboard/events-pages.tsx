@@ -4,10 +4,10 @@
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
 import { DELIVERY_LOG_CAP, type LoggedDelivery } from '../../inbox/delivery-log.ts';
-import { REPLAYABLE_STATUSES } from '../../ops/bulk-jobs.ts';
 import type { CountsByStatus } from '../../ops/counts.ts';
 import type { Page } from '../../ops/cursor.ts';
 import type { EventDetail, EventListing } from '../../ops/events.ts';
+import { REPLAYABLE_STATUSES } from '../../ops/job-kinds.ts';
 import type { OutboxListing } from '../../ops/outbox-view.ts';
 import { eventUrl } from '../event-urls.ts';
 import { ActionForm, Field, ItemPage } from './item-page.tsx';
