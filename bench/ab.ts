@@ -24,7 +24,8 @@
 // handler out (no express/pg install: for bench:smoke); the default run includes it. For finding where
 // a difference comes from: AB_CPU_PROF=<dir> (V8 CPU profiles of base and head), AB_HEAD_SQL and
 // AB_BASE_SQL (SQL run on a contender's database after its migrations: a schema change priced before
-// its migration is written; `npm run bench:ab -- HEAD` with AB_HEAD_SQL compares the change alone).
+// its migration is written; `npm run bench:ab -- HEAD` with AB_HEAD_SQL compares the change alone),
+// AB_HEAD_ENV and AB_BASE_ENV (settings for one contender alone: a feature a setting turns off, priced).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -46,6 +47,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { signedAcmeEvent } from './lib/acme.ts';
+import { batchSizesBetween, readBatchSizes } from './lib/batch-sizes.ts';
 import { intFromEnv } from './lib/env.ts';
 import { exitWhenDone } from './lib/exit.ts';
 import {
@@ -226,6 +228,22 @@ async function experimentSql(label: 'base' | 'head', url: string): Promise<void>
   }
 }
 
+/**
+ * AB_HEAD_ENV / AB_BASE_ENV: settings (`NAME=value`, separated by spaces) for that contender alone, to
+ * price a feature that a setting turns off (`AB_HEAD_ENV='DELIVERY_LOG_FLUSH_MS=0' npm run bench:ab --
+ * HEAD`: the delivery log's cost); settings exported in the shell reach both.
+ */
+function contenderEnv(label: 'base' | 'head'): Record<string, string> {
+  const text = process.env[label === 'head' ? 'AB_HEAD_ENV' : 'AB_BASE_ENV'] ?? '';
+  const env: Record<string, string> = {};
+  for (const pair of text.split(/\s+/).filter((part) => part !== '')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`${label === 'head' ? 'AB_HEAD_ENV' : 'AB_BASE_ENV'}: "${pair}" is not NAME=value`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
 function checkoutServer(label: 'base' | 'head', dir: string): Server {
   return {
     label,
@@ -247,6 +265,7 @@ function checkoutServer(label: 'base' | 'head', dir: string): Server {
           PROCESSING_MODE: mode,
           DATA_DIR: join(logDir, `${label}-${mode}-data`),
           ...cpuProfileOptions(label, mode),
+          ...contenderEnv(label),
         },
         stdoutFile: join(logDir, `${label}-${mode}.stdout.log`),
         stderrFile: join(logDir, `${label}-${mode}.stderr.log`),
@@ -292,6 +311,8 @@ interface Figures {
    * server, its database's backends, the load generator and this script): how far to trust it.
    */
   othersShare: number;
+  /** Deliveries per intake transaction, the mean over the round (group commit; none for the seed). */
+  meanBatch: number | undefined;
   accepted: number;
   loader: string;
 }
@@ -363,6 +384,7 @@ async function measure(
   const runId = randomBytes(4).toString('hex');
   const nowSeconds = Math.floor(Date.now() / 1000);
   const backends = await backendPids(sql);
+  const batchesBefore = label === 'seed' ? undefined : await readBatchSizes(service.origin);
   clockTicksPerSecond(); // read once before the load (it runs getconf)
   let cpuAtStart: CpuReading | undefined;
   const load = await intakeLoad({
@@ -396,6 +418,10 @@ async function measure(
     throw new Error(`${label}: ${stored.subscriptions} subscriptions for ${stored.completed} completed events`);
   }
   const { serviceMs, postgresMs, othersShare } = cpuSpent(cpuAtStart ?? end, end);
+  const meanBatch =
+    batchesBefore === undefined
+      ? undefined
+      : batchSizesBetween(batchesBefore, await readBatchSizes(service.origin)).mean;
   return {
     eventsPerSecond: load.eventsPerSecond,
     appliedPerSecond: round(accepted / (appliedMs / 1000), 1),
@@ -403,6 +429,7 @@ async function measure(
     serviceCpuMsPerEvent: round(serviceMs / accepted, 3),
     withPostgresCpuMsPerEvent: round((serviceMs + postgresMs) / accepted, 3),
     othersShare: round(othersShare, 2),
+    meanBatch,
     accepted,
     loader: load.loader,
   };
@@ -481,6 +508,7 @@ function describeRound(mode: Mode, result: RoundResult): string {
       : `${label} ${figures.eventsPerSecond}/s` +
         (mode === 'async' && label !== 'seed' ? ` (applied ${figures.appliedPerSecond}/s)` : '') +
         `, ${figures.serviceCpuMsPerEvent} CPU ms/ev (${figures.withPostgresCpuMsPerEvent} with PostgreSQL), p99 ${figures.p99Ms} ms` +
+        (figures.meanBatch === undefined ? '' : `, batch ${figures.meanBatch}`) +
         `, others ${Math.round(figures.othersShare * 100)}% of the cores`;
   const ratios = [
     ...(seed === undefined
@@ -507,6 +535,7 @@ function summarize(mode: Mode, rounds: readonly RoundResult[]) {
     ['withPostgresCpuMsPerEvent', 'CPU ms/event with PostgreSQL'],
     ['serviceCpuMsPerEvent', 'CPU ms/event, server alone'],
     ['p99Ms', 'p99 ms'],
+    ['meanBatch', 'mean intake batch'],
     ['othersShare', "others' share of the cores"],
   ] as const;
   return fields.map(([field, label]) => {
