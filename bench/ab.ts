@@ -10,9 +10,11 @@
 // connections (wrk when installed, else bench/lib/load.ts). Each round sends the seed, then base and
 // head in an order that alternates (AB, BA, …); in async mode (PROCESSING_MODE=async) a service's
 // round lasts until every event it accepted is `completed`: "applied". CPU per event is the server's
-// process group, alone and with every postgres process on the machine (so it is only as clean as the
-// server is quiet). Prints each round and, per mode, the medians and head/base of the medians; writes
-// bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
+// process group, alone and with its own database's backends (read from pg_stat_activity, so other
+// databases on the same PostgreSQL server do not count; the WAL writer and checkpointer, shared by
+// every database, are left out). Each round also reports the share of the machine's cores that other
+// work used meanwhile, and the run prints NOISY when it passed 10%. Prints each round and, per mode,
+// the medians and head/base of the medians; writes bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
 // stored and applied once, a server that would not start.
 //
 // Environment: ROUNDS (5), REQUESTS (4000 a round and server), AB_WARMUP (REQUESTS, capped at 2000, per
@@ -22,7 +24,8 @@
 // handler out (no express/pg install: for bench:smoke); the default run includes it. For finding where
 // a difference comes from: AB_CPU_PROF=<dir> (V8 CPU profiles of base and head), AB_HEAD_SQL and
 // AB_BASE_SQL (SQL run on a contender's database after its migrations: a schema change priced before
-// its migration is written; `npm run bench:ab -- HEAD` with AB_HEAD_SQL compares the change alone).
+// its migration is written; `npm run bench:ab -- HEAD` with AB_HEAD_SQL compares the change alone),
+// AB_HEAD_ENV and AB_BASE_ENV (settings for one contender alone: a feature a setting turns off, priced).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -44,9 +47,18 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { signedAcmeEvent } from './lib/acme.ts';
+import { batchSizesBetween, readBatchSizes } from './lib/batch-sizes.ts';
 import { intFromEnv } from './lib/env.ts';
 import { exitWhenDone } from './lib/exit.ts';
-import { commandCpuTicks, processGroupCpuTicks, ticksToMs } from './lib/proc.ts';
+import {
+  clockTicksPerSecond,
+  commandCpuTicks,
+  type MachineCpu,
+  machineCpu,
+  pidsCpuTicks,
+  processGroupCpuTicks,
+  ticksToMs,
+} from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { buildOnce, REPO_ROOT, type RunningService, startService, tail } from './lib/service.ts';
 import { formatTable, round } from './lib/stats.ts';
@@ -58,6 +70,12 @@ type Label = 'seed' | 'base' | 'head';
 const APPLY_TIMEOUT_MS = 120_000;
 const SEED_SOURCE = join(REPO_ROOT, '..', 'shared', 'bench', 'seed-express');
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+/**
+ * Past this share of the cores used by other work during a round, the run says its ratios are not to
+ * be trusted: on the 2-core development machine, pairs ranged from 0.46 to 1.34 for two builds that
+ * differed by one constant while other agents' tests used 40-70% of the cores.
+ */
+const NOISY_SHARE = 0.1;
 
 function settings() {
   const argv = process.argv.slice(2);
@@ -210,6 +228,22 @@ async function experimentSql(label: 'base' | 'head', url: string): Promise<void>
   }
 }
 
+/**
+ * AB_HEAD_ENV / AB_BASE_ENV: settings (`NAME=value`, separated by spaces) for that contender alone, to
+ * price a feature that a setting turns off (`AB_HEAD_ENV='DELIVERY_LOG_FLUSH_MS=0' npm run bench:ab --
+ * HEAD`: the delivery log's cost); settings exported in the shell reach both.
+ */
+function contenderEnv(label: 'base' | 'head'): Record<string, string> {
+  const text = process.env[label === 'head' ? 'AB_HEAD_ENV' : 'AB_BASE_ENV'] ?? '';
+  const env: Record<string, string> = {};
+  for (const pair of text.split(/\s+/).filter((part) => part !== '')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new Error(`${label === 'head' ? 'AB_HEAD_ENV' : 'AB_BASE_ENV'}: "${pair}" is not NAME=value`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
 function checkoutServer(label: 'base' | 'head', dir: string): Server {
   return {
     label,
@@ -231,6 +265,7 @@ function checkoutServer(label: 'base' | 'head', dir: string): Server {
           PROCESSING_MODE: mode,
           DATA_DIR: join(logDir, `${label}-${mode}-data`),
           ...cpuProfileOptions(label, mode),
+          ...contenderEnv(label),
         },
         stdoutFile: join(logDir, `${label}-${mode}.stdout.log`),
         stderrFile: join(logDir, `${label}-${mode}.stderr.log`),
@@ -271,6 +306,13 @@ interface Figures {
   p99Ms: number;
   serviceCpuMsPerEvent: number;
   withPostgresCpuMsPerEvent: number;
+  /**
+   * Share of the machine's cores that other work used during the round (everything busy but the
+   * server, its database's backends, the load generator and this script): how far to trust it.
+   */
+  othersShare: number;
+  /** Deliveries per intake transaction, the mean over the round (group commit; none for the seed). */
+  meanBatch: number | undefined;
   accepted: number;
   loader: string;
 }
@@ -288,6 +330,48 @@ async function storedOf(sql: postgres.Sql, runId: string) {
   return row;
 }
 
+/** The PostgreSQL backends of `sql`'s database (the server's connections), the script's own left out. */
+async function backendPids(sql: postgres.Sql): Promise<number[]> {
+  const rows = await sql<{ pid: number }[]>`
+    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+  return rows.map((row) => row.pid);
+}
+
+interface CpuReading {
+  service: number;
+  backends: Map<number, number>;
+  machine: MachineCpu;
+  /** The load generator (wrk) and this script. */
+  bench: number;
+}
+
+function cpuReading(servicePid: number, backends: Iterable<number>): CpuReading {
+  const { user, system } = process.cpuUsage();
+  return {
+    service: processGroupCpuTicks(servicePid),
+    backends: pidsCpuTicks(backends),
+    machine: machineCpu(),
+    bench: commandCpuTicks('wrk') + ((user + system) / 1e6) * clockTicksPerSecond(),
+  };
+}
+
+/**
+ * The server's CPU, its database's backends' (a backend that ended during the round is left out;
+ * one that started during it counts whole), and the share of all cores that anything else used.
+ */
+function cpuSpent(start: CpuReading, end: CpuReading) {
+  let postgresTicks = 0;
+  for (const [pid, ticks] of end.backends) postgresTicks += ticks - (start.backends.get(pid) ?? 0);
+  const serviceTicks = end.service - start.service;
+  const machineTicks = end.machine.total - start.machine.total;
+  const othersTicks = end.machine.busy - start.machine.busy - serviceTicks - postgresTicks - (end.bench - start.bench);
+  return {
+    serviceMs: ticksToMs(serviceTicks),
+    postgresMs: ticksToMs(postgresTicks),
+    othersShare: machineTicks > 0 ? Math.max(0, othersTicks / machineTicks) : 0,
+  };
+}
+
 /** One load of `count` unique events against `service`, checked: every answer 2xx, each event applied once. */
 async function measure(
   label: Label,
@@ -299,7 +383,10 @@ async function measure(
 ): Promise<Figures> {
   const runId = randomBytes(4).toString('hex');
   const nowSeconds = Math.floor(Date.now() / 1000);
-  let cpuAtStart: { service: number; postgres: number } | undefined;
+  const backends = await backendPids(sql);
+  const batchesBefore = label === 'seed' ? undefined : await readBatchSizes(service.origin);
+  clockTicksPerSecond(); // read once before the load (it runs getconf)
+  let cpuAtStart: CpuReading | undefined;
   const load = await intakeLoad({
     origin: service.origin,
     concurrency: config.concurrency,
@@ -309,7 +396,7 @@ async function measure(
     count,
     // Signing ahead happens before the first answer: not the server's CPU, not its time.
     onStarted: () => {
-      cpuAtStart = { service: processGroupCpuTicks(service.pid), postgres: commandCpuTicks('postgres') };
+      cpuAtStart = cpuReading(service.pid, backends);
     },
   });
   const loadEnded = performance.now();
@@ -326,20 +413,23 @@ async function measure(
     stored = await storedOf(sql, runId);
   }
   const appliedMs = load.elapsedMs + (performance.now() - loadEnded);
-  const serviceTicks = processGroupCpuTicks(service.pid);
-  const postgresTicks = commandCpuTicks('postgres');
+  const end = cpuReading(service.pid, new Set([...backends, ...(await backendPids(sql))]));
   if (stored.subscriptions !== stored.completed) {
     throw new Error(`${label}: ${stored.subscriptions} subscriptions for ${stored.completed} completed events`);
   }
-  const start = cpuAtStart ?? { service: serviceTicks, postgres: postgresTicks };
-  const serviceMs = ticksToMs(serviceTicks - start.service);
-  const postgresMs = ticksToMs(postgresTicks - start.postgres);
+  const { serviceMs, postgresMs, othersShare } = cpuSpent(cpuAtStart ?? end, end);
+  const meanBatch =
+    batchesBefore === undefined
+      ? undefined
+      : batchSizesBetween(batchesBefore, await readBatchSizes(service.origin)).mean;
   return {
     eventsPerSecond: load.eventsPerSecond,
     appliedPerSecond: round(accepted / (appliedMs / 1000), 1),
     p99Ms: load.p99Ms,
     serviceCpuMsPerEvent: round(serviceMs / accepted, 3),
     withPostgresCpuMsPerEvent: round((serviceMs + postgresMs) / accepted, 3),
+    othersShare: round(othersShare, 2),
+    meanBatch,
     accepted,
     loader: load.loader,
   };
@@ -417,7 +507,9 @@ function describeRound(mode: Mode, result: RoundResult): string {
       ? ''
       : `${label} ${figures.eventsPerSecond}/s` +
         (mode === 'async' && label !== 'seed' ? ` (applied ${figures.appliedPerSecond}/s)` : '') +
-        `, ${figures.serviceCpuMsPerEvent} CPU ms/ev (${figures.withPostgresCpuMsPerEvent} with PostgreSQL), p99 ${figures.p99Ms} ms`;
+        `, ${figures.serviceCpuMsPerEvent} CPU ms/ev (${figures.withPostgresCpuMsPerEvent} with PostgreSQL), p99 ${figures.p99Ms} ms` +
+        (figures.meanBatch === undefined ? '' : `, batch ${figures.meanBatch}`) +
+        `, others ${Math.round(figures.othersShare * 100)}% of the cores`;
   const ratios = [
     ...(seed === undefined
       ? []
@@ -443,6 +535,8 @@ function summarize(mode: Mode, rounds: readonly RoundResult[]) {
     ['withPostgresCpuMsPerEvent', 'CPU ms/event with PostgreSQL'],
     ['serviceCpuMsPerEvent', 'CPU ms/event, server alone'],
     ['p99Ms', 'p99 ms'],
+    ['meanBatch', 'mean intake batch'],
+    ['othersShare', "others' share of the cores"],
   ] as const;
   return fields.map(([field, label]) => {
     const seed = medianOf('seed', field);
@@ -497,6 +591,19 @@ async function main(): Promise<boolean> {
         })),
       )}`,
     );
+    const othersShare = Math.max(
+      0,
+      ...summary
+        .filter((row) => row.field === 'othersShare')
+        .flatMap((row) => [row.seed ?? 0, row.base ?? 0, row.head ?? 0]),
+    );
+    const noisy = othersShare > NOISY_SHARE;
+    if (noisy) {
+      console.log(
+        `\nNOISY: other work used a median ${Math.round(othersShare * 100)}% of the machine's cores during the rounds ` +
+          `(above ${NOISY_SHARE * 100}%): the ratios may move by half from one run to the next; run again on a quiet machine.`,
+      );
+    }
     const file = writeResult('ab', startedAt, {
       startedAt: startedAt.toISOString(),
       context: runContext(),
@@ -507,6 +614,7 @@ async function main(): Promise<boolean> {
       settings: { ...config, loader },
       rounds: byMode,
       summary,
+      noisy,
       failures,
     });
     console.log(`\nwritten to ${file}`);

@@ -160,14 +160,40 @@ export type Config = z.infer<typeof envSchema> & {
   senderSettings: SettingsBySender;
 };
 
+type Env = z.infer<typeof envSchema>;
+
 /**
- * Rules across variables. The relay starts a publish only while its lease outlasts the call's
- * timeout: a timeout at or over the lease would mean no message is ever sent.
+ * The lease outlasts the call: a leased drainer starts a call (a publish, an application) only while
+ * the lease it took still covers the call's timeout, so a timeout at or over the lease would mean
+ * nothing is ever done. One rule for each drainer, refused at start-up, never adjusted behind the
+ * operator's back: the relay's publish timeout, and in async mode the worker's application, which
+ * the connections' statement timeout (HANDLER_DEADLINE_MS) bounds. In sync mode no worker leases
+ * events, and a long request deadline is the operator's to choose.
  */
+export const LEASED_CALLS: readonly {
+  call: 'OUTBOX_TIMEOUT_MS' | 'HANDLER_DEADLINE_MS';
+  lease: 'OUTBOX_LEASE_MS' | 'INBOX_LEASE_MS';
+  /** The processing mode in which the drainer runs, when not in every mode. */
+  mode?: Env['PROCESSING_MODE'];
+}[] = [
+  { call: 'OUTBOX_TIMEOUT_MS', lease: 'OUTBOX_LEASE_MS' },
+  { call: 'HANDLER_DEADLINE_MS', lease: 'INBOX_LEASE_MS', mode: 'async' },
+];
+
+/** One problem per leased call whose timeout its lease does not outlast (LEASED_CALLS). */
+export function leaseProblems(env: Pick<Env, (typeof LEASED_CALLS)[number]['call' | 'lease'] | 'PROCESSING_MODE'>) {
+  return LEASED_CALLS.filter(
+    ({ call, lease, mode }) => (mode === undefined || mode === env.PROCESSING_MODE) && env[call] >= env[lease],
+  ).map(({ call, lease, mode }) => ({
+    path: [call],
+    message: `must be below ${lease}${mode === undefined ? '' : ` in ${mode} mode`}`,
+  }));
+}
+
+/** Rules across variables. */
 const checkedEnvSchema = envSchema
-  .refine((env) => env.OUTBOX_TIMEOUT_MS < env.OUTBOX_LEASE_MS, {
-    path: ['OUTBOX_TIMEOUT_MS'],
-    message: 'must be below OUTBOX_LEASE_MS',
+  .superRefine((env, context) => {
+    for (const problem of leaseProblems(env)) context.addIssue({ code: 'custom', ...problem });
   })
   // The request timeout bounds the headers too: a shorter one would cut requests whose headers are on time.
   .refine((env) => env.HTTP_HEADERS_TIMEOUT_MS <= env.HTTP_REQUEST_TIMEOUT_MS, {

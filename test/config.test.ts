@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/setup/dev-secret.ts';
-import { checkSenderLimits, RETRY_WINDOW_DAYS } from '../src/ops/senders/sender-limits.ts';
-import { configuredSenders } from '../src/providers/registry.ts';
+import { checkSenderLimits } from '../src/ops/senders/sender-limits.ts';
+import { configuredSenders, redeliveryBySender } from '../src/providers/registry.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
 import { configProblems } from './helpers/config-problems.ts';
 
@@ -39,6 +39,28 @@ describe('parseConfig', () => {
       const names = (error as ConfigError).problems.map((problem) => problem.split(':')[0]);
       expect(names.sort()).toEqual(['LOG_LEVEL', 'MAX_BODY_BYTES', 'PORT', 'PROCESSING_MODE']);
     }
+  });
+});
+
+describe('the lease outlasts the call: one rule for the relay and the async worker', () => {
+  it('refuses a request deadline (the application timeout) at or over the inbox lease in async mode', () => {
+    const async = { PROCESSING_MODE: 'async', INBOX_LEASE_MS: '30000' };
+    expect(configProblems(() => parseConfig({ ...async, HANDLER_DEADLINE_MS: '30000' }))).toEqual([
+      'HANDLER_DEADLINE_MS: must be below INBOX_LEASE_MS in async mode',
+    ]);
+    expect(configProblems(() => parseConfig({ ...async, HANDLER_DEADLINE_MS: '29999' }))).toEqual([]);
+    // The defaults start in either mode.
+    expect(configProblems(() => parseConfig({ PROCESSING_MODE: 'async' }))).toEqual([]);
+    // No worker leases events in sync mode: a long request deadline is no lease's business.
+    expect(configProblems(() => parseConfig({ HANDLER_DEADLINE_MS: '60000' }))).toEqual([]);
+  });
+
+  it('refuses both at once, each named', () => {
+    const env = { PROCESSING_MODE: 'async', HANDLER_DEADLINE_MS: '40000', OUTBOX_TIMEOUT_MS: '40000' };
+    expect(configProblems(() => parseConfig(env))).toEqual([
+      'OUTBOX_TIMEOUT_MS: must be below OUTBOX_LEASE_MS',
+      'HANDLER_DEADLINE_MS: must be below INBOX_LEASE_MS in async mode',
+    ]);
   });
 });
 
@@ -233,8 +255,9 @@ describe('which senders count as configured: one rule for npm start, the Worker,
       DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex,
     });
     const problems = configProblems(() => checkSenderLimits(config));
+    const days = (name: string) => redeliveryBySender.get(name)?.windowDays;
     expect(problems).toEqual([
-      `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${RETRY_WINDOW_DAYS.sendgrid}), discord (${RETRY_WINDOW_DAYS.discord}); set at least ${RETRY_WINDOW_DAYS.discord}, or a retry that arrives after the purge is applied again`,
+      `EVENT_RETENTION_DAYS: shorter than the retry window in days of sendgrid (${days('sendgrid')}), discord (${days('discord')}); set at least ${days('discord')}, or a retry that arrives after the purge is applied again`,
     ]);
   });
 

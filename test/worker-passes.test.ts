@@ -103,9 +103,9 @@ describe('inboxWorkerSettings', () => {
     });
   });
 
-  it('holds the apply timeout to half the lease, so that an application can still start inside one', () => {
+  it('takes the apply timeout as configured: the configuration refused one the lease would not cover', () => {
     const settings = inboxWorkerSettings({ ...config, HANDLER_DEADLINE_MS: 45_000, INBOX_LEASE_MS: 60_001 });
-    expect(settings.applyTimeoutMs).toBe(30_000);
+    expect(settings.applyTimeoutMs).toBe(45_000);
     expect(settings.applyTimeoutMs).toBeLessThan(settings.leaseMs);
   });
 });

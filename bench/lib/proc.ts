@@ -123,6 +123,23 @@ export function commandCpuTicks(command: string): number {
   return liveCpuTicks((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command);
 }
 
+/**
+ * CPU ticks of each listed process still alive (a process that has ended counts nothing): the
+ * backends of one database, say, read before and after a load.
+ */
+export function pidsCpuTicks(pids: Iterable<number>): Map<number, number> {
+  const ticks = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = readStat(pid);
+      ticks.set(pid, stat.utime + stat.stime);
+    } catch {
+      // Ended: its last ticks cannot be read any more.
+    }
+  }
+  return ticks;
+}
+
 /** VmHWM (peak resident set size) in KiB. */
 export function peakRssKiB(pid: number): number {
   const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -81,8 +81,8 @@ export function inboxWorkerSettings(
     maxAttempts: config.INBOX_MAX_ATTEMPTS,
     backoff: { baseMs: config.INBOX_BACKOFF_BASE_MS, maxMs: config.INBOX_BACKOFF_MAX_MS },
     leaseMs: config.INBOX_LEASE_MS,
-    // Below the lease, or no application would ever start.
-    applyTimeoutMs: Math.min(config.HANDLER_DEADLINE_MS, Math.floor(config.INBOX_LEASE_MS / 2)),
+    // Below the lease (config.ts LEASED_CALLS refuses any other in async mode).
+    applyTimeoutMs: config.HANDLER_DEADLINE_MS,
     batchSize: DEFAULT_WORKER_BATCH_SIZE,
     lanes: DEFAULT_WORKER_LANES,
     maxDeferMs: DEFAULT_WORKER_MAX_DEFER_MS,

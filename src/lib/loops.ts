@@ -1,7 +1,8 @@
 // Draining a queue table in batches, shared by the outbox relay and the async inbox worker: the loop
 // that goes on while batches come back full and stops at a time budget (a Workers cron invocation
-// has one), and bounded concurrency inside a batch, and the settings every such leased queue is tuned
-// by. Runtime-neutral: no timers, no Node APIs (p-limit is plain ESM).
+// has one), or at a number of batches (a bounded slice), bounded concurrency inside a batch, the
+// settings every such leased queue is tuned by, and the one pause a loop may take between batches.
+// Runtime-neutral: no Node APIs (p-limit is plain ESM; setTimeout is a Web API Workers have too).
 import pLimit from 'p-limit';
 import type { BackoffPolicy } from './backoff.ts';
 
@@ -20,7 +21,10 @@ export interface BatchProgress {
   /** Rows the batch claimed; a batch that claimed its full limit suggests more are waiting. */
   claimed: number;
   limit: number;
-  /** The batch waited until the deadline or the abort and claimed nothing: it does not count. */
+  /**
+   * The batch did no work: it waited until the deadline or the abort, or found what it took no longer
+   * its to do. It does not count, and the loop looks again (the deadline and the signal first).
+   */
   notStarted?: true;
 }
 
@@ -40,19 +44,49 @@ export interface DrainProgress {
   stoppedBy: StopReason;
 }
 
-/** Runs batches while they come back full, until the time budget is spent or the signal aborts. */
-export async function drainBatches(loop: DrainLoop): Promise<DrainProgress> {
+/** A pass that may also stop after a number of batches (a bounded slice of a longer work). */
+export interface SliceLoop extends DrainLoop {
+  maxBatches?: number | undefined;
+}
+
+/** Why a slice ended: as a pass, or its batch count was spent. */
+export type SliceStopReason = StopReason | 'batches';
+
+/** Runs batches while they come back full, until the time budget or the batch count is spent or the signal aborts. */
+export async function drainSlice(loop: SliceLoop): Promise<{ batches: number; stoppedBy: SliceStopReason }> {
   const deadlineMs = loop.nowMs() + loop.budgetMs;
   let batches = 0;
   for (;;) {
     if (loop.signal?.aborted) return { batches, stoppedBy: 'aborted' };
     if (loop.nowMs() >= deadlineMs) return { batches, stoppedBy: 'budget' };
+    if (loop.maxBatches !== undefined && batches >= loop.maxBatches) return { batches, stoppedBy: 'batches' };
     const { claimed, limit, notStarted } = await loop.batch(deadlineMs);
     // The checks above then say why the loop stops.
     if (notStarted) continue;
     batches += 1;
     if (claimed < limit) return { batches, stoppedBy: 'drained' };
   }
+}
+
+/** Runs batches while they come back full, until the time budget is spent or the signal aborts. */
+export async function drainBatches(loop: DrainLoop): Promise<DrainProgress> {
+  const { batches, stoppedBy } = await drainSlice(loop);
+  // Without a batch count a pass never stops at one.
+  return { batches, stoppedBy: stoppedBy === 'batches' ? 'drained' : stoppedBy };
+}
+
+/** Waits `ms`, or less when the signal aborts first (then at once). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (ms <= 0 || signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done);
+  });
 }
 
 /** One claimed batch whose work goes on while the next batches are claimed. */

@@ -129,6 +129,26 @@ export interface SenderDescription {
    * shapes): what `webhook-inbox send` signs and delivers. Every described sender has one (senders.ts).
    */
   sample?: (context: SampleContext) => Sample;
+  /**
+   * What the sender does with a delivery that was refused (or never answered): how long it delivers
+   * the event again, and whether by itself. Retention and a sender's pause are judged by it. Every
+   * described sender has one (senders.ts); docs/providers.md ("Retry windows") gives the sources.
+   */
+  redelivery?: Redelivery;
+}
+
+/** How long, and how, a sender delivers an event again after its first attempt. */
+export interface Redelivery {
+  /**
+   * The longest it may deliver one event again, in whole days rounded up: its automatic retries, or
+   * the manual redelivery its dashboard offers where that is longer. Where it publishes no figure,
+   * 3 (Stripe's, the longest common one).
+   */
+  windowDays: number;
+  /** Minutes it keeps retrying, where its schedule is shorter than `windowDays` (which rounds up). */
+  retriesForMinutes?: number;
+  /** It never sends a refused delivery again by itself: where an operator redelivers it. */
+  byHand?: string;
 }
 
 export interface SampleContext {

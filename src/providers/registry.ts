@@ -1,16 +1,19 @@
 // The senders this service speaks, and how each is enabled: a sender is enabled when its secret
-// (or, for one signing with a private key, its public key) is set. Every sender is a description
-// in senders.ts run by described.ts; one that could not be described would be a WebhookProvider of
-// its own, listed here beside them.
+// (or, for one signing with a private key, its public key) is set, decided here once for every
+// reader (the entries, the start-up checks, the CLI). Every sender is a description in senders.ts
+// run by described.ts; one that could not be described would be a WebhookProvider of its own,
+// listed here beside them.
 import {
   type CredentialKind,
   enablingVariables,
   type KeysBySender,
   type ProviderExtras,
+  type SenderSettings,
   type SettingsBySender,
   senderVariable,
 } from '../sender-variables.ts';
 import { describedProvider } from './described.ts';
+import type { Redelivery } from './description.ts';
 import { senderDescriptions } from './senders.ts';
 import type { WebhookProvider } from './types.ts';
 import type { VerifyKey } from './verify.ts';
@@ -22,6 +25,35 @@ export const allProviders: readonly WebhookProvider[] = senderDescriptions.map(d
 export const providersByName: ReadonlyMap<string, WebhookProvider> = new Map(
   allProviders.map((provider) => [provider.name, provider]),
 );
+
+/** What each sender does with a refused delivery (its description's `redelivery`), by name. */
+export const redeliveryBySender: ReadonlyMap<string, Redelivery> = new Map(
+  senderDescriptions.map((description) => [description.name, description.redelivery]),
+);
+
+/** The rule for "enabled", written once: a secret or a public key set (a URL alone enables nothing). */
+const enables = (keys: Pick<SenderSettings, 'secrets' | 'publicKeys'>): boolean =>
+  keys.secrets.length + keys.publicKeys.length > 0;
+
+/**
+ * The senders a configuration enables, by name in the registry's order: the answer for whatever
+ * holds only the configuration (the start-up checks, the CLI's `senders` commands). With
+ * `developmentSecret` (entry/setup/dev-secret.ts says when `npm start` uses one), acme too.
+ * enableProviders enables exactly these, given the same keys.
+ */
+export function enabledSenderNames(
+  settings: SettingsBySender,
+  options: { developmentSecret?: boolean } = {},
+): string[] {
+  return allProviders
+    .map((provider) => provider.name)
+    .filter((name) => {
+      const configured = settings[name];
+      return (
+        (configured !== undefined && enables(configured)) || (name === 'acme' && options.developmentSecret === true)
+      );
+    });
+}
 
 /** The configured senders, split once by whether a sender has that name. */
 export interface ConfiguredSenders {
@@ -77,7 +109,7 @@ export async function enableProviders(
   for (const provider of allProviders) {
     const configured = secrets[provider.name] ?? [];
     const publicKeys = extras.publicKeys?.[provider.name] ?? [];
-    if (configured.length === 0 && publicKeys.length === 0) continue;
+    if (!enables({ secrets: configured, publicKeys })) continue;
     const url = extras.urls?.[provider.name];
     const variables = providerVariables(provider);
     // A key of a kind the sender does not use would leave it enabled with nothing to verify by.

@@ -1,15 +1,22 @@
 // Every sender this service understands, as data: each entry says which headers carry what, how the
-// signature is written and what it covers, and where the id, the type and the time are. The one
-// engine in described.ts runs them all; docs/providers.md tells an operator where each value comes
-// from on the sender's side. Ordered as the table of senders in docs/providers.md.
+// signature is written and what it covers, and where the id, the type and the time are; how long
+// the sender delivers an event again (retention and pauses are judged by it); and a realistic
+// delivery of its own. The one engine in described.ts runs them all; docs/providers.md tells an
+// operator where each value comes from on the sender's side. Ordered as the table of senders there.
 import { z } from 'zod';
 import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import { valueAt } from './described.ts';
-import type { Sample, SampleContext, SenderDescription, SignatureMethod } from './description.ts';
+import type { Redelivery, Sample, SampleContext, SenderDescription, SignatureMethod } from './description.ts';
 import { boundedString } from './scheme.ts';
 
-/** A built-in sender: described, with a realistic delivery of its own for `webhook-inbox send`. */
-export type SampledDescription = SenderDescription & { sample: (context: SampleContext) => Sample };
+/**
+ * A built-in sender: described, with a realistic delivery of its own for `webhook-inbox send` and
+ * what it does with a refused delivery: a sender missing either does not compile.
+ */
+export type BuiltInDescription = SenderDescription & {
+  sample: (context: SampleContext) => Sample;
+  redelivery: Redelivery;
+};
 
 const SAMPLE_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -100,9 +107,10 @@ const zoomValidation = z.looseObject({
   payload: z.looseObject({ plainToken: boundedString }),
 });
 
-export const senderDescriptions: readonly SampledDescription[] = [
+export const senderDescriptions: readonly BuiltInDescription[] = [
   {
     name: 'acme',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['x-acme-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{timestamp}.{body}',
     timestamp: { from: { header: 'x-acme-timestamp' }, format: 'unix' },
@@ -125,6 +133,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'standard',
+    redelivery: { windowDays: 2 },
     // Svix, the scheme's largest sender (Clerk, Resend, …), names the same headers `svix-id`,
     // `svix-timestamp`, `svix-signature`: either set, one per delivery, never mixed.
     headerSets: ['webhook-', 'svix-'],
@@ -156,6 +165,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'stripe',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['stripe-signature'],
       encoding: 'hex',
@@ -194,6 +204,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'github',
+    redelivery: { windowDays: 3, byHand: "the webhook's Recent Deliveries (settings page) or GitHub's REST API" },
     signature: { headers: ['x-hub-signature-256'], encoding: 'hex', prefix: 'sha256=', methods: [HMAC_SHA256] },
     signed: '{body}',
     id: { header: 'x-github-delivery' },
@@ -220,6 +231,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'shopify',
+    redelivery: { windowDays: 2, retriesForMinutes: 4 * 60 },
     // One header set or the other, never a mix: the prefixed set wins when its signature is there.
     headerSets: ['x-shopify-', 'shopify-'],
     signature: { headers: ['hmac-sha256'], encoding: 'base64', methods: [HMAC_SHA256] },
@@ -247,6 +259,8 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'slack',
+    // Slack's own schedule: at once, after a minute, after five minutes.
+    redelivery: { windowDays: 1, retriesForMinutes: 5 },
     signature: { headers: ['x-slack-signature'], encoding: 'hex', prefix: 'v0=', methods: [HMAC_SHA256] },
     signed: 'v0:{timestamp}:{body}',
     timestamp: { from: { header: 'x-slack-request-timestamp' }, format: 'unix' },
@@ -285,6 +299,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'paddle',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['paddle-signature'],
       encoding: 'hex',
@@ -316,6 +331,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'mux',
+    redelivery: { windowDays: 1 },
     signature: {
       headers: ['mux-signature'],
       encoding: 'hex',
@@ -347,6 +363,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'workos',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['workos-signature'],
       encoding: 'hex',
@@ -380,6 +397,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'sendgrid',
+    redelivery: { windowDays: 1 },
     signature: {
       headers: ['x-twilio-email-event-webhook-signature'],
       encoding: 'base64',
@@ -417,6 +435,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'discord',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['x-signature-ed25519'],
       encoding: 'hex',
@@ -452,6 +471,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'coinbase',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['x-cc-webhook-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{body}',
     id: { path: ['event', 'id'] },
@@ -481,6 +501,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'openai',
+    redelivery: { windowDays: 3 },
     signature: standardSignature('whsec'),
     ...standardHeaders,
     type: { path: ['type'] },
@@ -493,6 +514,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'polar',
+    redelivery: { windowDays: 3 },
     // Standard Webhooks, keyed with the secret's own bytes rather than its base64 decoding.
     signature: standardSignature('utf8'),
     ...standardHeaders,
@@ -519,6 +541,8 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'linear',
+    // After a minute, an hour and six hours.
+    redelivery: { windowDays: 1, retriesForMinutes: 7 * 60 },
     signature: { headers: ['linear-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{body}',
     // The signed time is inside the body; the delivery id is a header the signature does not cover.
@@ -551,6 +575,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'razorpay',
+    redelivery: { windowDays: 1 },
     signature: { headers: ['x-razorpay-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{body}',
     id: { header: 'x-razorpay-event-id' },
@@ -584,6 +609,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'line',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['x-line-signature'], encoding: 'base64', methods: [HMAC_SHA256] },
     signed: '{body}',
     // `events` (empty when LINE checks the URL), each stored under its own `webhookEventId`; a
@@ -628,6 +654,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'easypost',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['x-hmac-signature'],
       encoding: 'hex',
@@ -664,6 +691,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'gocardless',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['webhook-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{body}',
     // `events`, each stored under its own id: a retry may carry them under another `meta.webhook_id`.
@@ -696,6 +724,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'hubspot',
+    redelivery: { windowDays: 1 },
     signature: { headers: ['x-hubspot-signature-v3'], encoding: 'base64', methods: [HMAC_SHA256] },
     signed: '{method}{url}{body}{timestamp}',
     timestamp: { from: { header: 'x-hubspot-request-timestamp' }, format: 'unix-ms' },
@@ -730,6 +759,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'square',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['x-square-hmacsha256-signature'], encoding: 'base64', methods: [HMAC_SHA256] },
     signed: '{url}{body}',
     id: { path: ['event_id'] },
@@ -765,6 +795,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'telnyx',
+    redelivery: { windowDays: 3 },
     signature: {
       headers: ['telnyx-signature-ed25519'],
       encoding: 'base64',
@@ -800,6 +831,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'zoom',
+    redelivery: { windowDays: 1, retriesForMinutes: 120 },
     signature: { headers: ['x-zm-signature'], encoding: 'hex', prefix: 'v0=', methods: [HMAC_SHA256] },
     signed: 'v0:{timestamp}:{body}',
     timestamp: { from: { header: 'x-zm-request-timestamp' }, format: 'unix' },
@@ -840,6 +872,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'notion',
+    redelivery: { windowDays: 3 },
     signature: { headers: ['x-notion-signature'], encoding: 'hex', prefix: 'sha256=', methods: [HMAC_SHA256] },
     signed: '{body}',
     id: { path: ['id'] },
@@ -865,6 +898,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'box',
+    redelivery: { windowDays: 3 },
     // Box signs with both of the app's keys at once, one header each: either is enough.
     signature: {
       headers: ['box-signature-primary', 'box-signature-secondary'],
@@ -896,6 +930,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'pagerduty',
+    redelivery: { windowDays: 3 },
     // V3 webhooks: one `v1=<hex>` entry per active secret, over the body; the event id is signed.
     signature: {
       headers: ['x-pagerduty-signature'],
@@ -938,6 +973,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'twilio',
+    redelivery: { windowDays: 3 },
     // JSON webhooks (Event Streams): Twilio appends `bodySHA256=<hex SHA-256 of the body>` to the
     // configured URL and signs that URL with the auth token (HMAC-SHA1). The configured URL has no
     // query string of its own.
@@ -976,6 +1012,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'replicate',
+    redelivery: { windowDays: 3 },
     // Standard Webhooks; the event is the prediction itself, its `status` what happened to it.
     signature: standardSignature('whsec'),
     ...standardHeaders,
@@ -1009,6 +1046,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'webflow',
+    redelivery: { windowDays: 3 },
     // Webflow signs OAuth apps' webhooks only (the app's client secret), with a millisecond time.
     signature: { headers: ['x-webflow-signature'], encoding: 'hex', methods: [HMAC_SHA256] },
     signed: '{timestamp}:{body}',
@@ -1034,6 +1072,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'sanity',
+    redelivery: { windowDays: 1, retriesForMinutes: 1 },
     signature: {
       headers: ['sanity-webhook-signature'],
       encoding: 'base64url',
@@ -1063,6 +1102,7 @@ export const senderDescriptions: readonly SampledDescription[] = [
   },
   {
     name: 'gitlab',
+    redelivery: { windowDays: 7, byHand: "the webhook's request history (Resend request)" },
     // The signing token (`whsec_…`) signs as Standard Webhooks does; a webhook with only the older
     // secret token sends that token itself in `X-Gitlab-Token`, and then nothing is signed.
     signature: standardSignature('whsec'),

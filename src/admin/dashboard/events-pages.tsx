@@ -4,7 +4,7 @@
 import type { FC } from 'hono/jsx';
 import { webhookEventStatuses } from '../../db/schema.ts';
 import { DELIVERY_LOG_CAP, type LoggedDelivery } from '../../inbox/delivery-log.ts';
-import { REPLAYABLE_STATUSES } from '../../ops/jobs/bulk-jobs.ts';
+import { REPLAYABLE_STATUSES } from '../../ops/jobs/job-kinds.ts';
 import type { CountsByStatus } from '../../ops/reads/counts.ts';
 import type { Page } from '../../ops/reads/cursor.ts';
 import type { EventDetail, EventListing } from '../../ops/reads/events.ts';

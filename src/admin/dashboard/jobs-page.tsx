@@ -5,8 +5,10 @@
 // (/admin/jobs/:id): the same, and its failed items with their reasons, each linking to its row's
 // page. Pure rendering.
 import type { FC } from 'hono/jsx';
+import type { BulkJobKind } from '../../db/schema.ts';
 import { JOB_FAILURES_KEPT } from '../../db/schema.ts';
-import { type BulkJob, type FilterJson, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
+import { type BulkJob, type JobFailure, jobOutcome, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
+import { type FilterJson, JOB_KINDS } from '../../ops/jobs/job-kinds.ts';
 import { failurePage } from '../api/jobs/route.ts';
 import { ActionForm, Field } from './item-page.tsx';
 import type { ListPageFilter } from './list-page.tsx';
@@ -25,15 +27,22 @@ const bulkFilter = (filter: ListPageFilter): FilterJson =>
  * button ("10000+" when that count stopped at its cap); the exact count comes in the confirmation.
  */
 export const BulkControl: FC<{
-  kind: 'replay_events' | 'retry_outbox';
+  kind: BulkJobKind;
   filter: ListPageFilter;
   count: number;
   atLeast: boolean;
 }> = ({ kind, filter, count, atLeast }) => {
   if (count === 0) return null;
-  const verb = kind === 'replay_events' ? 'Replay' : 'Retry';
+  const { verb, noun } = JOB_KINDS[kind];
   return (
-    <form method="post" class="bulk" data-bulk={kind} data-filter={JSON.stringify(bulkFilter(filter))}>
+    <form
+      method="post"
+      class="bulk"
+      data-bulk={kind}
+      data-verb={verb}
+      data-noun={noun}
+      data-filter={JSON.stringify(bulkFilter(filter))}
+    >
       <button type="submit">{`${verb} all ${count}${atLeast ? '+' : ''} matching`}</button>
       <span class="note">
         As a job: counted exactly and confirmed first; it runs in batches and survives a restart (see Jobs).
@@ -42,14 +51,8 @@ export const BulkControl: FC<{
   );
 };
 
-const KIND_WORDS: Readonly<Record<BulkJob['kind'], string>> = {
-  replay_events: 'replay events',
-  retry_outbox: 'retry outbox',
-  send_to_destination: 'send to destination',
-};
-
-/** What `failed` counts: for a copy, the messages it did not copy (skipped, not an error). */
-const notChanged = (job: BulkJob) => (job.kind === 'send_to_destination' ? 'skipped' : 'failed');
+/** The kind in words. */
+const kindWords = (job: BulkJob) => JOB_KINDS[job.kind].label;
 
 /** The job's filter, one `name=value` a line. */
 const FilterLines: FC<{ filter: unknown }> = ({ filter }) => (
@@ -69,7 +72,7 @@ const Progress: FC<{ job: BulkJob }> = ({ job }) => (
     {job.failed > 0 ? (
       <>
         {' · '}
-        <a class="error" href={`${jobPath(job)}#failures`}>{`${job.failed} ${notChanged(job)}`}</a>
+        <a class="error" href={`${jobPath(job)}#failures`}>{`${job.failed} ${JOB_KINDS[job.kind].failedAre}`}</a>
       </>
     ) : null}
   </span>
@@ -116,7 +119,7 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
                 <a href={jobPath(job)}>{job.id}</a>
               </td>
               <td data-label="kind" class="type">
-                {KIND_WORDS[job.kind]}
+                {kindWords(job)}
               </td>
               <td data-label="status" class="status-cell">
                 <Outcome job={job} />
@@ -146,7 +149,7 @@ export const JobsPage: FC<{ jobs: BulkJob[] }> = ({ jobs }) => (
 export const JobPage: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({ job, failures }) => (
   <>
     <p class="crumbs">
-      <a href="/admin/jobs">Jobs</a> / {KIND_WORDS[job.kind]}
+      <a href="/admin/jobs">Jobs</a> / {kindWords(job)}
     </p>
     <h1 tabindex={-1} class="id">
       {job.id}
@@ -155,7 +158,7 @@ export const JobPage: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({
       <Field name="status">
         <Outcome job={job} />
       </Field>
-      <Field name="kind">{KIND_WORDS[job.kind]}</Field>
+      <Field name="kind">{kindWords(job)}</Field>
       <Field name="progress">
         <Progress job={job} />
       </Field>
@@ -181,7 +184,8 @@ export const JobPage: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({
 );
 
 const FailedItems: FC<{ job: BulkJob; failures: readonly JobFailure[] }> = ({ job, failures }) => {
-  if (job.kind === 'send_to_destination') {
+  // A kind whose `failed` are skips keeps none (a copy's: a message the destination has or refuses).
+  if (JOB_KINDS[job.kind].failedAre === 'skipped') {
     return <p class="note">A copy lists no items: a message it skipped is one the destination has or refuses.</p>;
   }
   if (failures.length === 0) return <p class="empty">None.</p>;

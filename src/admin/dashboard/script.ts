@@ -137,7 +137,7 @@ function outcome(kind, target, res, body) {
 // job; the jobs page then shows its progress.
 async function bulk(form, operator) {
   const kind = form.getAttribute('data-bulk');
-  const noun = kind === 'replay_events' ? 'event' : 'message';
+  const noun = form.getAttribute('data-noun');
   const create = (dryRun) => fetch('/admin/api/jobs', {
     method: 'POST',
     headers: { ...auth(), 'content-type': 'application/json' },
@@ -147,7 +147,7 @@ async function bulk(form, operator) {
   let body = await res.json().catch(() => ({}));
   if (!res.ok) { say('Counting: ' + refusal(res, body), 'error'); return; }
   if (body.count === 0) { say('Nothing matches any more: no job was created.', 'warn'); return; }
-  const verb = kind === 'replay_events' ? 'Replay' : 'Retry';
+  const verb = form.getAttribute('data-verb');
   // A retry into a destination that is not publishing says so first: those messages will only wait.
   const warnings = (body.warnings || []).map((warning) => 'Warning: ' + warning.text + '\\n\\n').join('');
   if (!confirm(warnings + verb + ' all ' + body.count + ' matching ' + noun + (body.count === 1 ? '' : 's') + ' as a job?')) {

@@ -4,15 +4,14 @@
 // the command asks on a terminal and needs `--yes` elsewhere (exit 2, nothing done). The job then runs
 // in the service (Node's schedule, the Worker's cron), or here with `--wait` (or `jobs run`).
 import { type Command, Option } from 'commander';
-import { retryWarnings } from '../../ops/actions/retry-warnings.ts';
+import { createBulkJob, jobJson, jobOutcome } from '../../ops/jobs/bulk-jobs.ts';
 import {
   type BulkJobSpec,
-  createBulkJob,
-  jobJson,
-  jobOutcome,
+  JOB_KINDS,
   REPLAYABLE_STATUSES,
   type ReplayableStatus,
-} from '../../ops/jobs/bulk-jobs.ts';
+  specWarnings,
+} from '../../ops/jobs/job-kinds.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import {
   type CliContext,
@@ -55,22 +54,16 @@ function withCommonOptions(command: Command, timeColumn: string): Command {
     .option('--json', 'print the outcome as one JSON document');
 }
 
-/** Counts, confirms, creates; then waits when asked. */
-async function bulkAction(
-  context: CliContext,
-  spec: BulkJobSpec,
-  options: CommonOptions,
-  words: { verb: string; noun: string; command: string; notChanged?: string },
-) {
-  const operator = requireOperator(options.operator, words.command);
+/** Counts, confirms, creates; then waits when asked. `command` is this command's name, for its errors. */
+async function bulkAction(context: CliContext, spec: BulkJobSpec, options: CommonOptions, command: string) {
+  const words = JOB_KINDS[spec.kind];
+  const operator = requireOperator(options.operator, command);
   const dbContext = { db: context.db, logger: context.logger, clock: context.clock };
   const counted = await createBulkJob(dbContext, { spec, operator, dryRun: true });
   const count = counted.kind === 'counted' ? counted.count : counted.job.total;
   // Said before anything is confirmed: retried messages of a destination that is not publishing wait.
   const warnings =
-    spec.kind === 'retry_outbox' && count > 0
-      ? await retryWarnings(context.db, configuredRouting(context.config), spec.filter, context.clock())
-      : [];
+    count > 0 ? await specWarnings(context.db, configuredRouting(context.config), spec, context.clock()) : [];
   if (!options.json) for (const warning of warnings) context.err(`warning: ${warning.text}`);
   if (options.dryRun || count === 0) {
     context.out(options.json ? JSON.stringify({ count, job: null, warnings }) : `${count} ${words.noun}(s) match`);
@@ -106,93 +99,86 @@ async function bulkAction(
     const outcome = jobOutcome(job);
     const why = outcome === 'done_with_failures' ? ` (why: jobs show ${job.id})` : '';
     context.out(
-      `job ${job.id} ${outcome}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.notChanged ?? 'failed'}${why}`,
+      `job ${job.id} ${outcome}: ${job.processed} of ${job.total} taken, ${job.failed} ${words.failedAre}${why}`,
     );
   }
   return EXIT.done;
 }
 
-export const jobsReplayCommand: CommandModule = {
-  path: ['jobs', 'replay'],
-  define: (command, run) =>
-    withCommonOptions(
-      command
-        .description(
-          'replay the failed (or parked, or dead-lettered) events that match the filters of `events list`, as a ' +
-            'job that survives restarts; the job and each replay are recorded in operator_actions',
-        )
-        .addOption(
-          new Option('--status <status>', 'the events to replay').choices(REPLAYABLE_STATUSES).default('failed'),
-        )
-        .addOption(providerOption('only events of this provider'))
-        .option('--type <type>', 'only events of this type')
-        .option('--subject <id>', "only events about this sender's object"),
-      'received',
-    ).action(
-      run(
-        async (
-          context,
-          options: CommonOptions & { status: ReplayableStatus; provider?: string; type?: string; subject?: string },
-        ) => {
-          const { status, provider, type, subject, id, since, until } = options;
-          const spec: BulkJobSpec = {
-            kind: 'replay_events',
-            filter: { status, provider, type, subject, id, since, until },
-          };
-          return bulkAction(context, spec, options, { verb: 'Replay', noun: 'event', command: 'jobs replay' });
-        },
+/** One bulk action's command: its verb, what it says of itself, its list's own filters and the job it makes of them. */
+function bulkCommand<Filters>(entry: {
+  verb: 'replay' | 'retry' | 'send';
+  description: string;
+  /** The column `--since` and `--until` bound. */
+  timeColumn: 'received' | 'created';
+  filters: (command: Command) => Command;
+  spec: (context: CliContext, options: CommonOptions & Filters) => BulkJobSpec;
+}): CommandModule {
+  const name = `jobs ${entry.verb}`;
+  return {
+    path: ['jobs', entry.verb],
+    define: (command, run) =>
+      withCommonOptions(entry.filters(command.description(entry.description)), entry.timeColumn).action(
+        run((context, options: CommonOptions & Filters) =>
+          bulkAction(context, entry.spec(context, options), options, name),
+        ),
       ),
-    ),
-};
+  };
+}
 
-export const jobsRetryCommand: CommandModule = {
-  path: ['jobs', 'retry'],
-  define: (command, run) =>
-    withCommonOptions(
-      command
-        .description(
-          'send the dead outbox messages that match the filters of `outbox list` back to pending, as a job that ' +
-            'survives restarts; the job and each retry are recorded in operator_actions',
-        )
-        .addOption(
-          new Option('--status <status>', 'the messages to retry (dead only)').choices(['dead']).default('dead'),
-        )
-        .option('--topic <topic>', 'only messages of this topic'),
-      'created',
-    ).action(
-      run(async (context, options: CommonOptions & { topic?: string }) => {
-        const { topic, id, since, until } = options;
-        const spec: BulkJobSpec = { kind: 'retry_outbox', filter: { status: 'dead', topic, id, since, until } };
-        return bulkAction(context, spec, options, { verb: 'Retry', noun: 'message', command: 'jobs retry' });
-      }),
-    ),
-};
+export const jobsReplayCommand = bulkCommand<{
+  status: ReplayableStatus;
+  provider?: string;
+  type?: string;
+  subject?: string;
+}>({
+  verb: 'replay',
+  description:
+    'replay the failed (or parked, or dead-lettered) events that match the filters of `events list`, as a ' +
+    'job that survives restarts; the job and each replay are recorded in operator_actions',
+  timeColumn: 'received',
+  filters: (command) =>
+    command
+      .addOption(new Option('--status <status>', 'the events to replay').choices(REPLAYABLE_STATUSES).default('failed'))
+      .addOption(providerOption('only events of this provider'))
+      .option('--type <type>', 'only events of this type')
+      .option('--subject <id>', "only events about this sender's object"),
+  spec: (_context, { status, provider, type, subject, id, since, until }) => ({
+    kind: 'replay_events',
+    filter: { status, provider, type, subject, id, since, until },
+  }),
+});
 
-export const jobsSendCommand: CommandModule = {
-  path: ['jobs', 'send'],
-  define: (command, run) =>
-    withCommonOptions(
-      command
-        .description(
-          'copy the outbox messages (any status, stored for any destination) that match the filters of `outbox ' +
-            'list` to the configured destination --to names, as a job that survives restarts: only those its ' +
-            'filters would have taken at enqueue and it does not have already; the job and each copy are ' +
-            'recorded in operator_actions',
-        )
-        .requiredOption('--to <name>', 'the configured destination to send them to')
-        .option('--topic <topic>', 'only messages of this topic'),
-      'created',
-    ).action(
-      run(async (context, options: CommonOptions & { to: string; topic?: string }) => {
-        requireDestination(context, options.to, '--to');
-        const { to, topic, id, since, until } = options;
-        const spec: BulkJobSpec = { kind: 'send_to_destination', filter: { to, topic, id, since, until } };
-        return bulkAction(context, spec, options, {
-          verb: 'Send',
-          noun: 'message',
-          command: 'jobs send',
-          notChanged: 'skipped',
-        });
-      }),
-    ),
-};
+export const jobsRetryCommand = bulkCommand<{ topic?: string }>({
+  verb: 'retry',
+  description:
+    'send the dead outbox messages that match the filters of `outbox list` back to pending, as a job that ' +
+    'survives restarts; the job and each retry are recorded in operator_actions',
+  timeColumn: 'created',
+  filters: (command) =>
+    command
+      .addOption(new Option('--status <status>', 'the messages to retry (dead only)').choices(['dead']).default('dead'))
+      .option('--topic <topic>', 'only messages of this topic'),
+  spec: (_context, { topic, id, since, until }) => ({
+    kind: 'retry_outbox',
+    filter: { status: 'dead', topic, id, since, until },
+  }),
+});
+
+export const jobsSendCommand = bulkCommand<{ to: string; topic?: string }>({
+  verb: 'send',
+  description:
+    'copy the outbox messages (any status, stored for any destination) that match the filters of `outbox ' +
+    'list` to the configured destination --to names, as a job that survives restarts: only those its ' +
+    'filters would have taken at enqueue and it does not have already; the job and each copy are ' +
+    'recorded in operator_actions',
+  timeColumn: 'created',
+  filters: (command) =>
+    command
+      .requiredOption('--to <name>', 'the configured destination to send them to')
+      .option('--topic <topic>', 'only messages of this topic'),
+  spec: (context, { to, topic, id, since, until }) => {
+    requireDestination(context, to, '--to');
+    return { kind: 'send_to_destination', filter: { to, topic, id, since, until } };
+  },
+});

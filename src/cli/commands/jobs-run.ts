@@ -2,6 +2,7 @@
 // does, until none is left or the time budget is spent: how a deployment without that schedule (or
 // with the service stopped) finishes a job. Also the wait of `jobs replay|retry --wait`.
 
+import { sleep } from '../../lib/loops.ts';
 import { type BulkJob, getBulkJob, isJobId, UNFINISHED } from '../../ops/jobs/bulk-jobs.ts';
 import { bulkRunnerFor } from '../../ops/maintenance/drainers.ts';
 import { type CliContext, CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
@@ -35,7 +36,7 @@ export async function waitForJob(context: CliContext, id: string): Promise<BulkJ
     const progress = `job ${id}: ${job.processed} of ${job.total} taken, ${job.failed} failed (${job.status}${holder})`;
     if (progress !== shown && context.errIsTerminal) context.err(progress);
     shown = progress;
-    if (ran.jobs === 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    if (ran.jobs === 0) await sleep(POLL_MS);
   }
 }
 

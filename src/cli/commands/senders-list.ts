@@ -3,7 +3,7 @@
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { listSenders } from '../../ops/pauses/sender-pauses.ts';
 import type { CommandModule } from '../context.ts';
-import { enabledSenderNames } from '../enabled-senders.ts';
+import { enabledSenders } from '../enabled-senders.ts';
 import { formatTable } from '../table.ts';
 
 export const sendersListCommand: CommandModule = {
@@ -14,7 +14,7 @@ export const sendersListCommand: CommandModule = {
       .option('--json', 'print one JSON document (an array)')
       .action(
         run(async (context, options: { json?: boolean }) => {
-          const senders = await listSenders(context.db, enabledSenderNames(context.config), context.clock());
+          const senders = await listSenders(context.db, enabledSenders(context.config), context.clock());
           if (options.json) {
             context.out(JSON.stringify(senders.map(senderJson)));
           } else if (senders.length === 0) {

@@ -7,7 +7,7 @@ import { InvalidArgumentError } from 'commander';
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
 import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
-import { enabledSenderNames } from '../enabled-senders.ts';
+import { enabledSenders } from '../enabled-senders.ts';
 import { terminalText } from '../table.ts';
 
 const MINUTES_PER: Readonly<Record<string, number>> = { m: 1, h: 60, d: 24 * 60 };
@@ -67,7 +67,7 @@ export const sendersPauseCommand: CommandModule = {
               options.until === undefined ? undefined : pauseEndProblem(options.until, context.clock());
             if (endProblem !== undefined) throw new CliError(EXIT.usage, `senders pause: --until ${endProblem}`);
             const result = await pauseSender(
-              { ...context, enabled: enabledSenderNames(context.config) },
+              { ...context, enabled: enabledSenders(context.config) },
               { provider, operator, minutes: options.for, until: options.until, note: options.note },
             );
             if (result.kind === 'not_found') {

@@ -4,7 +4,7 @@
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { resumeSender } from '../../ops/pauses/sender-pauses.ts';
 import { type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
-import { enabledSenderNames } from '../enabled-senders.ts';
+import { enabledSenders } from '../enabled-senders.ts';
 
 export const sendersResumeCommand: CommandModule = {
   path: ['senders', 'resume'],
@@ -18,7 +18,7 @@ export const sendersResumeCommand: CommandModule = {
         run(async (context, provider: string, options: { operator?: string; json?: boolean }) => {
           const operator = requireOperator(options.operator, 'senders resume');
           const result = await resumeSender(
-            { ...context, enabled: enabledSenderNames(context.config) },
+            { ...context, enabled: enabledSenders(context.config) },
             { provider, operator },
           );
           if (result.kind === 'not_found') {

@@ -2,8 +2,9 @@
 // one of the operator's list filters matches (src/ops/reads/events.ts, src/ops/reads/outbox-view.ts), or send the
 // outbox messages it matches to a destination added later (src/ops/jobs/destination-copy.ts). This module
 // owns a job's life outside its runner: counting (a dry run), creating it with its one audit row,
-// reading it, cancelling it, its filter as stored, and the selection it walks. Working through the
-// items in batches is src/ops/jobs/bulk-runner.ts.
+// reading it, cancelling it, its filter as stored, and the selection it walks. What differs between
+// kinds is one entry each in src/ops/jobs/job-kinds.ts; working through the items in batches is
+// src/ops/jobs/bulk-runner.ts.
 //
 // A job takes only rows that existed when it was created: its selection ends at its `created_at`
 // (to the millisecond), so arrivals never extend it and it terminates. A row's stamp is its
@@ -19,46 +20,8 @@ import { type Clock, isoOrNull } from '../../lib/clock.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { REPLAYABLE } from '../actions/replay.ts';
-import { countEventsExactly, type EventSelection } from '../reads/events.ts';
-import { countOutboxExactly, type OutboxSelection } from '../reads/outbox-view.ts';
 import { parseTimeBound } from '../reads/time-bound.ts';
-import { countMessagesToSend, type SendJobFilter } from './destination-copy.ts';
-
-/**
- * The statuses a bulk replay takes events from: the replayable ones (a completed event would only be
- * recorded, one audit row each for nothing). A job takes one of them; `failed` unless told.
- */
-export type ReplayableStatus = 'failed' | 'parked' | 'dead_letter';
-/** replay.ts's REPLAYABLE, typed as the statuses it names. */
-export const REPLAYABLE_STATUSES = REPLAYABLE as readonly ReplayableStatus[];
-
-/** The events list's filters, one replayable status among them. */
-export interface EventJobFilter extends Omit<EventSelection, 'status'> {
-  status: ReplayableStatus;
-}
-
-/** The outbox list's filters; retrying is for dead messages only. */
-export interface OutboxJobFilter extends Omit<OutboxSelection, 'status'> {
-  status: 'dead';
-}
-
-export type BulkJobSpec =
-  | { kind: 'replay_events'; filter: EventJobFilter }
-  | { kind: 'retry_outbox'; filter: OutboxJobFilter }
-  | { kind: 'send_to_destination'; filter: SendJobFilter };
-
-/** The audit `action` and `target_kind` of each kind's job row and item rows. */
-export const JOB_AUDIT: Readonly<
-  Record<BulkJobKind, { action: 'bulk_replay' | 'bulk_retry' | 'bulk_send'; targetKind: 'event' | 'outbox' }>
-> = {
-  replay_events: { action: 'bulk_replay', targetKind: 'event' },
-  retry_outbox: { action: 'bulk_retry', targetKind: 'outbox' },
-  send_to_destination: { action: 'bulk_send', targetKind: 'outbox' },
-};
-
-/** A filter as stored in `bulk_jobs.filter` and shown in answers: the list's parameter names, times in ISO 8601. */
-export type FilterJson = Record<string, string>;
+import { type BulkJobSpec, countSpec, type FilterJson, JOB_KINDS, type JobSpec } from './job-kinds.ts';
 
 export function filterJson(spec: BulkJobSpec): FilterJson {
   const { since, until, ...rest } = spec.filter;
@@ -67,19 +30,11 @@ export function filterJson(spec: BulkJobSpec): FilterJson {
 }
 
 /** The spec a stored job was created with (its filter was written by filterJson). */
-export function storedSpec(kind: BulkJobKind, stored: unknown): BulkJobSpec {
+export function storedSpec<K extends BulkJobKind>(kind: K, stored: unknown): JobSpec<K> {
   const json = (typeof stored === 'object' && stored !== null ? stored : {}) as Partial<FilterJson>;
   const time = (value: string | undefined) => (value === undefined ? undefined : parseTimeBound(value, 0));
   const common = { id: json.id, since: time(json.since), until: time(json.until) };
-  if (kind === 'retry_outbox') {
-    return { kind, filter: { ...common, status: 'dead', topic: json.topic, destination: json.destination } };
-  }
-  if (kind === 'send_to_destination') return { kind, filter: { ...common, topic: json.topic, to: json.to ?? '' } };
-  const status = REPLAYABLE_STATUSES.find((candidate) => candidate === json.status) ?? 'failed';
-  return {
-    kind,
-    filter: { ...common, status, provider: json.provider, type: json.type, subject: json.subject },
-  };
+  return { kind, filter: JOB_KINDS[kind].storedFilter(json, common) };
 }
 
 /** The first instant past a job's selection: the millisecond after its `created_at`. */
@@ -105,30 +60,10 @@ export async function openTransactionsBefore(db: Executor, createdAt: Date): Pro
  * The filter narrowed to rows that existed at `createdAt`: received (or created) before the next
  * millisecond. The count at creation and every batch of the runner read through the same bound.
  */
-export function boundedSpec(spec: BulkJobSpec, createdAt: Date): BulkJobSpec {
+export function boundedSpec<K extends BulkJobKind>(spec: JobSpec<K>, createdAt: Date): JobSpec<K> {
   const bound = selectionEnd(createdAt);
   const until = spec.filter.until === undefined || spec.filter.until > bound ? bound : spec.filter.until;
-  // One branch per kind: a spread of the union would not keep each kind with its own filter.
-  switch (spec.kind) {
-    case 'replay_events':
-      return { kind: spec.kind, filter: { ...spec.filter, until } };
-    case 'retry_outbox':
-      return { kind: spec.kind, filter: { ...spec.filter, until } };
-    case 'send_to_destination':
-      return { kind: spec.kind, filter: { ...spec.filter, until } };
-  }
-}
-
-/** The items a spec matches, exactly: rows, or for a copy the distinct messages. */
-export function countSpec(db: Executor, spec: BulkJobSpec): Promise<number> {
-  switch (spec.kind) {
-    case 'replay_events':
-      return countEventsExactly(db, spec.filter);
-    case 'retry_outbox':
-      return countOutboxExactly(db, spec.filter);
-    case 'send_to_destination':
-      return countMessagesToSend(db, spec.filter);
-  }
+  return { kind: spec.kind, filter: { ...spec.filter, until } };
 }
 
 export type BulkJob = typeof bulkJobs.$inferSelect;
@@ -171,7 +106,7 @@ export async function createBulkJob(
       .values({ kind: request.spec.kind, operator: request.operator, filter, total: count, createdAt })
       .returning();
     if (job === undefined) throw new Error('insert returned no row');
-    const audit = JOB_AUDIT[job.kind];
+    const audit = JOB_KINDS[job.kind].audit;
     await recordOperatorActions(tx, new Date(context.clock()), [
       {
         operator: request.operator,
@@ -249,7 +184,7 @@ export async function cancelBulkJob(
       {
         operator: request.operator,
         action: 'bulk_cancel',
-        targetKind: JOB_AUDIT[job.kind].targetKind,
+        targetKind: JOB_KINDS[job.kind].audit.targetKind,
         target: `job/${job.id}`,
         beforeStatus: current.status,
         afterStatus: 'cancelled',
@@ -266,13 +201,13 @@ export async function cancelBulkJob(
 
 /**
  * How a job stands, as an operator reads it: its status, except that a job done with items its
- * action could not change is `done_with_failures`, never shown as a plain success. A copy's
- * skipped messages are no failures (the destination has them, or its filters refuse them).
+ * action could not change is `done_with_failures`, never shown as a plain success. Items a kind
+ * skips on purpose (a copy's: the destination has them, or its filters refuse them) are no failures.
  */
 export type JobOutcome = BulkJobStatus | 'done_with_failures';
 
 export function jobOutcome(job: Pick<BulkJob, 'status' | 'failed' | 'kind'>): JobOutcome {
-  return job.status === 'done' && job.failed > 0 && job.kind !== 'send_to_destination'
+  return job.status === 'done' && job.failed > 0 && JOB_KINDS[job.kind].failedAre === 'failed'
     ? 'done_with_failures'
     : job.status;
 }

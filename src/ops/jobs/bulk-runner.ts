@@ -1,12 +1,14 @@
 // The runner of bulk jobs (src/ops/jobs/bulk-jobs.ts): takes a runnable job under a lease and works
 // through its selection in key order, a bounded batch at a time. Each batch is ONE transaction that
-// renews the lease (and so holds the job's row), applies its items through the operator's own replay
-// and retry, or copies them to a destination (each item audited with the job's id), and moves the job's position and counts. A crash
+// renews the lease (and so holds the job's row), acts on a page of its items as its kind says
+// (src/ops/jobs/job-kinds.ts: the operator's own replay or retry, or a copy to a destination, each item
+// audited with the job's id), and moves the job's position and counts. A crash
 // mid-batch rolls all of that back, so a resumed job takes every item exactly once; a cancel waits
 // for the batch in progress and the next batch finds the job cancelled. Before its first batch a job
 // waits until every transaction older than it has ended, so no row of its selection can commit
 // behind its position (decision 0022); that first batch counts its total again. Between batches it pauses and
-// defers to a saturated intake, so a job never starves the webhooks.
+// defers to a saturated intake, so a job never starves the webhooks. The batches run on the loop every
+// drainer shares (lib/loops.ts drainSlice: budget, signal, batch count).
 //
 // Run by the Node entry on a schedule, by the Worker's cron as a bounded slice, and by `jobs run`.
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm';
@@ -18,26 +20,12 @@ import type { HandlerMap } from '../../domain/handlers.ts';
 import { deferToIntake, type IntakeLoad } from '../../inbox/intake-load.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { type BatchProgress, drainSlice, type SliceStopReason, sleep } from '../../lib/loops.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { DEFAULT_ROUTING, type DestinationRouting } from '../../outbox/destinations.ts';
-import { replayEvents } from '../actions/replay.ts';
-import { retryOutbox } from '../actions/retry.ts';
-import { decodeCursor, encodeCursor, type PageKey } from '../reads/cursor.ts';
-import { listEvents } from '../reads/events.ts';
-import { listOutbox } from '../reads/outbox-view.ts';
-import {
-  type BulkJob,
-  boundedSpec,
-  countSpec,
-  type EventJobFilter,
-  JOB_AUDIT,
-  jobOutcome,
-  type OutboxJobFilter,
-  openTransactionsBefore,
-  storedSpec,
-  UNFINISHED,
-} from './bulk-jobs.ts';
-import { messagesToSend, type SendJobFilter, sendMessages } from './destination-copy.ts';
+import type { PageKey } from '../reads/cursor.ts';
+import { type BulkJob, boundedSpec, jobOutcome, openTransactionsBefore, storedSpec, UNFINISHED } from './bulk-jobs.ts';
+import { type BatchDone, countSpec, type ItemFailure, JOB_KINDS, JobRefused, runSpecBatch } from './job-kinds.ts';
 
 export interface BulkRunnerSettings {
   /** Items per batch (one transaction). */
@@ -94,8 +82,11 @@ export interface BulkRunOptions {
   jobId?: string | undefined;
 }
 
-/** Why a run ended: no runnable job left, its budget or batch count spent, its signal aborted, or a database error. */
-export type BulkStopReason = 'idle' | 'budget' | 'batches' | 'aborted' | 'error';
+/**
+ * Why a run ended: no runnable job left (its loop's `drained`), its budget or batch count spent, its
+ * signal aborted, or a database error.
+ */
+export type BulkStopReason = Exclude<SliceStopReason, 'drained'> | 'idle' | 'error';
 
 export interface BulkRunSummary {
   /** Jobs taken (a job resumed counts again). */
@@ -111,40 +102,10 @@ export interface BulkRunSummary {
   stoppedBy: BulkStopReason;
 }
 
-/** An item a batch could not change, named as its audit row names it, and why. */
-interface ItemFailure {
-  target: string;
-  reason: string;
-}
-
-/** Why an item counts as failed when it vanished between the page and the action. */
-const GONE = 'deleted by retention after the job read it';
-
-interface BatchDone {
-  items: number;
-  failed: number;
-  /** The failed items with their reasons (a copy's skipped messages are counted, not listed). */
-  failures: readonly ItemFailure[];
-  /** Where the next batch starts; undefined when this batch reached the end. */
-  next: PageKey | undefined;
-}
-
 export interface BulkRunner {
   readonly owner: string;
   run(options: BulkRunOptions): Promise<BulkRunSummary>;
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (ms <= 0 || signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done);
-  });
 
 export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   const settings = { ...DEFAULT_BULK_SETTINGS, ...deps.settings };
@@ -183,71 +144,6 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     return claimed;
   }
 
-  async function replayItems(tx: Transaction, held: BulkJob, filter: EventJobFilter, after: PageKey | undefined) {
-    const page = await listEvents(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
-    const byProvider = new Map<string, typeof page.rows>();
-    for (const row of page.rows) byProvider.set(row.provider, [...(byProvider.get(row.provider) ?? []), row]);
-    const failures: ItemFailure[] = [];
-    for (const [provider, rows] of byProvider) {
-      let eventIds = rows.map((row) => row.eventId);
-      const target = (eventId: string) => `${provider}/${eventId}`;
-      while (eventIds.length > 0) {
-        const result = await replayEvents(
-          { db: tx, handlers: deps.handlers, clock, logger, metrics: deps.metrics },
-          { provider, eventIds, operator: held.operator, jobId: held.id },
-        );
-        if (result.kind === 'replayed') {
-          for (const event of result.events) {
-            if (event.outcome === 'applied') continue;
-            failures.push({ target: target(event.eventId), reason: event.reason ?? `it is ${event.after.status}` });
-          }
-          break;
-        }
-        // Deleted by retention since the page was read: not changed, so counted as failed.
-        for (const eventId of result.eventIds) failures.push({ target: target(eventId), reason: GONE });
-        eventIds = eventIds.filter((id) => !result.eventIds.includes(id));
-      }
-    }
-    return { items: page.rows.length, failed: failures.length, failures, next: nextKey(page.nextCursor, 2) };
-  }
-
-  async function retryItems(tx: Transaction, held: BulkJob, filter: OutboxJobFilter, after: PageKey | undefined) {
-    const page = await listOutbox(tx, { ...filter, cursor: cursorOf(after), limit: settings.batchSize });
-    let ids = page.rows.map((row) => row.id);
-    const failures: ItemFailure[] = [];
-    while (ids.length > 0) {
-      const result = await retryOutbox(
-        { db: tx, clock, logger, metrics: deps.metrics },
-        { ids, operator: held.operator, jobId: held.id },
-      );
-      if (result.kind === 'retried') {
-        // No longer dead (an operator or another job retried it first): left alone.
-        for (const { id, status } of result.skipped) {
-          failures.push({ target: id, reason: `it was ${status}: only dead messages are retried` });
-        }
-        break;
-      }
-      for (const id of result.ids) failures.push({ target: id, reason: GONE });
-      ids = ids.filter((id) => !result.ids.includes(id));
-    }
-    return { items: page.rows.length, failed: failures.length, failures, next: nextKey(page.nextCursor, 1) };
-  }
-
-  /** A page of messages copied to the job's destination; those not copied count as failed (skipped). */
-  async function sendItems(tx: Transaction, held: BulkJob, filter: SendJobFilter, after: PageKey | undefined) {
-    const to = (deps.routing ?? DEFAULT_ROUTING).destinations.find((destination) => destination.name === filter.to);
-    // A job created under another configuration: failing it says so, where copying blind would not.
-    if (to === undefined) throw new JobRefused(`destination "${filter.to}" is not configured in this process`);
-    const page = await messagesToSend(tx, filter, after, settings.batchSize);
-    const { skipped } = await sendMessages(tx, page.rows, {
-      to,
-      operator: held.operator,
-      jobId: held.id,
-      at: new Date(deps.clock()),
-    });
-    return { items: page.rows.length, failed: skipped, failures: [], next: nextKey(page.nextCursor, 1) };
-  }
-
   /**
    * One batch in one transaction, or undefined when the job is no longer ours to run: cancelled, or
    * taken by another runner after our lease lapsed. The first statement renews the lease and locks
@@ -268,12 +164,10 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       // the job was created are in its selection now, and are counted with the rest, so that
       // `processed` reaches `total` and never passes it.
       const total = after === undefined ? await countSpec(tx, spec) : held.total;
-      const done =
-        spec.kind === 'replay_events'
-          ? await replayItems(tx, held, spec.filter, after)
-          : spec.kind === 'retry_outbox'
-            ? await retryItems(tx, held, spec.filter, after)
-            : await sendItems(tx, held, spec.filter, after);
+      const { handlers, metrics } = deps;
+      const routing = deps.routing ?? DEFAULT_ROUTING;
+      const batch = { tx, job: held, after, batchSize: settings.batchSize, handlers, clock, logger, metrics, routing };
+      const done = await runSpecBatch(batch, spec);
       const finished = done.next === undefined;
       await keepFailures(tx, held, done.failures);
       const [updated] = await tx
@@ -299,7 +193,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   async function keepFailures(tx: Transaction, held: BulkJob, failures: readonly ItemFailure[]): Promise<void> {
     const kept = failures.slice(0, Math.max(0, JOB_FAILURES_KEPT - held.failed));
     if (kept.length === 0) return;
-    const targetKind = JOB_AUDIT[held.kind].targetKind;
+    const targetKind = JOB_KINDS[held.kind].audit.targetKind;
     await tx
       .insert(bulkJobFailures)
       .values(
@@ -368,6 +262,13 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
     return deferToIntake(deps.intakeLoad, { maxWaitMs: settings.maxDeferMs, pollMs: DEFER_POLL_MS, signal });
   }
 
+  /** Nothing left to take now: the loop ends (drained). */
+  const NOTHING_LEFT: BatchProgress = { claimed: 0, limit: 1 };
+  /** No batch's work was done: the loop looks again, its budget and signal first. */
+  const NOT_STARTED: BatchProgress = { claimed: 0, limit: 1, notStarted: true };
+  /** A batch done: the loop goes on. */
+  const ONE_BATCH: BatchProgress = { claimed: 1, limit: 1 };
+
   async function run(options: BulkRunOptions): Promise<BulkRunSummary> {
     const summary: BulkRunSummary = {
       jobs: 0,
@@ -378,59 +279,67 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       deferredMs: 0,
       stoppedBy: 'idle',
     };
-    const deadlineMs = clock() + options.budgetMs;
+    const { signal } = options;
     let current: BulkJob | undefined;
-    const stop = (reason: BulkStopReason) => {
-      summary.stoppedBy = reason;
-      return summary;
-    };
-    try {
-      for (;;) {
-        if (options.signal?.aborted) return stop('aborted');
-        if (clock() >= deadlineMs) return stop('budget');
-        if (options.maxBatches !== undefined && summary.batches >= options.maxBatches) return stop('batches');
-        if (current === undefined) {
-          current = await claim(options.jobId);
-          if (current === undefined) return stop('idle');
-          summary.jobs += 1;
-          logger.info('bulk job taken', { job_id: current.id, kind: current.kind, processed: current.processed });
-          if (current.position === null && !(await settled(current, deadlineMs, options.signal))) {
-            return stop(options.signal?.aborted ? 'aborted' : 'budget');
-          }
-        } else {
-          summary.deferredMs += await betweenBatches(options.signal);
-          if (options.signal?.aborted) return stop('aborted');
-        }
-        const jobId = current.id;
-        let done: Awaited<ReturnType<typeof runBatch>>;
-        try {
-          done = await runBatch(jobId);
-        } catch (error) {
-          current = undefined;
-          if ((await batchFailed(jobId, error)) === 'transient') return stop('error');
-          continue;
-        }
-        if (done === undefined) {
-          logger.info('bulk job stopped: cancelled, or taken over', { job_id: jobId });
-          current = undefined;
-          continue;
-        }
-        timeoutsInARow.delete(jobId);
-        summary.batches += 1;
-        summary.items += done.items;
-        summary.failed += done.failed;
-        if (done.next === undefined) {
-          summary.finished += 1;
-          logger.info('bulk job done', {
-            job_id: jobId,
-            outcome: jobOutcome(done.job),
-            total: done.job.total,
-            processed: done.job.processed,
-            failed: done.job.failed,
-          });
-          current = undefined;
-        }
+    /** Why there was nothing left: no runnable job, or a database error (the job resumes after its lease). */
+    let nothingLeft: 'idle' | 'error' = 'idle';
+
+    /** The job's next batch (the next job's first, once one is done): lib/loops.ts runs these. */
+    async function nextBatch(deadlineMs: number): Promise<BatchProgress> {
+      if (current === undefined) {
+        current = await claim(options.jobId);
+        if (current === undefined) return NOTHING_LEFT;
+        summary.jobs += 1;
+        logger.info('bulk job taken', { job_id: current.id, kind: current.kind, processed: current.processed });
+        // Cut short by the deadline or the signal, which the loop then names.
+        if (current.position === null && !(await settled(current, deadlineMs, signal))) return NOT_STARTED;
+      } else {
+        summary.deferredMs += await betweenBatches(signal);
+        if (signal?.aborted) return NOT_STARTED;
       }
+      const jobId = current.id;
+      let done: Awaited<ReturnType<typeof runBatch>>;
+      try {
+        done = await runBatch(jobId);
+      } catch (error) {
+        current = undefined;
+        if ((await batchFailed(jobId, error)) !== 'transient') return NOT_STARTED;
+        nothingLeft = 'error';
+        return NOTHING_LEFT;
+      }
+      if (done === undefined) {
+        logger.info('bulk job stopped: cancelled, or taken over', { job_id: jobId });
+        current = undefined;
+        return NOT_STARTED;
+      }
+      timeoutsInARow.delete(jobId);
+      summary.batches += 1;
+      summary.items += done.items;
+      summary.failed += done.failed;
+      if (done.next === undefined) {
+        summary.finished += 1;
+        logger.info('bulk job done', {
+          job_id: jobId,
+          outcome: jobOutcome(done.job),
+          total: done.job.total,
+          processed: done.job.processed,
+          failed: done.job.failed,
+        });
+        current = undefined;
+      }
+      return ONE_BATCH;
+    }
+
+    try {
+      const { stoppedBy } = await drainSlice({
+        nowMs: clock,
+        budgetMs: options.budgetMs,
+        signal,
+        maxBatches: options.maxBatches,
+        batch: nextBatch,
+      });
+      summary.stoppedBy = stoppedBy === 'drained' ? nothingLeft : stoppedBy;
+      return summary;
     } finally {
       if (current !== undefined && UNFINISHED.includes(current.status)) {
         await release(current.id).catch((error: unknown) => {
@@ -441,22 +350,6 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
   }
 
   return { owner, run };
-}
-
-/** A job this runner cannot run as it is configured; the message, ours, becomes the job's last_error. */
-class JobRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'JobRefused';
-  }
-}
-
-/** A stored position as a listing's cursor. */
-const cursorOf = (key: PageKey | undefined) => (key === undefined ? undefined : encodeCursor(key));
-
-/** The position the next batch starts after: the page's last key, or undefined on the last page. */
-function nextKey(nextCursor: string | null, keyCount: number): PageKey | undefined {
-  return nextCursor === null ? undefined : decodeCursor(nextCursor, keyCount);
 }
 
 /** `bulk_jobs.position` as written by a batch (a PageKey), or undefined before the first one. */

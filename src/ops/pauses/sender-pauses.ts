@@ -13,7 +13,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { RETRY_WINDOW_DAYS } from '../senders/sender-limits.ts';
+import { redeliveryBySender } from '../../providers/registry.ts';
 
 /**
  * The longest pause: a week, GitLab's redelivery window and longer than any other sender keeps
@@ -38,28 +38,13 @@ export interface SenderPause {
   note: string | null;
 }
 
-/** Senders that never send a refused delivery again by themselves, and where an operator redelivers it. */
-const REDELIVERED_BY_HAND: Readonly<Record<string, string>> = {
-  github: "the webhook's Recent Deliveries (settings page) or GitHub's REST API",
-  gitlab: "the webhook's request history (Resend request)",
-};
+/** Where a sender publishes no retry window, Stripe's three days (docs/providers.md, "Retry windows"). */
+const ASSUMED_WINDOW_DAYS = 3;
 
-/**
- * Minutes after its first attempt that a sender still retries, where docs/providers.md gives a
- * schedule shorter than its whole days in RETRY_WINDOW_DAYS (which are rounded up).
- */
-const RETRY_SPAN_MINUTES: Readonly<Record<string, number>> = {
-  // Slack's own schedule: at once, after a minute, after five minutes.
-  slack: 5,
-  sanity: 1,
-  zoom: 120,
-  // After a minute, an hour and six hours.
-  linear: 7 * 60,
-  shopify: 4 * 60,
-};
-
+/** Minutes after its first attempt that a sender still retries (or lets a delivery be redelivered). */
 function retrySpanMinutes(provider: string): number {
-  return RETRY_SPAN_MINUTES[provider] ?? (RETRY_WINDOW_DAYS[provider] ?? 3) * 24 * 60;
+  const redelivery = redeliveryBySender.get(provider);
+  return redelivery?.retriesForMinutes ?? (redelivery?.windowDays ?? ASSUMED_WINDOW_DAYS) * 24 * 60;
 }
 
 function spanWords(minutes: number): string {
@@ -75,7 +60,7 @@ function spanWords(minutes: number): string {
  */
 export function pauseWarnings(provider: string, until: Date | null, nowMs: number): string[] {
   const warnings: string[] = [];
-  const byHand = REDELIVERED_BY_HAND[provider];
+  const byHand = redeliveryBySender.get(provider)?.byHand;
   if (byHand !== undefined) {
     warnings.push(
       `${provider} does not send a refused delivery again by itself: after the resume, redeliver what was refused from ${byHand}`,
@@ -94,7 +79,7 @@ export function pauseWarnings(provider: string, until: Date | null, nowMs: numbe
 
 /** How a sender comes back with what a pause refused, in words (the dashboard's senders page). */
 export function retryBehaviour(provider: string): string {
-  const byHand = REDELIVERED_BY_HAND[provider];
+  const byHand = redeliveryBySender.get(provider)?.byHand;
   const span = spanWords(retrySpanMinutes(provider));
   if (byHand !== undefined) return `no automatic retry: redeliver by hand (${span}) from ${byHand}`;
   return `retries a refused delivery for about ${span}`;

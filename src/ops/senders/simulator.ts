@@ -5,7 +5,7 @@
 import { type ExactJson, LosslessNumber, parseJsonText } from '../../lib/json.ts';
 import { valueAt } from '../../providers/described.ts';
 import type { Path, Sample } from '../../providers/description.ts';
-import { type SampledDescription, senderDescriptions } from '../../providers/senders.ts';
+import { type BuiltInDescription, senderDescriptions } from '../../providers/senders.ts';
 import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../../providers/signing.ts';
 
 export type { Outgoing, SigningKey, SigningTarget };
@@ -16,7 +16,7 @@ export interface SimulatedDelivery extends Outgoing {
 }
 
 export interface SimulatedSender {
-  description: SampledDescription;
+  description: BuiltInDescription;
   /** A new delivery (a new event, or a batch of them), typed `type` where given, made at `nowSeconds`. */
   newDelivery(type: string | undefined, nowSeconds: number): SimulatedDelivery;
   /** The file's bytes as they are: the id from the payload, or a fresh one where it is a header. */
@@ -37,7 +37,7 @@ function textAt(payload: ExactJson, path: Path, what: string): string {
   throw new Error(`the payload has no "${path.join('.')}": the ${what} of this sender`);
 }
 
-function simulated(description: SampledDescription): SimulatedSender {
+function simulated(description: BuiltInDescription): SimulatedSender {
   const { id, type, events } = description;
   const headerId = 'header' in id;
   /** The delivery of `payload`: its id and type where the sender sends one for the whole body. */

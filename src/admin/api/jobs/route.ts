@@ -6,10 +6,8 @@ import type { DatabaseEnv } from '../../../db/client.ts';
 import type { Clock } from '../../../lib/clock.ts';
 import { AppError } from '../../../lib/errors.ts';
 import type { Logger } from '../../../lib/logger.ts';
-import { retryWarnings } from '../../../ops/actions/retry-warnings.ts';
 import {
   type BulkJob,
-  type BulkJobSpec,
   cancelBulkJob,
   createBulkJob,
   failedEventKey,
@@ -19,6 +17,7 @@ import {
   listBulkJobs,
   listJobFailures,
 } from '../../../ops/jobs/bulk-jobs.ts';
+import { type BulkJobSpec, namedDestinations, specWarnings } from '../../../ops/jobs/job-kinds.ts';
 import { isConfiguredDestination } from '../../../ops/reads/destinations-view.ts';
 import { timeRange } from '../../../ops/reads/time-bound.ts';
 import { eventUrl } from '../../event-urls.ts';
@@ -109,29 +108,19 @@ export function registerJobRoutes(
   const destinations = configuredDestinations(deps);
   api.openapi(routes.create, async (c) => {
     const body = c.req.valid('json');
-    // As the outbox list: a destination filter names a configured destination or is refused.
-    const destination = body.kind === 'retry_outbox' ? body.filter.destination : undefined;
-    if (destination !== undefined && !isConfiguredDestination(destinations, destination)) {
-      throw new AppError('invalid_request', { field: 'filter.destination' });
-    }
-    if (body.kind === 'send_to_destination' && !isConfiguredDestination(destinations, body.filter.to)) {
-      throw new AppError('invalid_request', { field: 'filter.to' });
-    }
     const now = deps.clock();
-    const spec: BulkJobSpec =
-      body.kind === 'replay_events'
-        ? { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } }
-        : body.kind === 'retry_outbox'
-          ? { kind: body.kind, filter: { ...body.filter, status: 'dead', ...timeRange(body.filter, now) } }
-          : { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } };
+    // The request schema is discriminated by kind: each kind arrives with its own filter, times parsed here.
+    const spec = { kind: body.kind, filter: { ...body.filter, ...timeRange(body.filter, now) } } as BulkJobSpec;
+    for (const { field, name } of namedDestinations(spec)) {
+      if (!isConfiguredDestination(destinations, name))
+        throw new AppError('invalid_request', { field: `filter.${field}` });
+    }
     const result = await createBulkJob(
       { db: c.get('db'), logger: deps.logger, clock: deps.clock },
       { spec, operator: actingOperator(c, body.operator), dryRun: body.dry_run },
     );
     const warnings =
-      spec.kind === 'retry_outbox' && (result.kind === 'created' || result.count > 0)
-        ? await retryWarnings(c.get('db'), destinations, spec.filter, now)
-        : [];
+      result.kind === 'created' || result.count > 0 ? await specWarnings(c.get('db'), destinations, spec, now) : [];
     if (result.kind === 'counted') return c.json({ count: result.count, job: null, warnings }, 200);
     return c.json({ count: result.job.total, job: jobJson(result.job), warnings }, 202);
   });

@@ -3,8 +3,8 @@
 // refused here with the same field named; the status is narrowed to the ones the action takes. A copy
 // to a destination takes the outbox filters that do not name a status or destination, and `to`.
 import { z } from '@hono/zod-openapi';
-import { bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../../../db/schema.ts';
-import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../../../ops/jobs/bulk-jobs.ts';
+import { type BulkJobKind, bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } from '../../../db/schema.ts';
+import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../../../ops/jobs/job-kinds.ts';
 import { eventsQuery } from '../events/schema.ts';
 import { outboxQuery } from '../outbox/schema.ts';
 import { operatorBody } from '../schemas.ts';
@@ -48,34 +48,30 @@ const dryRun = z
   .optional()
   .openapi({ description: 'count the matching rows and do nothing (no job, nothing recorded)' });
 
+/** Each job kind's filter as a request gives it (the rest of a kind is its entry in ops/jobs/job-kinds.ts). */
+const JOB_FILTERS = {
+  replay_events: eventJobFilter.prefault({}),
+  retry_outbox: outboxJobFilter.prefault({}),
+  send_to_destination: sendJobFilter,
+} satisfies Record<BulkJobKind, z.ZodType>;
+
+const requestOf = <K extends BulkJobKind>(kind: K) =>
+  z
+    .object({
+      kind: z.literal(kind),
+      filter: JOB_FILTERS[kind],
+      operator: operatorBody.shape.operator,
+      dry_run: dryRun,
+    })
+    .strict();
+
 export const jobRequest = z
-  .discriminatedUnion('kind', [
-    z
-      .object({
-        kind: z.literal('replay_events'),
-        filter: eventJobFilter.prefault({}),
-        operator: operatorBody.shape.operator,
-        dry_run: dryRun,
-      })
-      .strict(),
-    z
-      .object({
-        kind: z.literal('retry_outbox'),
-        filter: outboxJobFilter.prefault({}),
-        operator: operatorBody.shape.operator,
-        dry_run: dryRun,
-      })
-      .strict(),
-    z
-      .object({
-        kind: z.literal('send_to_destination'),
-        filter: sendJobFilter,
-        operator: operatorBody.shape.operator,
-        dry_run: dryRun,
-      })
-      .strict(),
-  ])
+  .discriminatedUnion('kind', [requestOf('replay_events'), requestOf('retry_outbox'), requestOf('send_to_destination')])
   .openapi('BulkJobRequest');
+
+/** A kind without its request above fails here, rather than being refused at run time. */
+const everyKindRequested: Record<Exclude<BulkJobKind, z.infer<typeof jobRequest>['kind']>, never> = {};
+void everyKindRequested;
 
 const timestamp = z.string().openapi({ format: 'date-time' });
 
