@@ -47,13 +47,13 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const database = await freshDatabase(mkdtempSync(join(tmpdir(), 'bench-batches-')));
 const handle = connectDatabase({ url: database.url, maxConnections: 10, statementTimeoutMs: DEADLINE_MS });
 try {
-  const enabledProviders = await batchProviders();
+  const enabledSenders = await batchProviders();
   const appWith = (handlers: HandlerMap) =>
     createApp({
       db: handle.db,
-      enabledProviders,
+      enabledSenders,
       handlers,
-      metrics: new Metrics(labelBounds(enabledProviders.keys(), handlers)),
+      metrics: new Metrics(labelBounds(enabledSenders.keys(), handlers)),
       gaugeSources: defaultGaugeSources,
       clock: () => Date.now(),
       newId: () => randomUUID(),

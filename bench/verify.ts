@@ -6,7 +6,7 @@
 // only with BENCH_STRICT=1). Environment: BENCH_VERIFY_MS (2000 measured per scheme and in-flight
 // count), BENCH_VERIFY_WARMUP_MS (300).
 import { availableParallelism } from 'node:os';
-import { allProviders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/providers/registry.ts';
 import type { VerificationTime } from '../src/providers/types.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runContext, writeResult } from './lib/results.ts';
@@ -62,7 +62,7 @@ type Signature = 'shared secret' | 'public key';
 const results: Array<{ scheme: string; inFlight: number; signature: Signature } & Rate> = [];
 // The original six schemes, compared across releases, and two asymmetric ones; the other senders
 // run the same engine.
-for (const provider of allProviders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
+for (const provider of allSenders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
   const scheme = schemes[provider.name];
   if (scheme === undefined) continue;
   const keys = scheme.publicKey

@@ -18,7 +18,7 @@ import { defaultGaugeSources, metricsRoutes } from './ops/routes/metrics.ts';
 import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
-export type RuntimeDeps = Pick<AppDeps, 'enabledProviders' | 'metrics' | 'clock' | 'logger'> &
+export type RuntimeDeps = Pick<AppDeps, 'enabledSenders' | 'metrics' | 'clock' | 'logger'> &
   Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer'> & {
     /** The app's settings, and the outbox destinations its handlers route messages to. */
     config: AppDeps['config'] & Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>;

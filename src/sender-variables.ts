@@ -68,7 +68,7 @@ export function providerSecrets(config: Configured): KeysBySender {
   return Object.fromEntries(Object.entries(config.senderSettings).map(([name, settings]) => [name, settings.secrets]));
 }
 
-/** What enableProviders takes beside the secrets: public keys and signed URLs, by sender name. */
+/** What enableSenders takes beside the secrets: public keys and signed URLs, by sender name. */
 export interface ProviderExtras {
   /** For senders that sign with a private key. */
   publicKeys?: KeysBySender;

@@ -31,7 +31,7 @@ import {
 } from './helpers/named-senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const enabledProviders = await enableNamedSenders();
+const enabledSenders = await enableNamedSenders();
 
 /** Real time: the signed times are checked against the app's clock, set to now for each request. */
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -181,7 +181,7 @@ async function appWithRefusals(
 ): Promise<{ test: TestApp; log: RejectionLog }> {
   const log = new RejectionLog();
   const test = await buildTestApp(db, {
-    enabledProviders,
+    enabledSenders,
     handlers: overrides.handlers ?? countingHandlers(),
     rejections: log,
     config: { ADMIN_TOKEN, ...overrides.config },
@@ -218,7 +218,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   const events = (count: number) => Array.from({ length: count }, () => sender.newEvent(nowSeconds()));
 
   it('stores and applies each event once: first delivery, its retry, a reordered subset', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const batch = events(3);
     const ids = batch.map((event) => event.id);
     const [a, b, c] = batch;
@@ -252,7 +252,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('applies only the new events of a delivery mixing seen and new ones, and does not call it a duplicate', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const [seen, fresh] = [events(2), events(2)];
     expect((await post(test, sender.body(seen.map((event) => event.text)))).status).toBe(200);
     const mixed = [fresh[0], seen[1], fresh[1], seen[0]].flatMap((event) => (event ? [event.retried] : []));
@@ -324,7 +324,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('refuses (400) a batch none of whose events is well-formed, and stores nothing of it', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const before = (await providerRows(sql, sender.name)).length;
     const [model] = events(1);
     if (model === undefined) throw new Error('one event');
@@ -347,7 +347,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
       const failingId = ids[3] ?? '';
       const goodIds = ids.filter((id) => id !== failingId);
       const failing = new Set([failingId]);
-      const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers(failing), groupCommit });
+      const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers(failing), groupCommit });
       const first = await post(test, sender.body(batch.map((event) => event.text)));
       // 500: every batch sender retries it (docs/providers.md, what each sender does with each answer).
       expect({ status: first.status, body: await first.text() }).toEqual({
@@ -381,7 +381,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const ids = batch.map((event) => event.id);
     const failingId = ids[1] ?? '';
     const test = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers: countingHandlers(new Set([failingId])),
       deliveryLog: log,
     });
@@ -400,7 +400,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const ids = batch.map((event) => event.id);
     const failingIds = [ids[0] ?? '', ids[4] ?? ''];
     const test = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers: countingHandlers(new Set(failingIds)),
       groupCommit: undefined,
     });
@@ -414,7 +414,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
 
   it('stores each event as its own `received` row in async mode, and a retry queues nothing twice', async () => {
     const test = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers: countingHandlers(),
       config: { PROCESSING_MODE: 'async' },
     });
@@ -453,7 +453,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('stores and applies an id repeated inside one delivery once, and answers it as one new event', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const [repeated, other] = events(2);
     if (repeated === undefined || other === undefined) throw new Error('two events');
     const body = sender.body([repeated.text, other.text, repeated.retried]);
@@ -468,7 +468,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('reads a member repeated inside an event as JSON.parse does: the last one names the event', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const [first, last] = events(2);
     if (first === undefined || last === undefined) throw new Error('two events');
     const fields = JSON.parse(first.text) as Record<string, unknown>;
@@ -485,7 +485,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it("cuts a body whose strings hold escaped quotes, brackets and commas into each event's own text", async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const batch = events(TRICKY_STRINGS.length);
     const texts = batch.map((event, n) => `${event.text.slice(0, -1)},"note":${JSON.stringify(TRICKY_STRINGS[n])}}`);
     const body = sender.body(texts);
@@ -500,7 +500,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   });
 
   it('answers an empty batch 200 and stores nothing', async () => {
-    const test = await buildTestApp(db, { enabledProviders, handlers: countingHandlers() });
+    const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const before = (await providerRows(sql, sender.name)).length;
     const response = await post(test, sender.body([]));
     expect(await response.text()).toBe('{"received":true}');
@@ -513,7 +513,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
   ] as const)('applies each event once when the same batch arrives twice at once (%s)', async (_label, groupCommit) => {
     const parties = 2;
     const test = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers: countingHandlers(),
       beforeStore: barrier(parties),
       groupCommit,

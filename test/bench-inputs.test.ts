@@ -10,7 +10,7 @@ import { batchProviders, batchSenders } from '../bench/lib/batch-senders.ts';
 import type { PreparedRequest } from '../bench/lib/load.ts';
 import { verifyDelivery, verifySchemes } from '../bench/lib/verify-schemes.ts';
 import { webhookEvents } from '../src/db/schema.ts';
-import { allProviders, enableProviders } from '../src/providers/registry.ts';
+import { allSenders, enableSenders } from '../src/providers/registry.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -32,7 +32,7 @@ async function statusesOf(provider: string, idPrefix: string): Promise<Record<st
 
 describe('bench:verify deliveries', () => {
   const schemes = verifySchemes(TEST_NOW_SECONDS);
-  const measured = allProviders.filter((provider) => Object.hasOwn(schemes, provider.name));
+  const measured = allSenders.filter((provider) => Object.hasOwn(schemes, provider.name));
 
   it('covers every scheme the bench names', () => {
     expect(measured.map((provider) => provider.name).sort()).toEqual(Object.keys(schemes).sort());
@@ -57,7 +57,7 @@ describe('the intake benches: signed acme events', () => {
 
   it.each(['sync', 'async'] as const)('are accepted and stored in %s mode', async (mode) => {
     const app = await buildTestApp(db, {
-      enabledProviders: await enableProviders({ acme: [secret] }),
+      enabledSenders: await enableSenders({ acme: [secret] }),
       config: { PROCESSING_MODE: mode },
     });
     const runId = uniqueId(mode);
@@ -72,7 +72,7 @@ describe('the intake benches: signed acme events', () => {
   });
 
   it('answer a repeat as bench:storm expects: a duplicate, applied once', async () => {
-    const app = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [secret] }) });
+    const app = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [secret] }) });
     const runId = uniqueId('storm');
     const request = signedAcmeEvent({ secret, runId, index: 0, nowSeconds: TEST_NOW_SECONDS });
     const answers = [];
@@ -87,7 +87,7 @@ describe('the intake benches: signed acme events', () => {
 });
 
 // No handlers: bench:batches times the deliveries stored as `ignored` as well as handled.
-const batchApp = await buildTestApp(db, { enabledProviders: await batchProviders(), handlers: {} });
+const batchApp = await buildTestApp(db, { enabledSenders: await batchProviders(), handlers: {} });
 
 describe('bench:batches deliveries', () => {
   it.each(batchSenders.map((sender) => [sender.name, sender] as const))(

@@ -12,7 +12,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { migrateDatabase } from '../src/db/migrate.ts';
 import { startEmbeddedPostgres } from '../src/entry/setup/embedded-postgres.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
@@ -139,7 +139,7 @@ describe('next to npm start, with nothing configured', () => {
   it('send signs with the development secret npm start keeps in DATA_DIR, at PORT by default', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'webhook-inbox-send-'));
     const secret = 'a-development-secret-for-the-test';
-    const test = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [secret] }) });
+    const test = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [secret] }) });
     test.setNow(Date.now());
     const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
     const port = await new Promise<number>((resolve) =>

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
@@ -17,7 +17,7 @@ import { providerRows } from './helpers/facts.ts';
 const { sql, db } = await useTestDatabase();
 const secret = 'send-test-acme-secret';
 const env = { ACME_WEBHOOK_SECRET: secret };
-const test = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [secret] }) });
+const test = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [secret] }) });
 test.setNow(Date.now());
 const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
 const origin = await new Promise<string>((resolve) =>

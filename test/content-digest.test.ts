@@ -11,7 +11,7 @@ import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
 import { keysByContentDigest } from '../src/providers/content-digest.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -20,7 +20,7 @@ import { outboxRowsByKeyPrefix } from './helpers/outbox.ts';
 import { allSchemeSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const enabledProviders = await enableProviders(allSchemeSecrets());
+const enabledSenders = await enableSenders(allSchemeSecrets());
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 const failing = defineHandler({
@@ -57,7 +57,7 @@ const cases: Array<[string, Sender, string]> = [
 
 describe.each(cases)('%s', (_name, sender, eventType) => {
   const app = async (handlers: HandlerMap, beforeStore?: () => Promise<void>) =>
-    buildTestApp(db, { enabledProviders, handlers, beforeStore });
+    buildTestApp(db, { enabledSenders, handlers, beforeStore });
   const deliver = async (test: TestApp, body: string, id: string) =>
     test.request(`/webhooks/${sender.name}`, {
       method: 'POST',
@@ -131,7 +131,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
     async (_path, groupCommit) => {
       const { body, eventId } = sender.newEvent();
       const broken = await buildTestApp(db, {
-        enabledProviders,
+        enabledSenders,
         handlers: { [sender.name]: { [eventType]: failing } },
         groupCommit,
       });
@@ -146,7 +146,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
         },
       });
       const fixed = await buildTestApp(db, {
-        enabledProviders,
+        enabledSenders,
         handlers: { [sender.name]: { [eventType]: recording } },
         groupCommit,
       });
@@ -216,14 +216,14 @@ describe('GitHub type header', () => {
   it('does not let a failed body come back under another event type and reach another handler', async () => {
     const counter = await newCounter(sql);
     const { body, eventId } = githubSender.newEvent();
-    const broken = await buildTestApp(db, { enabledProviders, handlers: { github: { 'issues.opened': failing } } });
+    const broken = await buildTestApp(db, { enabledSenders, handlers: { github: { 'issues.opened': failing } } });
     const post = async (test: TestApp, headers: Record<string, string>) =>
       test.request('/webhooks/github', { method: 'POST', body, headers });
     const signed = await githubSender.headers({ body, eventId });
     expect((await post(broken, signed)).status).toBe(500);
 
     const other = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers: { github: { 'pull_request.opened': counter.handler } },
     });
     const retyped = await post(other, { ...signed, ...githubHeaders(crypto.randomUUID(), 'pull_request') });

@@ -1,6 +1,6 @@
 // The dashboard's pages as served HTML (no browser): what their legends and filters offer.
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 
@@ -8,7 +8,7 @@ const { db } = await useTestDatabase();
 const TOKEN = 'dashboard-pages-token-0123456789';
 const test = await buildTestApp(db, {
   config: { ADMIN_TOKEN: TOKEN },
-  enabledProviders: await enableProviders({ acme: ['acme-secret-for-pages'], github: ['github-secret-for-pages'] }),
+  enabledSenders: await enableSenders({ acme: ['acme-secret-for-pages'], github: ['github-secret-for-pages'] }),
 });
 const html = async (path: string) =>
   (await test.request(path, { headers: { authorization: `Bearer ${TOKEN}` } })).text();

@@ -12,7 +12,7 @@ import { createDeliveryLog, DELIVERY_LOG_CAP, type DeliveryLog } from '../src/in
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
@@ -152,7 +152,7 @@ describe('delivery log', () => {
   it('logs a GitHub body delivered again under a fresh id under the stored event, not the fresh id', async () => {
     const log = newLog();
     const github = await buildTestApp(db, {
-      enabledProviders: await enableProviders({ github: [...githubSender.secrets] }),
+      enabledSenders: await enableSenders({ github: [...githubSender.secrets] }),
       deliveryLog: log,
     });
     const first = githubSender.newEvent();
@@ -263,7 +263,7 @@ describe('delivery log', () => {
       beforeStore: () => new Promise((resolve) => setTimeout(resolve, 80)),
     });
     const github = await buildTestApp(db, {
-      enabledProviders: await enableProviders({ github: [...githubSender.secrets] }),
+      enabledSenders: await enableSenders({ github: [...githubSender.secrets] }),
       deliveryLog: log,
     });
     const completed = acmeEvent();

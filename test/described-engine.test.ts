@@ -5,13 +5,13 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseJsonText } from '../src/lib/json.ts';
-import { describedProvider, secretBytes, valueAt } from '../src/providers/described.ts';
+import { describedSender, secretBytes, valueAt } from '../src/providers/described.ts';
 import type { SenderDescription } from '../src/providers/description.ts';
 import { utf8 } from '../src/providers/encoding.ts';
-import { allProviders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/providers/registry.ts';
 import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
 import { senderDescriptions } from '../src/providers/senders.ts';
-import type { Verification, WebhookProvider } from '../src/providers/types.ts';
+import type { Sender, Verification } from '../src/providers/types.ts';
 import { TEST_NOW_SECONDS } from './helpers/acme.ts';
 import { namedSenders, sha256Hex } from './helpers/named-senders.ts';
 
@@ -21,16 +21,16 @@ const hmac = (content: string, encoding: 'hex' | 'base64', key: string | Buffer 
   createHmac('sha256', key).update(content).digest(encoding);
 
 /** The sender's description run by a provider built here, so what the engine works out once is worked out in the test. */
-function provider(name: string): WebhookProvider {
+function provider(name: string): Sender {
   const found = senderDescriptions.find((candidate) => candidate.name === name);
   if (found === undefined) throw new Error(`no sender ${name}`);
-  const built = describedProvider(found);
-  expect(allProviders.find((candidate) => candidate.name === name)?.credentials).toEqual(built.credentials);
+  const built = describedSender(found);
+  expect(allSenders.find((candidate) => candidate.name === name)?.credentials).toEqual(built.credentials);
   return built;
 }
 
 async function verify(
-  sender: WebhookProvider,
+  sender: Sender,
   body: string,
   headers: Record<string, string>,
   extra: { method?: string; url?: string; secrets?: string[] } = {},
@@ -126,7 +126,7 @@ describe('the reason a refusal gives', () => {
 
 describe('which events the body digest keys', () => {
   it('a time inside the signed body counts as signed: an id in the body under it needs no digest', async () => {
-    const timeInBody = describedProvider({
+    const timeInBody = describedSender({
       name: 'timeinbody',
       signature: {
         headers: ['x-signature'],
@@ -202,7 +202,7 @@ describe('a description with a token and no signature', () => {
     type: { path: ['kind'] },
   };
   // Built in each test, so what the engine works out once is worked out while the test runs.
-  const tokenSender = () => describedProvider(description);
+  const tokenSender = () => describedSender(description);
   const body = JSON.stringify({ kind: 'ping' });
 
   it('needs a secret only, and checks the token the delivery carries', async () => {
@@ -227,7 +227,7 @@ describe('a description with a token and no signature', () => {
 
   it('with a signature in any one of its headers, is judged by that signature, not the token', async () => {
     const key = Buffer.alloc(24, 3);
-    const both = describedProvider({
+    const both = describedSender({
       name: 'tokenandtwo',
       token: { header: 'x-token' },
       signature: {
@@ -248,7 +248,7 @@ describe('a description with a token and no signature', () => {
   });
 
   it('reads unprefixed headers when its header-set list is empty', async () => {
-    const unprefixed = describedProvider({ ...description, name: 'tokenempty', headerSets: [] });
+    const unprefixed = describedSender({ ...description, name: 'tokenempty', headerSets: [] });
     expect(await verify(unprefixed, body, { 'x-token': SECRET, 'x-delivery': 'd2' })).toMatchObject({
       outcome: 'verified',
       event: { eventId: 'd2' },
@@ -346,7 +346,7 @@ describe('where a refused field is named', () => {
       type: { path: ['type'] },
     });
     const send = (path: readonly string[], body: string) =>
-      verify(describedProvider(batchDescription(path)), body, { 'x-signature': hmac(body, 'hex') });
+      verify(describedSender(batchDescription(path)), body, { 'x-signature': hmac(body, 'hex') });
 
     it('refuses a body whose events are not an array, naming where they were expected', async () => {
       expect(await send(['events'], '{"events":{"id":"a","type":"t"}}')).toEqual({
@@ -544,7 +544,7 @@ describe('more refusals, each with its reason', () => {
 
   it('names the sender when a public key or the description itself is unusable', async () => {
     await expect(provider('discord').importKeys([], ['zz'])).rejects.toThrow(/^discord: /);
-    const invalid = describedProvider({
+    const invalid = describedSender({
       name: 'Bad!',
       token: { header: 'x-t' },
       id: { path: ['id'] },
@@ -627,7 +627,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('a token-only sender takes any secret as its token, one written whsec_… too', async () => {
-    const sender = describedProvider({
+    const sender = describedSender({
       name: 'tokenwhsec',
       token: { header: 'x-token' },
       id: { path: ['id'] },
@@ -638,7 +638,7 @@ describe('more refusals, each with its reason', () => {
       outcome: 'verified',
       event: { eventId: 'w1' },
     });
-    const twoProblems = describedProvider({ name: 'Bad!', id: { path: ['id'] }, type: { path: ['t'] } });
+    const twoProblems = describedSender({ name: 'Bad!', id: { path: ['id'] }, type: { path: ['t'] } });
     await expect(twoProblems.importKeys(['s'])).rejects.toThrow(
       'Bad!: invalid description: name must be lower-case letters and digits; needs a signature or a token',
     );
@@ -663,7 +663,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('a batch at a nested path names that path when it is not an array', async () => {
-    const nested = describedProvider({
+    const nested = describedSender({
       name: 'nestedbatch',
       signature: {
         headers: ['x-signature'],

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent } from '../src/inbox/stored.ts';
 import { LosslessNumber } from '../src/lib/json.ts';
-import { allProviders, enableProviders } from '../src/providers/registry.ts';
+import { allSenders, enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -14,7 +14,7 @@ import { countEvents, eventRow } from './helpers/facts.ts';
 import { allSchemeSecrets, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const acmeOnly = new Map(allProviders.filter((provider) => provider.name === 'acme').map((p) => [p.name, p]));
+const acmeOnly = new Map(allSenders.filter((provider) => provider.name === 'acme').map((p) => [p.name, p]));
 
 /** An acme event whose `data` carries `numbers` written exactly as given (JSON.stringify cannot). */
 function bodyWith(type: string, numbers: Record<string, string>, id = uniqueId('evt')): string {
@@ -72,7 +72,7 @@ describe('payload numbers, exactly as signed', () => {
   });
 
   it("stores Shopify's order id exactly", async () => {
-    const test = await buildTestApp(db, { enabledProviders: await enableProviders(allSchemeSecrets()) });
+    const test = await buildTestApp(db, { enabledSenders: await enableSenders(allSchemeSecrets()) });
     const delivery = { eventId: crypto.randomUUID(), body: '{"id":820982911946154508,"email":"x@example.com"}' };
     const response = await test.request('/webhooks/shopify', {
       method: 'POST',
@@ -98,7 +98,7 @@ describe('payload numbers, exactly as signed', () => {
     expect(onArrival).toBeGreaterThan(0);
 
     const replayed = await applyStoredEvent(
-      { db, handlers: recordingHandlers(seen), providersByName: acmeOnly },
+      { db, handlers: recordingHandlers(seen), sendersByName: acmeOnly },
       { provider: 'acme', eventId: id },
       { from: ['failed'], onFailure: { retryAt: new Date() } },
     );

@@ -3,7 +3,7 @@
 // A failure prints fast-check's seed and path; replay it with FUZZ_SEED=<seed> npm test.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { allProviders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -100,7 +100,7 @@ describe('fuzzing the acme intake', () => {
     expect(await countEvents(sql, JSON.parse(body).id)).toBe(0);
   });
 
-  it.each(allProviders.map((provider) => [provider.name, provider] as const))(
+  it.each(allSenders.map((provider) => [provider.name, provider] as const))(
     'the %s verifier never throws and never authenticates noise, whatever the headers',
     async (_name, provider) => {
       const keys = await provider.importKeys([`whsec_${Buffer.from(TEST_SECRET).toString('base64')}`]);

@@ -9,7 +9,7 @@ import type { Transaction } from '../src/db/client.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { IntakeCommitter } from '../src/inbox/committer.ts';
 import { Deadline } from '../src/inbox/deadline.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -51,15 +51,14 @@ interface Harness {
 
 async function harness(
   handlers: HandlerMap,
-  options: { deadlineMs?: number; enabledProviders?: Awaited<ReturnType<typeof enableProviders>> } = {},
+  options: { deadlineMs?: number; enabledSenders?: Awaited<ReturnType<typeof enableSenders>> } = {},
 ): Promise<Harness> {
-  const enabledProviders =
-    options.enabledProviders ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const enabledSenders = options.enabledSenders ?? (await enableSenders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
   const batchSizes: number[] = [];
   let count = 0;
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const test = await buildTestApp(db, {
-    enabledProviders,
+    enabledSenders,
     handlers,
     groupCommit: { maxBatch: 64, lanes: 1, onBatch: (size) => batchSizes.push(size) },
     config: { HANDLER_DEADLINE_MS: options.deadlineMs ?? 10_000 },
@@ -226,8 +225,8 @@ describe('group commit', () => {
         );
       },
     });
-    const enabledProviders = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
-    const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { enabledProviders });
+    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);
     const { body } = githubSender.newEvent();
@@ -256,8 +255,8 @@ describe('group commit', () => {
 
   it('puts two different GitHub bodies in one batch: only a shared digest keeps deliveries apart', async () => {
     const hold = deferred();
-    const enabledProviders = await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
-    const h = await harness(lanesHeldBy(hold.promise), { enabledProviders });
+    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const h = await harness(lanesHeldBy(hold.promise), { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);
     const bodies = [githubSender.newEvent().body, githubSender.newEvent().body];

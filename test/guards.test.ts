@@ -7,7 +7,7 @@ import { takeLease } from '../src/db/lease.ts';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { claimDue } from '../src/inbox/event-rows.ts';
 import { applyStoredBatch, applyStoredEvent } from '../src/inbox/stored.ts';
-import { providersByName } from '../src/providers/registry.ts';
+import { sendersByName } from '../src/providers/registry.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -77,7 +77,7 @@ describe('the async worker and its lease', () => {
     // Worker A's lease expired and worker B claimed the rows.
     await sql`update webhook_events set locked_by = 'worker-b' where event_id = any(${ids})`;
 
-    const context = { db, handlers, providersByName };
+    const context = { db, handlers, sendersByName };
     const batch = await applyStoredBatch(context, ours, 'worker-a');
     expect(batch.applied && batch.results.size).toBe(0);
     const alone = await applyStoredEvent(context, ours[0] ?? { provider: 'acme', eventId: '' }, {

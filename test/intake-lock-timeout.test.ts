@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import {
   type AcmeEventShape,
   acmeEvent,
@@ -100,13 +100,13 @@ describe('a batch that meets a row lock held elsewhere', () => {
         }),
       },
     };
-    const enabledProviders = await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] });
+    const enabledSenders = await enableSenders({ acme: [TEST_SECRET, PREVIOUS_SECRET] });
     const batchSizes: number[] = [];
     const gate = barrier(deliveries.length);
     const queued = deferred();
     let through = 0;
     const test = await buildTestApp(db, {
-      enabledProviders,
+      enabledSenders,
       handlers,
       groupCommit: { maxBatch: 64, lanes: 1, onBatch: (size) => batchSizes.push(size) },
       config: { HANDLER_DEADLINE_MS: DEADLINE_MS },

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
 import { defineHandler } from '../src/domain/handlers.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
@@ -20,7 +20,7 @@ const empty = await useEmptyDatabase();
 
 describe('answers before the signature check', () => {
   it('404 for a provider that does not exist or is not enabled', async () => {
-    const disabled = await buildTestApp(db, { enabledProviders: await enableProviders({}) });
+    const disabled = await buildTestApp(db, { enabledSenders: await enableSenders({}) });
     const body = JSON.stringify(acmeEvent());
     for (const [app, path] of [
       [disabled, '/webhooks/acme'],

@@ -8,20 +8,20 @@ import { sha256Hex } from '../src/providers/content-digest.ts';
 import { secretBytes } from '../src/providers/described.ts';
 import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/providers/encoding.ts';
 import { importHmacKey, signHmac } from '../src/providers/hmac.ts';
-import { allProviders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/providers/registry.ts';
 import { parseEntries } from '../src/providers/scheme.ts';
-import type { Verification, WebhookProvider } from '../src/providers/types.ts';
+import type { Sender, Verification } from '../src/providers/types.ts';
 
-function provider(name: string): WebhookProvider {
-  const found = allProviders.find((candidate) => candidate.name === name);
+function provider(name: string): Sender {
+  const found = allSenders.find((candidate) => candidate.name === name);
   if (found === undefined) throw new Error(`no provider ${name}`);
   return found;
 }
 const [standard, github, shopify, slack] = ['standard', 'github', 'shopify', 'slack'].map(provider) as [
-  WebhookProvider,
-  WebhookProvider,
-  WebhookProvider,
-  WebhookProvider,
+  Sender,
+  Sender,
+  Sender,
+  Sender,
 ];
 
 function standardKeyBytes(secret: string): Bytes {
@@ -33,13 +33,7 @@ function standardKeyBytes(secret: string): Bytes {
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const at = (nowSeconds: number) => ({ nowSeconds, toleranceSeconds: 300 });
 
-async function verify(
-  provider: WebhookProvider,
-  secret: string,
-  body: string,
-  headers: Record<string, string>,
-  now = 0,
-) {
+async function verify(provider: Sender, secret: string, body: string, headers: Record<string, string>, now = 0) {
   const keys = await provider.importKeys([secret]);
   return provider.verify({ body: utf8(body), headers: new Headers(headers) }, keys, at(now));
 }

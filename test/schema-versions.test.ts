@@ -3,7 +3,7 @@
 // subscription mapping reads only fields every version shares, so an unknown one is applied
 // (docs/domain.md). Stripe's thin events are not snapshot events and are refused.
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -12,7 +12,7 @@ import { allSchemeSecrets, stripeEvent, stripeHeader } from './helpers/senders.t
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  enabledProviders: await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
+  enabledSenders: await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
 });
 
 const postStripe = (event: object) => {

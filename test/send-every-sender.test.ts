@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PublicKeyFormat } from '../src/providers/asymmetric.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { senderDescriptions } from '../src/providers/senders.ts';
 import { privateKeyAlgorithm, takesSecret } from '../src/providers/signing.ts';
 import { senderVariable } from '../src/sender-variables.ts';
@@ -68,7 +68,7 @@ const publicUrls = Object.fromEntries(
 );
 
 const test = await buildTestApp(db, {
-  enabledProviders: await enableProviders(
+  enabledSenders: await enableSenders(
     {
       ...Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, [secret]])),
       gitlab: [secrets.gitlab ?? '', gitlabToken],

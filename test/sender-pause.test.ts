@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { PAUSE_CHECK_TTL_MS, senderPauseGate } from '../src/inbox/pause-gate.ts';
 import { pauseExpiry } from '../src/ops/maintenance/background-steps.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
@@ -24,7 +24,7 @@ import { cronParts } from './helpers/step-parts.ts';
 const { sql, db, url } = await useTestDatabase();
 const TOKEN = 'pause-token-for-tests-0123456789';
 const bearer = { authorization: `Bearer ${TOKEN}` };
-const enabledProviders = await enableProviders({
+const enabledSenders = await enableSenders({
   acme: [TEST_SECRET],
   shopify: [...shopifySender.secrets],
   github: [...githubSender.secrets],
@@ -34,7 +34,7 @@ const enabledProviders = await enableProviders({
 async function newApp(
   config: { PROCESSING_MODE?: 'sync' | 'async' } = {},
 ): Promise<TestApp & { now(): number; advance(ms: number): void }> {
-  const app = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN, ...config }, enabledProviders });
+  const app = await buildTestApp(db, { config: { ADMIN_TOKEN: TOKEN, ...config }, enabledSenders });
   let now = TEST_NOW_MS;
   return {
     ...app,

@@ -10,9 +10,9 @@ import { verifyKey as discordVerifyKey } from 'discord-interactions';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { describedProvider } from '../src/providers/described.ts';
+import { describedSender } from '../src/providers/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/providers/description.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
 import { providerExtras } from '../src/sender-variables.ts';
 import { TEST_NOW_MS, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
@@ -36,7 +36,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const app = await buildTestApp(db, {
-  enabledProviders: new Map([...(await enableProviders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
 });
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -114,8 +114,8 @@ describe("Standard Webhooks' v1a (Ed25519) signatures", () => {
   const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
   async function standardApp(secrets: string[], publicKeys: string[]) {
-    const enabledProviders = await enableProviders({ standard: secrets }, { publicKeys: { standard: publicKeys } });
-    return buildTestApp(db, { enabledProviders });
+    const enabledSenders = await enableSenders({ standard: secrets }, { publicKeys: { standard: publicKeys } });
+    return buildTestApp(db, { enabledSenders });
   }
   const delivery = () => {
     const id = uniqueId('msg');
@@ -625,7 +625,7 @@ describe('senders that cannot be enabled as configured', () => {
       '{timestamp} is signed but no timestamp header or entry is described',
     ]);
     const unsignedTime = { ...good, signed: '{id}.{body}' };
-    await expect(describedProvider(unsignedTime).importKeys(['s'])).rejects.toThrow(
+    await expect(describedSender(unsignedTime).importKeys(['s'])).rejects.toThrow(
       'example: invalid description: a timestamp from a header or entry must be in the signed content; ' +
         '{id} is signed but the id is no header',
     );
@@ -639,19 +639,19 @@ describe('senders that cannot be enabled as configured', () => {
   });
 
   it('stops with the sender named, never the value: a malformed public key, a missing signed URL', async () => {
-    await expect(enableProviders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.toThrow(/^discord: /);
-    await expect(enableProviders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.not.toThrow(/VALUE/);
-    await expect(enableProviders({}, { publicKeys: { sendgrid: ['bm90IGEga2V5'] } })).rejects.toThrow(/^sendgrid: /);
-    await expect(enableProviders({ hubspot: ['s3cret'] })).rejects.toThrow(/^hubspot: .*HUBSPOT_WEBHOOK_URL/);
+    await expect(enableSenders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.toThrow(/^discord: /);
+    await expect(enableSenders({}, { publicKeys: { discord: ['not-a-key-VALUE'] } })).rejects.not.toThrow(/VALUE/);
+    await expect(enableSenders({}, { publicKeys: { sendgrid: ['bm90IGEga2V5'] } })).rejects.toThrow(/^sendgrid: /);
+    await expect(enableSenders({ hubspot: ['s3cret'] })).rejects.toThrow(/^hubspot: .*HUBSPOT_WEBHOOK_URL/);
     // A key of a kind the sender does not use would enable it with nothing to verify by.
-    await expect(enableProviders({ discord: ['s3cret'] })).rejects.toThrow(
+    await expect(enableSenders({ discord: ['s3cret'] })).rejects.toThrow(
       'discord: takes DISCORD_WEBHOOK_PUBLIC_KEY, not DISCORD_WEBHOOK_SECRET',
     );
-    await expect(enableProviders({}, { publicKeys: { paddle: ['ab'.repeat(32)] } })).rejects.toThrow(
+    await expect(enableSenders({}, { publicKeys: { paddle: ['ab'.repeat(32)] } })).rejects.toThrow(
       'paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_PUBLIC_KEY',
     );
     await expect(
-      enableProviders({ paddle: ['s3cret'] }, { urls: { paddle: 'https://hooks.example.com/webhooks/paddle' } }),
+      enableSenders({ paddle: ['s3cret'] }, { urls: { paddle: 'https://hooks.example.com/webhooks/paddle' } }),
     ).rejects.toThrow('paddle: takes PADDLE_WEBHOOK_SECRET, not PADDLE_WEBHOOK_URL');
   });
 

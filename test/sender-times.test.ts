@@ -4,7 +4,7 @@
 // them is ever a 503 or an error-level log line. Also Svix's names for Standard Webhooks' headers.
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -23,7 +23,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  enabledProviders: await enableProviders({ ...allSchemeSecrets(), acme: ['test-acme-secret-current'] }),
+  enabledSenders: await enableSenders({ ...allSchemeSecrets(), acme: ['test-acme-secret-current'] }),
 });
 
 /** The stored occurrence time, as the database holds it (null: stored without one). */
@@ -160,7 +160,7 @@ describe('times out of range', () => {
 
   it('the same, in async mode: 202 and the row stored without a time', async () => {
     const queued = await buildTestApp(db, {
-      enabledProviders: await enableProviders(allSchemeSecrets()),
+      enabledSenders: await enableSenders(allSchemeSecrets()),
       config: { PROCESSING_MODE: 'async' },
     });
     const eventId = uniqueId('msg');

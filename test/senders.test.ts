@@ -6,7 +6,7 @@
 // 401 when anything signed is changed, missing or malformed, keeps rotation and the time tolerance
 // (or, signing no time, verifies a day later), and is 404 while unset. acme: test/signature.test.ts.
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { TEST_NOW_SECONDS, TEST_SECRET, TOLERANCE_EDGES } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -24,7 +24,7 @@ import { allSchemeSecrets, type SchemeName, type Sender, senders } from './helpe
 const { sql, db } = await useTestDatabase();
 
 const app = await buildTestApp(db, {
-  enabledProviders: new Map([...(await enableProviders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
 });
 
 const UNAUTHORIZED = 'application/json {"error":"unauthorized"}';
@@ -158,7 +158,7 @@ describe.each(played.map((sender) => [sender.label, sender] as const))('%s', (_l
       expect(helper).toEqual(vector.headers);
       // ...and the route takes the example as published, and refuses what the publisher refuses.
       const example = await buildTestApp(db, {
-        enabledProviders: await enableProviders({ [sender.name]: [vector.secret] }),
+        enabledSenders: await enableSenders({ [sender.name]: [vector.secret] }),
       });
       expect(await answer(await post(vector.body, vector.refused, example))).toBe(UNAUTHORIZED);
       expect(await answer(await post(vector.body, vector.headers, example))).toBe('application/json {"received":true}');
@@ -249,7 +249,7 @@ describe.each(played.map((sender) => [sender.label, sender] as const))('%s', (_l
   }
 
   it('is 404 while its key is unset', async () => {
-    const acmeOnly = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [TEST_SECRET] }) });
+    const acmeOnly = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [TEST_SECRET] }) });
     const outgoing = sender.newEvent(sender.now());
     const response = await post(outgoing.body, await signed(outgoing), acmeOnly);
     expect(response.status).toBe(404);

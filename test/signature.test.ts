@@ -1,7 +1,7 @@
 // Signature and timestamp checks over the exact received bytes: every failure answers the same
 // 401 bytes and leaves no row; rotation accepts any configured secret.
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import {
   acmeEvent,
   PREVIOUS_SECRET,
@@ -25,7 +25,7 @@ describe('acme signature verification', () => {
   it('accepts the openssl-signed fixture byte for byte', async () => {
     const fixture = readFixture('acme-subscription-updated.json');
     const signed = JSON.parse(readFixture('acme-subscription-updated.signature.json').toString('utf8'));
-    const app = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [signed.secret] }) });
+    const app = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [signed.secret] }) });
     app.setNow(Number(signed.timestamp) * 1000);
 
     const response = await app.request('/webhooks/acme', {

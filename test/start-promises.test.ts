@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allProviders, redeliveryBySender } from '../src/providers/registry.ts';
+import { allSenders, redeliveryBySender } from '../src/providers/registry.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { type Running, startListeningService, startService } from './helpers/process.ts';
 import { githubSender } from './helpers/senders.ts';
@@ -72,7 +72,7 @@ describe('retention against the senders’ retry windows', () => {
     );
     const described = Object.fromEntries([...redeliveryBySender].map(([name, { windowDays }]) => [name, windowDays]));
     expect(documented).toEqual(described);
-    expect(Object.keys(described).sort()).toEqual(allProviders.map((provider) => provider.name).sort());
+    expect(Object.keys(described).sort()).toEqual(allSenders.map((provider) => provider.name).sort());
   });
 });
 

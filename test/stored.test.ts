@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
-import { allProviders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -20,8 +20,8 @@ const later = new Date(Date.UTC(2030, 0, 1));
 const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
-  providersByName: new Map(
-    allProviders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
+  sendersByName: new Map(
+    allSenders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
   ),
 });
 
@@ -82,7 +82,7 @@ describe('applyStoredEvent', () => {
 
     const upgraded: StoredContext = {
       ...context(),
-      providersByName: new Map([['acme', { parkReasonOf: () => undefined }]]),
+      sendersByName: new Map([['acme', { parkReasonOf: () => undefined }]]),
     };
     expect((await applyStoredEvent(upgraded, key, options)).outcome).toBe('completed');
     expect((await subscriptionRow(sql, subscription))?.status).toBe('active');

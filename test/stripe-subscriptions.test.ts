@@ -2,7 +2,7 @@
 // Stripe's statuses folded into ours, and the ordering rule (event `created`, then lifecycle step)
 // holding whatever order the deliveries arrive in.
 import { describe, expect, it } from 'vitest';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -11,7 +11,7 @@ import { allSchemeSecrets, stripeEvent, stripeHeader } from './helpers/senders.t
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  enabledProviders: await enableProviders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
+  enabledSenders: await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
 });
 
 type Lifecycle = 'created' | 'updated' | 'deleted';

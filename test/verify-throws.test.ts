@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Bytes, utf8 } from '../src/providers/encoding.ts';
 import { importHmacKey, signHmac } from '../src/providers/hmac.ts';
-import { enableProviders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/providers/registry.ts';
 import { type VerifyKey, verifyWithAnyKey } from '../src/providers/verify.ts';
 import { acmeEvent, signedHeaders, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -69,10 +69,10 @@ describe('a verify that throws is never a valid signature', () => {
   });
 
   it('over HTTP: a correctly signed delivery checked only by a throwing key is 401 and stores nothing', async () => {
-    const [acme] = (await enableProviders({ acme: [TEST_SECRET] })).values();
+    const [acme] = (await enableSenders({ acme: [TEST_SECRET] })).values();
     if (acme === undefined) throw new Error('acme not enabled');
-    const enabledProviders = new Map([['acme', { ...acme, keys: [await signOnlyHmac()] }]]);
-    const app = await buildTestApp(db, { enabledProviders });
+    const enabledSenders = new Map([['acme', { ...acme, keys: [await signOnlyHmac()] }]]);
+    const app = await buildTestApp(db, { enabledSenders });
     const event = acmeEvent();
     const body = JSON.stringify(event);
     const response = await app.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
@@ -81,7 +81,7 @@ describe('a verify that throws is never a valid signature', () => {
     expect(await countEvents(sql, event.id)).toBe(0);
 
     // The same delivery under a key that can verify is accepted: the refusal above was the throw's.
-    const accepting = await buildTestApp(db, { enabledProviders: await enableProviders({ acme: [TEST_SECRET] }) });
+    const accepting = await buildTestApp(db, { enabledSenders: await enableSenders({ acme: [TEST_SECRET] }) });
     const accepted = await accepting.request('/webhooks/acme', {
       method: 'POST',
       body,

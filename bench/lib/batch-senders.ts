@@ -3,7 +3,7 @@
 // (node:crypto, not the service's code). Kept apart from the bench so test/bench-inputs.test.ts posts
 // the very deliveries the bench times through the service.
 import { createHash, createHmac, generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { enableProviders } from '../../src/providers/registry.ts';
+import { enableSenders } from '../../src/providers/registry.ts';
 
 const URL_SIGNED = 'https://hooks.example.com/webhooks/';
 
@@ -146,8 +146,8 @@ export const batchSenders: readonly BatchSender[] = [
 ];
 
 /** The service's providers for every batch sender, configured as the bench signs. */
-export function batchProviders(): ReturnType<typeof enableProviders> {
-  return enableProviders(
+export function batchProviders(): ReturnType<typeof enableSenders> {
+  return enableSenders(
     Object.fromEntries(batchSenders.filter((s) => s.name !== 'sendgrid').map((s) => [s.name, [secret]])),
     {
       publicKeys: { sendgrid: [ecdsa.publicKey.export({ format: 'der', type: 'spki' }).toString('base64')] },

@@ -14,7 +14,7 @@ import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../lib/operator-name.ts';
 import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
-import { allProviders } from '../providers/registry.ts';
+import { allSenders } from '../providers/registry.ts';
 
 import { EXIT, type ExitCode } from './exit.ts';
 
@@ -242,7 +242,7 @@ export interface CommandModule {
 }
 
 /** The provider names the service knows: an argument or option naming another is a usage error (exit 2). */
-export const PROVIDER_NAMES: readonly string[] = allProviders.map((provider) => provider.name);
+export const PROVIDER_NAMES: readonly string[] = allSenders.map((provider) => provider.name);
 
 export const providerArgument = (description = 'the route name') =>
   new Argument('<provider>', description).choices(PROVIDER_NAMES);

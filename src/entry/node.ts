@@ -26,7 +26,7 @@ import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers } from '../outbox/relays.ts';
-import { configuredSenders, enableProviders } from '../providers/registry.ts';
+import { configuredSenders, enableSenders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { shedAtCapacity } from './setup/connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './setup/dev-secret.ts';
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   const devSecret = devSecretUse.inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   if (devSecret !== undefined) secrets.acme = [devSecret];
   // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
-  const enabledProviders = await enableProviders(secrets, providerExtras(config)).catch((error: unknown) => {
+  const enabledSenders = await enableSenders(secrets, providerExtras(config)).catch((error: unknown) => {
     throw new StartupError(`start-up failed: ${(error as Error).message}`);
   });
 
@@ -179,14 +179,14 @@ async function main(): Promise<void> {
   // real secret turns it off, and that route's 404 would otherwise come as a surprise. Once the
   // database checks passed, so that a refusal stays one line.
   logger.info('senders', {
-    enabled: [...enabledProviders.keys()],
+    enabled: [...enabledSenders.keys()],
     acme_development_secret: devSecretUse.inUse ? 'in use' : 'not in use',
     reason: devSecretUse.reason,
     ...('variables' in devSecretUse ? { variables: devSecretUse.variables } : {}),
   });
 
   const newId = newHexId;
-  const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers), clock);
+  const metrics = new Metrics(labelBounds(enabledSenders.keys(), defaultHandlers), clock);
   metrics.attach(processMetrics());
   const asyncMode = config.PROCESSING_MODE === 'async';
   const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
   const app = createProductionApp({
     config,
     db: database.db,
-    enabledProviders,
+    enabledSenders,
     metrics,
     clock,
     logger,

@@ -23,7 +23,7 @@ import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { portableDestinationPublishers, queueBindings } from '../outbox/publishers/portable.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
-import { configuredSenders, enableProviders } from '../providers/registry.ts';
+import { configuredSenders, enableSenders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
 import { fetchTraceExporter, tracingWith } from './setup/tracing-sdk.ts';
 
@@ -98,18 +98,18 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (configuredSenders(config.senderSettings).enablingVariables.length === 0) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  const enabledProviders = await enableProviders(providerSecrets(config), providerExtras(config));
+  const enabledSenders = await enableSenders(providerSecrets(config), providerExtras(config));
   // The same OTEL_* variables as on Node; a protocol other than http/protobuf or http/json, or a
   // malformed OTEL_BSP_*, makes the configuration unusable, naming the variable.
   const { tracer } = tracingWith(variables, fetchTraceExporter);
   const logger = newLogger(config.LOG_LEVEL);
   for (const warning of warnings) logger.warn(warning.message, { variable: warning.variable });
-  const metrics = new Metrics(labelBounds(enabledProviders.keys(), defaultHandlers));
+  const metrics = new Metrics(labelBounds(enabledSenders.keys(), defaultHandlers));
   const rejections = createRejectionLog({ logger, metrics });
   const deliveryLog = config.DELIVERY_LOG_FLUSH_MS === 0 ? undefined : createDeliveryLog({ logger, metrics });
   const app = createProductionApp({
     config,
-    enabledProviders,
+    enabledSenders,
     metrics,
     clock: () => Date.now(),
     logger,

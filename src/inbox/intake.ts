@@ -16,7 +16,7 @@ import { storableTime } from '../lib/occurrence.ts';
 import { rejectionReasonOf } from '../lib/rejection-reasons.ts';
 import { printableLine } from '../lib/text.ts';
 import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
-import type { EnabledProvider } from '../providers/registry.ts';
+import type { EnabledSender } from '../providers/registry.ts';
 import type { AuthenticatedEvent, RefusedEvent } from '../providers/types.ts';
 import { backlogGate } from './accept.ts';
 import { IntakeCommitter } from './committer.ts';
@@ -42,7 +42,7 @@ export interface IntakeDeps {
     Config,
     'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'PROCESSING_MODE' | 'INBOX_MAX_BACKLOG'
   >;
-  enabledProviders: ReadonlyMap<string, EnabledProvider>;
+  enabledSenders: ReadonlyMap<string, EnabledSender>;
   handlers: HandlerMap;
   clock: Clock;
   newId: () => string;
@@ -72,7 +72,7 @@ export interface IntakeDeps {
 
 type IntakeEnv = {
   Bindings: DatabaseEnv['Bindings'];
-  Variables: DatabaseEnv['Variables'] & { enabled: EnabledProvider; report: DeliveryReport; span: Span };
+  Variables: DatabaseEnv['Variables'] & { enabled: EnabledSender; report: DeliveryReport; span: Span };
 };
 
 /** Longest content type logged: it is the sender's text, and a real one is short. */
@@ -224,7 +224,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
    * before the body is read.
    */
   const admit: MiddlewareHandler<IntakeEnv> = async (c, next) => {
-    const enabled = deps.enabledProviders.get(c.req.param('provider') ?? '');
+    const enabled = deps.enabledSenders.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
     c.get('report').concerns(enabled.provider.name);

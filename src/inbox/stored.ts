@@ -8,7 +8,7 @@ import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
 import { noTracing, type Span, type Tracer } from '../lib/tracing.ts';
-import type { WebhookProvider } from '../providers/types.ts';
+import type { Sender } from '../providers/types.ts';
 import {
   type AppliedRow,
   type AppliedStatus,
@@ -59,7 +59,7 @@ export interface StoredContext {
   db: Executor;
   handlers: HandlerMap;
   /** Providers by name, asked whether they now know a parked payload's schema version. */
-  providersByName: ReadonlyMap<string, Pick<WebhookProvider, 'parkReasonOf'>>;
+  sendersByName: ReadonlyMap<string, Pick<Sender, 'parkReasonOf'>>;
   /**
    * The async worker's: each application continues the trace stored with its row (an `apply` span,
    * or with `noTracing` the stored traceparent passed through to what the handler enqueues). Absent
@@ -91,7 +91,7 @@ async function applyRow(
   // Read exactly as stored: an id beyond 2^53 reaches the handler as the same bigint it did on arrival.
   const payload = parseJsonText(row.payload);
   if (payload === undefined) throw new DomainRejection('stored payload is not JSON this service reads');
-  const parkReason = context.providersByName.get(row.provider)?.parkReasonOf?.(payload);
+  const parkReason = context.sendersByName.get(row.provider)?.parkReasonOf?.(payload);
   const event: InboxEvent = {
     provider: row.provider,
     eventId: row.event_id,

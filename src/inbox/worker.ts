@@ -19,7 +19,7 @@ import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { noTracing, type Tracer } from '../lib/tracing.ts';
-import { providersByName } from '../providers/registry.ts';
+import { sendersByName } from '../providers/registry.ts';
 import {
   type ClaimedEvent,
   type DueRow,
@@ -95,7 +95,7 @@ export interface InboxWorkerDeps {
   db: Database;
   handlers: HandlerMap;
   /** Providers by name, for parked payloads' schema check; every known scheme when absent. */
-  providersByName?: StoredContext['providersByName'];
+  sendersByName?: StoredContext['sendersByName'];
   clock: Clock;
   /** Makes this worker's id, written to `locked_by`. */
   newId: () => string;
@@ -141,7 +141,7 @@ export function createInboxWorker(deps: InboxWorkerDeps): InboxWorker {
   const context: StoredContext = {
     db,
     handlers: deps.handlers,
-    providersByName: deps.providersByName ?? providersByName,
+    sendersByName: deps.sendersByName ?? sendersByName,
     // A tracer always, `noTracing` by default: the stored traceparent then still reaches the outbox.
     tracer: deps.tracer ?? noTracing,
   };

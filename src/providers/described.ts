@@ -35,10 +35,10 @@ import type {
   Credentials,
   Delivery,
   RefusedEvent,
+  Sender,
   UnauthorizedReason,
   Verification,
   VerificationTime,
-  WebhookProvider,
 } from './types.ts';
 import { type Signature, type VerifyKey, verifyWithAnyKey } from './verify.ts';
 
@@ -475,7 +475,7 @@ function unknownVersionReason(description: SenderDescription, payload: ExactJson
   return value === undefined ? `no ${field} ${known}` : `${field} is not a version string ${known}`;
 }
 
-/** Why a stored payload would be parked now (parkReasonOf in WebhookProvider); undefined when it would not. */
+/** Why a stored payload would be parked now (parkReasonOf in Sender); undefined when it would not. */
 function parkReasonOf(compiled: Compiled, payload: ExactJson): string | undefined {
   const { description } = compiled;
   if (description.schemaVersion === undefined) return undefined;
@@ -562,7 +562,7 @@ async function verify(
 }
 
 /** The provider that runs `description`. Problems with it surface when its keys are imported. */
-export function describedProvider(description: SenderDescription): WebhookProvider {
+export function describedSender(description: SenderDescription): Sender {
   const compiled = compile(description);
   return {
     name: description.name,

@@ -1,7 +1,7 @@
 // The senders this service speaks, and how each is enabled: a sender is enabled when its secret
 // (or, for one signing with a private key, its public key) is set, decided here once for every
 // reader (the entries, the start-up checks, the CLI). Every sender is a description in senders.ts
-// run by described.ts; one that could not be described would be a WebhookProvider of its own,
+// run by described.ts; one that could not be described would be a Sender of its own,
 // listed here beside them.
 import {
   type CredentialKind,
@@ -12,18 +12,18 @@ import {
   type SettingsBySender,
   senderVariable,
 } from '../sender-variables.ts';
-import { describedProvider } from './described.ts';
+import { describedSender } from './described.ts';
 import type { Redelivery } from './description.ts';
 import { senderDescriptions } from './senders.ts';
-import type { WebhookProvider } from './types.ts';
+import type { Sender } from './types.ts';
 import type { VerifyKey } from './verify.ts';
 
 /** Every sender this service speaks, enabled or not. */
-export const allProviders: readonly WebhookProvider[] = senderDescriptions.map(describedProvider);
+export const allSenders: readonly Sender[] = senderDescriptions.map(describedSender);
 
 /** The same by name: what reads a stored event back (the worker, a replay) asks its schema version of. */
-export const providersByName: ReadonlyMap<string, WebhookProvider> = new Map(
-  allProviders.map((provider) => [provider.name, provider]),
+export const sendersByName: ReadonlyMap<string, Sender> = new Map(
+  allSenders.map((provider) => [provider.name, provider]),
 );
 
 /** What each sender does with a refused delivery (its description's `redelivery`), by name. */
@@ -39,13 +39,13 @@ const enables = (keys: Pick<SenderSettings, 'secrets' | 'publicKeys'>): boolean 
  * The senders a configuration enables, by name in the registry's order: the answer for whatever
  * holds only the configuration (the start-up checks, the CLI's `senders` commands). With
  * `developmentSecret` (entry/setup/dev-secret.ts says when `npm start` uses one), acme too.
- * enableProviders enables exactly these, given the same keys.
+ * enableSenders enables exactly these, given the same keys.
  */
 export function enabledSenderNames(
   settings: SettingsBySender,
   options: { developmentSecret?: boolean } = {},
 ): string[] {
-  return allProviders
+  return allSenders
     .map((provider) => provider.name)
     .filter((name) => {
       const configured = settings[name];
@@ -71,14 +71,14 @@ export interface ConfiguredSenders {
  * Worker's, acme's development secret): only a variable naming a sender counts.
  */
 export function configuredSenders(settings: SettingsBySender): ConfiguredSenders {
-  const known = new Set(allProviders.map((provider) => provider.name));
+  const known = new Set(allSenders.map((provider) => provider.name));
   const split = (isKnown: boolean) =>
     Object.fromEntries(Object.entries(settings).filter(([name]) => known.has(name) === isKnown));
   return { enablingVariables: enablingVariables(split(true)), unknownVariables: enablingVariables(split(false)) };
 }
 
-export interface EnabledProvider {
-  provider: WebhookProvider;
+export interface EnabledSender {
+  provider: Sender;
   keys: readonly VerifyKey[];
   /** The public URL the sender signs, for providers that sign it. */
   url?: string;
@@ -89,7 +89,7 @@ export type CredentialVariables = Partial<Record<CredentialKind, string>>;
 
 const KINDS: readonly CredentialKind[] = ['secret', 'publicKey', 'url'];
 
-function providerVariables(provider: WebhookProvider): CredentialVariables {
+function providerVariables(provider: Sender): CredentialVariables {
   const credentials = provider.credentials ?? { secret: true, publicKey: false, url: false };
   return Object.fromEntries(
     KINDS.filter((kind) => credentials[kind]).map((kind) => [kind, senderVariable(provider.name, kind)]),
@@ -101,12 +101,12 @@ function providerVariables(provider: WebhookProvider): CredentialVariables {
  * (their route is 404). A provider that cannot be enabled as configured (a malformed key, an
  * invalid description, a signed URL not configured) rejects, naming it and no value.
  */
-export async function enableProviders(
+export async function enableSenders(
   secrets: KeysBySender,
   extras: ProviderExtras = {},
-): Promise<ReadonlyMap<string, EnabledProvider>> {
-  const enabled = new Map<string, EnabledProvider>();
-  for (const provider of allProviders) {
+): Promise<ReadonlyMap<string, EnabledSender>> {
+  const enabled = new Map<string, EnabledSender>();
+  for (const provider of allSenders) {
     const configured = secrets[provider.name] ?? [];
     const publicKeys = extras.publicKeys?.[provider.name] ?? [];
     if (!enables({ secrets: configured, publicKeys })) continue;

@@ -100,7 +100,7 @@ export type Verification =
  */
 export type Credentials = Readonly<Record<CredentialKind, boolean>>;
 
-export interface WebhookProvider {
+export interface Sender {
   /** The route segment and the `provider` column. */
   readonly name: string;
   /** Which variables enable and configure it (absent: a secret only). */

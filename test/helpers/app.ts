@@ -10,7 +10,7 @@ import { defaultHandlers } from '../../src/domain/handlers.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
 import { defaultGaugeSources } from '../../src/ops/routes/metrics.ts';
-import { enableProviders } from '../../src/providers/registry.ts';
+import { enableSenders } from '../../src/providers/registry.ts';
 import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
 
 export interface TestApp {
@@ -27,14 +27,13 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   let now = TEST_NOW_MS;
   const logs: string[] = [];
-  const enabledProviders =
-    overrides.enabledProviders ?? (await enableProviders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
+  const enabledSenders = overrides.enabledSenders ?? (await enableSenders({ acme: [TEST_SECRET, PREVIOUS_SECRET] }));
   const handlers = overrides.handlers ?? defaultHandlers;
   const app = createApp({
     db,
-    enabledProviders,
+    enabledSenders,
     handlers,
-    metrics: new Metrics(labelBounds(enabledProviders.keys(), handlers)),
+    metrics: new Metrics(labelBounds(enabledSenders.keys(), handlers)),
     gaugeSources: defaultGaugeSources,
     clock: () => now,
     newId: () => randomUUID().replaceAll('-', ''),

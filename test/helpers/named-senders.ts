@@ -37,7 +37,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import twilioWebhooks from 'twilio/lib/webhooks/webhooks';
 import { WebflowClient } from 'webflow-api';
-import { type EnabledProvider, enableProviders } from '../../src/providers/registry.ts';
+import { type EnabledSender, enableSenders } from '../../src/providers/registry.ts';
 import { uniqueId } from './acme.ts';
 
 /** One key of a sender: what is configured here, and how the sender signs with it. */
@@ -984,7 +984,7 @@ export const namedSenders: readonly NamedSender[] = [
 ];
 
 /** Every named sender enabled with both of its keys (and its signed URL), as configuration would. */
-export async function enableNamedSenders(): Promise<ReadonlyMap<string, EnabledProvider>> {
+export async function enableNamedSenders(): Promise<ReadonlyMap<string, EnabledSender>> {
   const of = (variable: NamedSender['variable']) => {
     const keys: Record<string, string[]> = {};
     for (const sender of namedSenders.filter((candidate) => candidate.variable === variable)) {
@@ -993,5 +993,5 @@ export async function enableNamedSenders(): Promise<ReadonlyMap<string, EnabledP
     return keys;
   };
   const urls = Object.fromEntries(namedSenders.flatMap((s) => (s.url === undefined ? [] : [[s.name, s.url]])));
-  return enableProviders(of('secret'), { publicKeys: of('publicKey'), urls });
+  return enableSenders(of('secret'), { publicKeys: of('publicKey'), urls });
 }

@@ -34,7 +34,7 @@ import { readOverview, windowEndingAt } from '../../ops/reads/overview.ts';
 import { countRejections, listRejections } from '../../ops/reads/rejections.ts';
 import { timeRange } from '../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { allProviders } from '../../providers/registry.ts';
+import { allSenders } from '../../providers/registry.ts';
 import type { AdminDeps } from '../api/api.ts';
 import { configuredDestinations } from '../api/destinations/route.ts';
 import { eventsQuery } from '../api/events/schema.ts';
@@ -91,7 +91,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
   // The provider filter offers the senders this service accepts (in the registry's order), not all it
   // could: a filter already set to another (events kept from before its secret was removed) stays.
-  const enabledNames = allProviders.map((provider) => provider.name).filter((name) => deps.enabledProviders.has(name));
+  const enabledNames = allSenders.map((provider) => provider.name).filter((name) => deps.enabledSenders.has(name));
   const eventProviders = (selected: string | undefined) =>
     selected === undefined || enabledNames.includes(selected) ? enabledNames : [...enabledNames, selected];
   const destinations = configuredDestinations(deps);
@@ -214,7 +214,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   });
 
   routes.get('/senders', async (c) => {
-    const senders = await listSenders(c.get('db'), deps.enabledProviders.keys(), deps.clock());
+    const senders = await listSenders(c.get('db'), deps.enabledSenders.keys(), deps.clock());
     return page(c, 'Senders', '/admin/senders', <SendersPage senders={senders} />);
   });
   routes.get(DESTINATIONS_PATH.slice('/admin'.length), async (c) => {

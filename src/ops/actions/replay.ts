@@ -13,7 +13,7 @@ import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { providersByName } from '../../providers/registry.ts';
+import { sendersByName } from '../../providers/registry.ts';
 import { type EventDetail, getEvent } from '../reads/events.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */
@@ -26,7 +26,7 @@ export interface ReplayContext {
   clock: Clock;
   logger: Logger;
   /** Providers asked whether they know a parked payload's schema now; every sender by default. */
-  providersByName?: StoredContext['providersByName'];
+  sendersByName?: StoredContext['sendersByName'];
   /** Counts each replay by the status it left (the CLI, a short process, has none). */
   metrics?: Pick<Metrics, 'countReplay'>;
 }
@@ -115,7 +115,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
     db: context.db,
     handlers: context.handlers,
     // Every provider, secret or not: one switched off since can still have its events replayed.
-    providersByName: context.providersByName ?? providersByName,
+    sendersByName: context.sendersByName ?? sendersByName,
   };
   const events: ReplayedEvent[] = [];
   for (const eventId of eventIds) {

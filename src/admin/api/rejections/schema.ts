@@ -4,13 +4,13 @@ import { z } from '@hono/zod-openapi';
 import { REJECTION_RING_SIZE } from '../../../inbox/rejection-log.ts';
 import { UNKNOWN_SENDER } from '../../../inbox/rejections.ts';
 import { rejectionReasons } from '../../../lib/rejection-reasons.ts';
-import { allProviders } from '../../../providers/registry.ts';
+import { allSenders } from '../../../providers/registry.ts';
 import { timeBound, timestamp } from '../schemas.ts';
 
 /** A sender's name as refusals are recorded under it: a route's name, or the one for routes that name none. */
 export const rejectionProviders: [string, ...string[]] = [
   UNKNOWN_SENDER,
-  ...allProviders.map((provider) => provider.name),
+  ...allSenders.map((provider) => provider.name),
 ];
 
 /** Refusals listed unless `limit` says otherwise. */

@@ -13,7 +13,7 @@ import {
   type SenderPauseContext,
   type SenderState,
 } from '../../../ops/pauses/sender-pauses.ts';
-import type { EnabledProvider } from '../../../providers/registry.ts';
+import type { EnabledSender } from '../../../providers/registry.ts';
 import { actingOperator } from '../../operators.ts';
 import { json, notFound, refused } from '../openapi-parts.ts';
 import { operatorBody } from '../schemas.ts';
@@ -72,7 +72,7 @@ export interface SenderRoutesDeps {
   clock: Clock;
   logger: Logger;
   /** The senders this app serves: the ones an operator may pause. */
-  enabledProviders: ReadonlyMap<string, EnabledProvider>;
+  enabledSenders: ReadonlyMap<string, EnabledSender>;
 }
 
 /** Registers the sender routes on the admin API (after its base path and validation hook are set). */
@@ -82,11 +82,11 @@ export function registerSenderRoutes(api: OpenAPIHono<DatabaseEnv>, deps: Sender
     db,
     clock: deps.clock,
     logger: deps.logger,
-    enabled: new Set(deps.enabledProviders.keys()),
+    enabled: new Set(deps.enabledSenders.keys()),
   });
 
   api.openapi(routes.listSenders, async (c) => {
-    const senders = await listSenders(c.get('db'), deps.enabledProviders.keys(), deps.clock());
+    const senders = await listSenders(c.get('db'), deps.enabledSenders.keys(), deps.clock());
     return c.json({ senders: senders.map(senderJson) }, 200);
   });
 
