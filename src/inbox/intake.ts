@@ -227,8 +227,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     const enabled = deps.enabledSenders.get(c.req.param('provider') ?? '');
     if (enabled === undefined) throw new AppError('not_found');
     c.set('enabled', enabled);
-    c.get('report').concerns(enabled.provider.name);
-    await pauses.check(c.get('db'), enabled.provider.name);
+    c.get('report').concerns(enabled.sender.name);
+    await pauses.check(c.get('db'), enabled.sender.name);
     // A declared length is refused before anything else is read; a body without one is counted by
     // bodyLimit while it streams in, and refused as soon as it passes the cap.
     if (Number(c.req.header('content-length')) > config.MAX_BODY_BYTES) throw tooLarge(config.MAX_BODY_BYTES);
@@ -259,12 +259,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
    * or the protocol answer to give.
    */
   async function authenticate(c: Context<IntakeEnv>, body: Uint8Array<ArrayBuffer>, report: DeliveryReport) {
-    const { provider, keys, url } = c.get('enabled');
+    const { sender, keys, url } = c.get('enabled');
     // The signed URL is the configured public one (HubSpot, Square, Twilio): behind a proxy, the
     // URL this request arrived at is not the one the sender signed.
     const delivery = { body, headers: c.req.raw.headers, method: c.req.method, ...(url === undefined ? {} : { url }) };
     const verification = await inSpan(c.get('span'), 'verify', async (span) => {
-      const verified = await provider.verify(delivery, keys, {
+      const verified = await sender.verify(delivery, keys, {
         nowSeconds: Math.floor(deps.clock() / 1000),
         toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
       });
@@ -293,7 +293,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     }
     const events = authenticated.map(
       (event): InboxEvent => ({
-        provider: provider.name,
+        provider: sender.name,
         ...event,
         // Whatever a scheme read, a time the database cannot hold is no time rather than a failed write.
         occurredAt: storableTime(event.occurredAt),

@@ -22,9 +22,7 @@ import type { VerifyKey } from './verify.ts';
 export const allSenders: readonly Sender[] = senderDescriptions.map(describedSender);
 
 /** The same by name: what reads a stored event back (the worker, a replay) asks its schema version of. */
-export const sendersByName: ReadonlyMap<string, Sender> = new Map(
-  allSenders.map((provider) => [provider.name, provider]),
-);
+export const sendersByName: ReadonlyMap<string, Sender> = new Map(allSenders.map((sender) => [sender.name, sender]));
 
 /** What each sender does with a refused delivery (its description's `redelivery`), by name. */
 export const redeliveryBySender: ReadonlyMap<string, Redelivery> = new Map(
@@ -46,7 +44,7 @@ export function enabledSenderNames(
   options: { developmentSecret?: boolean } = {},
 ): string[] {
   return allSenders
-    .map((provider) => provider.name)
+    .map((sender) => sender.name)
     .filter((name) => {
       const configured = settings[name];
       return (
@@ -71,34 +69,34 @@ export interface ConfiguredSenders {
  * Worker's, acme's development secret): only a variable naming a sender counts.
  */
 export function configuredSenders(settings: SettingsBySender): ConfiguredSenders {
-  const known = new Set(allSenders.map((provider) => provider.name));
+  const known = new Set(allSenders.map((sender) => sender.name));
   const split = (isKnown: boolean) =>
     Object.fromEntries(Object.entries(settings).filter(([name]) => known.has(name) === isKnown));
   return { enablingVariables: enablingVariables(split(true)), unknownVariables: enablingVariables(split(false)) };
 }
 
 export interface EnabledSender {
-  provider: Sender;
+  sender: Sender;
   keys: readonly VerifyKey[];
-  /** The public URL the sender signs, for providers that sign it. */
+  /** The public URL the sender signs, for senders that sign it. */
   url?: string;
 }
 
-/** The variables a provider reads, by kind, named by the contract's naming rule. */
+/** The variables a sender reads, by kind, named by the contract's naming rule. */
 export type CredentialVariables = Partial<Record<CredentialKind, string>>;
 
 const KINDS: readonly CredentialKind[] = ['secret', 'publicKey', 'url'];
 
-function providerVariables(provider: Sender): CredentialVariables {
-  const credentials = provider.credentials ?? { secret: true, publicKey: false, url: false };
+function variablesOf(sender: Sender): CredentialVariables {
+  const credentials = sender.credentials ?? { secret: true, publicKey: false, url: false };
   return Object.fromEntries(
-    KINDS.filter((kind) => credentials[kind]).map((kind) => [kind, senderVariable(provider.name, kind)]),
+    KINDS.filter((kind) => credentials[kind]).map((kind) => [kind, senderVariable(sender.name, kind)]),
   );
 }
 
 /**
- * Imports every configured key once; providers with neither a secret nor a public key are absent
- * (their route is 404). A provider that cannot be enabled as configured (a malformed key, an
+ * Imports every configured key once; senders with neither a secret nor a public key are absent
+ * (their route is 404). A sender that cannot be enabled as configured (a malformed key, an
  * invalid description, a signed URL not configured) rejects, naming it and no value.
  */
 export async function enableSenders(
@@ -106,29 +104,27 @@ export async function enableSenders(
   extras: ProviderExtras = {},
 ): Promise<ReadonlyMap<string, EnabledSender>> {
   const enabled = new Map<string, EnabledSender>();
-  for (const provider of allSenders) {
-    const configured = secrets[provider.name] ?? [];
-    const publicKeys = extras.publicKeys?.[provider.name] ?? [];
+  for (const sender of allSenders) {
+    const configured = secrets[sender.name] ?? [];
+    const publicKeys = extras.publicKeys?.[sender.name] ?? [];
     if (!enables({ secrets: configured, publicKeys })) continue;
-    const url = extras.urls?.[provider.name];
-    const variables = providerVariables(provider);
+    const url = extras.urls?.[sender.name];
+    const variables = variablesOf(sender);
     // A key of a kind the sender does not use would leave it enabled with nothing to verify by.
     const unused = [
-      configured.length > 0 && variables.secret === undefined ? senderVariable(provider.name, 'secret') : undefined,
-      publicKeys.length > 0 && variables.publicKey === undefined
-        ? senderVariable(provider.name, 'publicKey')
-        : undefined,
-      url !== undefined && variables.url === undefined ? senderVariable(provider.name, 'url') : undefined,
+      configured.length > 0 && variables.secret === undefined ? senderVariable(sender.name, 'secret') : undefined,
+      publicKeys.length > 0 && variables.publicKey === undefined ? senderVariable(sender.name, 'publicKey') : undefined,
+      url !== undefined && variables.url === undefined ? senderVariable(sender.name, 'url') : undefined,
     ].filter((variable) => variable !== undefined);
     if (unused.length > 0) {
       const expected = [variables.secret, variables.publicKey, variables.url].filter((name) => name !== undefined);
-      throw new Error(`${provider.name}: takes ${expected.join(' and ')}, not ${unused.join(' or ')}`);
+      throw new Error(`${sender.name}: takes ${expected.join(' and ')}, not ${unused.join(' or ')}`);
     }
     if (variables.url !== undefined && url === undefined) {
-      throw new Error(`${provider.name}: signs the URL it posts to: set ${variables.url}`);
+      throw new Error(`${sender.name}: signs the URL it posts to: set ${variables.url}`);
     }
-    const keys = await provider.importKeys(configured, publicKeys);
-    enabled.set(provider.name, { provider, keys, ...(url === undefined ? {} : { url }) });
+    const keys = await sender.importKeys(configured, publicKeys);
+    enabled.set(sender.name, { sender, keys, ...(url === undefined ? {} : { url }) });
   }
   return enabled;
 }
