@@ -14,7 +14,7 @@ const query = (params: Record<string, string | undefined>) => {
   return text === '' ? '' : `?${text}`;
 };
 
-/** A count as shown: "10000+" when counting stopped at the cap (counts.ts). */
+/** A count as shown: "10000+" when counting stopped at the cap (ops/reads/counts.ts). */
 const figure = (n: number, atLeast: boolean) => (atLeast ? `${n}+` : String(n));
 
 /**

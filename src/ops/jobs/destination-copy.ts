@@ -27,7 +27,7 @@ const SIBLING = 'sibling';
 /** The table again, for a message's other rows (a template renders an alias as its bare name: the FROM names the table). */
 const s = alias(outboxMessages, SIBLING);
 
-/** A row's base key in SQL: its key without `@destination` (outbox-view.ts baseKeyOf). */
+/** A row's base key in SQL: its key without `@destination` (ops/reads/outbox-view.ts baseKeyOf). */
 const baseKeySql = sql`case
   when ${t.destination} <> ${DEFAULT_DESTINATION}
     and right(${t.deduplicationKey}, length(${t.destination}) + 1) = '@' || ${t.destination}

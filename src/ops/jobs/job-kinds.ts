@@ -28,7 +28,7 @@ import { countMessagesToSend, messagesToSend, type SendJobFilter, sendMessages }
  * recorded, one audit row each for nothing). A job takes one of them; `failed` unless told.
  */
 export type ReplayableStatus = 'failed' | 'parked' | 'dead_letter';
-/** replay.ts's REPLAYABLE, typed as the statuses it names. */
+/** ops/actions/replay.ts's REPLAYABLE, typed as the statuses it names. */
 export const REPLAYABLE_STATUSES = REPLAYABLE as readonly ReplayableStatus[];
 
 /** The events list's filters, one replayable status among them. */

@@ -3,7 +3,7 @@
 // POST /admin/api/destinations/{name}/pause and …/resume through src/ops/pauses/destination-pauses.ts,
 // which audits them. While paused, a destination's relays claim nothing and its messages wait
 // (attempts untouched); resumed, they flow again. A name that is not a configured destination is 404;
-// a refused field is 400 naming it. Registered on the admin API's own app (api.ts), so the routes
+// a refused field is 400 naming it. Registered on the admin API's own app (../api.ts), so the routes
 // share its bearer gate and its OpenAPI document. The schemas are schema.ts.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../../../db/client.ts';

@@ -1,7 +1,7 @@
 // The admin API's inbox events: list them (filters, id search, cursor paging, counts by status on the
 // first page), show one with its outbox messages and deliveries (its payload only when asked, and that
 // read logged), and replay one through the same code as the CLI's (src/ops/actions/replay.ts).
-// Registered on the admin API's own app (api.ts), so the routes share its bearer gate, its 400 for
+// Registered on the admin API's own app (../api.ts), so the routes share its bearer gate, its 400 for
 // refused fields and its OpenAPI document. The schemas are schema.ts.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';

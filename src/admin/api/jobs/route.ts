@@ -1,5 +1,5 @@
 // The admin API's bulk jobs (src/ops/jobs/bulk-jobs.ts): count or create a job from a list filter, list
-// jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (api.ts), so
+// jobs, show one's progress, cancel one. Registered on the admin API's own OpenAPIHono (../api.ts), so
 // the routes share its bearer gate, its 400 for refused fields and its OpenAPI document.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../../../db/client.ts';

@@ -1,7 +1,7 @@
 // The admin API's outbox messages: list them (filters, id search, cursor paging, counts by status on
 // the first page, and why a pending one waits), show one with its row for every destination, and
 // retry a dead one through the same code as the CLI's (src/ops/actions/retry.ts). Registered on the
-// admin API's own app (api.ts), so the routes share its bearer gate, its 400 for refused fields and
+// admin API's own app (../api.ts), so the routes share its bearer gate, its 400 for refused fields and
 // its OpenAPI document. The schemas are schema.ts.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Database, DatabaseEnv } from '../../../db/client.ts';

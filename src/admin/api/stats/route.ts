@@ -1,5 +1,5 @@
 // The admin API's counts by status: GET /admin/api/stats, events and outbox messages by status and
-// the oldest backlog's ages (src/ops/reads/events.ts). Registered on the admin API's own app (api.ts),
+// the oldest backlog's ages (src/ops/reads/events.ts). Registered on the admin API's own app (../api.ts),
 // so it shares its bearer gate and its OpenAPI document. The schema is schema.ts.
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { DatabaseEnv } from '../../../db/client.ts';
