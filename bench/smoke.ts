@@ -89,7 +89,12 @@ const steps: Step[] = [
     env: { ...intakeEnv, BENCH_PACED_EVENTS: '100', WORKER_INTERVAL_MS: '50' },
     result: 'intake-async',
   },
-  { name: 'storm', script: 'bench/storm.ts', env: { STORM_IDS: '20', STORM_REPEATS: '5' }, result: 'storm' },
+  {
+    name: 'storm',
+    script: 'bench/storm.ts',
+    env: { STORM_IDS: '20', STORM_REPEATS: '5', STORM_REPLAY_SECONDS: '1', STORM_REPLAY_EVENTS: '100' },
+    result: 'storm',
+  },
   {
     name: 'reconnect',
     script: 'bench/reconnect-flood.ts',
