@@ -157,7 +157,12 @@ async function main(): Promise<boolean> {
             },
             { label: 'genuine answered 200', value: `${replay.replay.answered200} / ${replay.replay.sent}` },
             { label: 'genuine with a log row', value: `${replay.genuineLogged} / ${replay.replay.sent}` },
-            { label: 'replays answered 200', value: `${replay.replays.answered200} / ${replay.replays.sent}` },
+            {
+              label: 'replays answered',
+              value: Object.entries(replay.replays.statuses)
+                .map(([status, count]) => `${count} x ${status}`)
+                .join(', '),
+            },
             { label: 'replay p50 (ms)', value: replay.replays.p50Ms },
             {
               label: 'log during replay',
@@ -166,6 +171,7 @@ async function main(): Promise<boolean> {
           ],
         )}\n`,
       );
+      console.log(`log lines of the replay phase by message: ${JSON.stringify(replay.logMessages)}`);
     }
     const file = writeResult('storm', startedAt, {
       ...runContext(),

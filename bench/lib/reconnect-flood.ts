@@ -1,7 +1,10 @@
 // A reconnect flood: sockets from one loopback address (127.0.0.2) that send half a request's
 // headers and reconnect a few milliseconds after each close, the attack connection shedding must
-// survive. Shared by `npm run bench:reconnect` and test/connection-shedding-reconnect.test.ts.
+// survive. Shared by `npm run bench:reconnect` and test/connection-shedding-reconnect.test.ts; the
+// bench may spread it over processes of its own (FLOOD_PROCESSES) to reach a higher rate.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 
 /** The flood's address; genuine senders connect from 127.0.0.1. Linux routes all of 127/8 to loopback. */
 export const FLOODING_ADDRESS = '127.0.0.2';
@@ -31,6 +34,66 @@ export function startReconnectFlood(options: { port: number; sockets: number; re
       const closing = [...open].map((socket) => new Promise((resolve) => socket.once('close', resolve)));
       for (const socket of open) socket.destroy();
       await Promise.all(closing);
+    },
+  };
+}
+
+/** This module run as a flood process of its own (`startFloodProcesses`): the flood the parent asked for, counted on request. */
+const FLOOD_CHILD = '--flood-child';
+
+if (process.argv.includes(FLOOD_CHILD) && process.send !== undefined) {
+  const attack = startReconnectFlood({
+    port: Number(process.env.FLOOD_PORT),
+    sockets: Number(process.env.FLOOD_CHILD_SOCKETS),
+    reconnectMs: Number(process.env.FLOOD_RECONNECT_MS),
+  });
+  process.on('message', (message) => {
+    if (message === 'stop') void attack.stop().then(() => process.exit(0));
+    else process.send?.({ opened: attack.opened() });
+  });
+}
+
+/**
+ * The flood spread over `processes` processes (one event loop opens only so many connections a
+ * second; several push the rate at which the service stops coping). `opened` sums their counts.
+ */
+export function startFloodProcesses(options: {
+  port: number;
+  sockets: number;
+  reconnectMs: number;
+  processes: number;
+}) {
+  const children = Array.from({ length: options.processes }, (_, index) => {
+    const share =
+      Math.floor(options.sockets / options.processes) + (index < options.sockets % options.processes ? 1 : 0);
+    return spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), FLOOD_CHILD], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: {
+        ...process.env,
+        FLOOD_PORT: String(options.port),
+        FLOOD_CHILD_SOCKETS: String(share),
+        FLOOD_RECONNECT_MS: String(options.reconnectMs),
+      },
+    });
+  });
+  const ask = (child: ChildProcess) =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message) => resolve((message as { opened: number }).opened));
+      child.send('count');
+    });
+  return {
+    opened: async () => (await Promise.all(children.map(ask))).reduce((sum, count) => sum + count, 0),
+    stop: async () => {
+      await Promise.all(
+        children.map(
+          (child) =>
+            new Promise((resolve) => {
+              if (child.exitCode !== null) return resolve(undefined);
+              child.once('exit', resolve);
+              child.send('stop');
+            }),
+        ),
+      );
     },
   };
 }

@@ -36,7 +36,9 @@ export interface ReplayFloodFigures {
   seconds: number;
   quiet: { sent: number; answered200: number; p50Ms: number; p99Ms: number };
   replay: { sent: number; answered200: number; p50Ms: number; p99Ms: number };
-  replays: { sent: number; answered200: number; p50Ms: number };
+  replays: { sent: number; answered200: number; p50Ms: number; statuses: Record<string, number> };
+  /** The service's log lines of the replay phase, by message, the most frequent first (at most ten). */
+  logMessages: Record<string, number>;
   p50Ratio: number;
   p99Ratio: number;
   /** Genuine deliveries of the replay phase with a delivery-log row. */
@@ -47,6 +49,22 @@ export interface ReplayFloodFigures {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function countBy(values: readonly (string | number)[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[String(value)] = (counts[String(value)] ?? 0) + 1;
+  return counts;
+}
+
+/** A JSON log line's `msg` (with its `step` for a maintenance step's line). */
+function messageOf(line: string): string {
+  try {
+    const parsed = JSON.parse(line) as { msg?: unknown; step?: unknown };
+    return [parsed.msg, parsed.step].filter((part) => typeof part === 'string').join(': ');
+  } catch {
+    return '(not JSON)';
+  }
+}
 
 /** One LINE delivery of `events` events, signed as LINE signs (the body's HMAC, no time). */
 function capturedLineDelivery(events: number): PreparedRequest {
@@ -146,8 +164,6 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     ]);
     const lastUnderReplay = index;
     const written = readFileSync(stdoutFile).subarray(logBefore);
-    // The delivery log is written every DELIVERY_LOG_FLUSH_MS (250): a second is past its bound.
-    await pause(1500);
     const sql = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
     let logged = 0;
     try {
@@ -155,10 +171,17 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
         { length: lastUnderReplay - firstUnderReplay },
         (_, offset) => `evt_${runId}_${firstUnderReplay + offset}`,
       );
-      const [row] = await sql<{ logged: number }[]>`
-        select count(distinct event_id)::int as logged from webhook_deliveries
-        where provider = 'acme' and event_id = any(${ids})`;
-      logged = row?.logged ?? 0;
+      // The delivery log is written every DELIVERY_LOG_FLUSH_MS (250); a loaded machine may lag, so
+      // the rows are counted until all are there or the count has not moved for five seconds.
+      let stillSince = performance.now();
+      while (logged < ids.length && performance.now() - stillSince < 5_000) {
+        const [row] = await sql<{ logged: number }[]>`
+          select count(distinct event_id)::int as logged from webhook_deliveries
+          where provider = 'acme' and event_id = any(${ids})`;
+        if ((row?.logged ?? 0) > logged) stillSince = performance.now();
+        logged = row?.logged ?? 0;
+        if (logged < ids.length) await pause(250);
+      }
     } finally {
       await sql.end({ timeout: 5 });
     }
@@ -171,11 +194,21 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
       seconds: options.seconds,
       quiet,
       replay,
-      replays: { sent: replaySummary.sent, answered200: replaySummary.answered200, p50Ms: replaySummary.p50Ms },
+      replays: {
+        sent: replaySummary.sent,
+        answered200: replaySummary.answered200,
+        p50Ms: replaySummary.p50Ms,
+        statuses: countBy(replays.map((answer) => answer.status)),
+      },
       p50Ratio: round(replay.p50Ms / Math.max(0.01, quiet.p50Ms)),
       p99Ratio: round(replay.p99Ms / Math.max(0.01, quiet.p99Ms)),
       genuineLogged: logged,
       logLinesDuringReplay: written.toString('utf8').split('\n').filter(Boolean).length,
+      logMessages: Object.fromEntries(
+        Object.entries(countBy(written.toString('utf8').split('\n').filter(Boolean).map(messageOf)))
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 10),
+      ),
       logBytesDuringReplay: written.length,
     };
   } finally {
