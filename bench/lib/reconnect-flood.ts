@@ -10,23 +10,38 @@ import { fileURLToPath } from 'node:url';
 export const FLOODING_ADDRESS = '127.0.0.2';
 export const GENUINE_ADDRESS = '127.0.0.1';
 
-export function startReconnectFlood(options: { port: number; sockets: number; reconnectMs: number }) {
+/**
+ * The flood's address for its `index`-th socket: FLOODING_ADDRESS when it comes from one address,
+ * else one of `addresses` in 127.0.2.1–127.0.2.254 (a flood spread so that no address holds more
+ * than a genuine sender).
+ */
+export function floodAddress(index: number, addresses: number): string {
+  return addresses <= 1 ? FLOODING_ADDRESS : `127.0.2.${(index % Math.min(254, addresses)) + 1}`;
+}
+
+export function startReconnectFlood(options: {
+  port: number;
+  sockets: number;
+  reconnectMs: number;
+  addresses?: number;
+}) {
   let stopped = false;
   let opened = 0;
   const open = new Set<Socket>();
-  const start = () => {
+  const start = (index: number) => {
     if (stopped) return;
-    const socket = connect({ host: GENUINE_ADDRESS, port: options.port, localAddress: FLOODING_ADDRESS });
+    const localAddress = floodAddress(index, options.addresses ?? 1);
+    const socket = connect({ host: GENUINE_ADDRESS, port: options.port, localAddress });
     opened += 1;
     open.add(socket);
     socket.on('error', () => {});
     socket.once('connect', () => socket.write('POST /webhooks/acme HTTP/1.1\r\nhost: x\r\n'));
     socket.once('close', () => {
       open.delete(socket);
-      setTimeout(start, options.reconnectMs);
+      setTimeout(() => start(index), options.reconnectMs);
     });
   };
-  for (let index = 0; index < options.sockets; index += 1) start();
+  for (let index = 0; index < options.sockets; index += 1) start(index);
   return {
     opened: () => opened,
     stop: async () => {
@@ -46,6 +61,7 @@ if (process.argv.includes(FLOOD_CHILD) && process.send !== undefined) {
     port: Number(process.env.FLOOD_PORT),
     sockets: Number(process.env.FLOOD_CHILD_SOCKETS),
     reconnectMs: Number(process.env.FLOOD_RECONNECT_MS),
+    addresses: Number(process.env.FLOOD_ADDRESSES ?? 1),
   });
   process.on('message', (message) => {
     if (message === 'stop') void attack.stop().then(() => process.exit(0));
