@@ -4,7 +4,9 @@
 // closed; meanwhile genuine signed deliveries come from 127.0.0.1 (Linux routes all of 127/8 to
 // loopback): GENUINE_PER_SECOND (20) on fresh connections, and KEEPALIVE_SENDERS (5) keep-alive
 // connections each sending one every KEEPALIVE_GAP_MS (1,500: idle past the shedding grace between
-// deliveries), for FLOOD_SECONDS (10). Prints the share of each kind answered 200 and the flood's
+// deliveries), for FLOOD_SECONDS (10). FLOOD_PROCESSES (0: in this process) spreads the flood over
+// that many processes of its own, for a faster flood than one event loop opens; FLOOD_ADDRESSES (1)
+// spreads its sockets over that many addresses (127.0.2.x), so none holds more than a genuine sender. Prints the share of each kind answered 200 and the flood's
 // connections per second; the target is 95% of each (a miss fails the run only with BENCH_STRICT=1).
 //
 // Environment: the variables above, BENCH_DATABASE_URL (else an embedded server).
@@ -17,7 +19,7 @@ import { signedAcmeEvent } from './lib/acme.ts';
 import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { exitWhenDone } from './lib/exit.ts';
 import type { PreparedRequest } from './lib/load.ts';
-import { FLOODING_ADDRESS, GENUINE_ADDRESS, startReconnectFlood } from './lib/reconnect-flood.ts';
+import { FLOODING_ADDRESS, GENUINE_ADDRESS, startFloodProcesses, startReconnectFlood } from './lib/reconnect-flood.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { intakeServiceEnv, type RunningService, startService } from './lib/service.ts';
 import { formatTable, round } from './lib/stats.ts';
@@ -29,6 +31,10 @@ const seconds = Number(process.env.FLOOD_SECONDS ?? 10);
 const genuinePerSecond = Number(process.env.GENUINE_PER_SECOND ?? 20);
 const keepAliveSenders = Number(process.env.KEEPALIVE_SENDERS ?? 5);
 const keepAliveGapMs = Number(process.env.KEEPALIVE_GAP_MS ?? 1500);
+/** 0: the flood runs in this process; more: spread over that many processes of its own, for a higher rate. */
+const floodProcesses = Number(process.env.FLOOD_PROCESSES ?? 0);
+/** 1: every flood socket from 127.0.0.2; more: spread over that many addresses (at most 254), the attack the address rule cannot tell apart. */
+const floodAddresses = Number(process.env.FLOOD_ADDRESSES ?? 1);
 const TARGET_SHARE = 0.95;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -77,10 +83,13 @@ async function main(): Promise<boolean> {
     let index = 0;
     const next = () => signedAcmeEvent({ secret, runId, index: index++, nowSeconds: Math.floor(Date.now() / 1000) });
 
-    const attack = startReconnectFlood({ port, sockets: floodSockets, reconnectMs });
+    const attack =
+      floodProcesses > 0
+        ? startFloodProcesses({ port, sockets: floodSockets, reconnectMs, processes: floodProcesses })
+        : startReconnectFlood({ port, sockets: floodSockets, reconnectMs, addresses: floodAddresses });
     // The pool fills first: the genuine senders meet it full.
-    await pause(1000);
-    const openedBefore = attack.opened();
+    await pause(floodProcesses > 0 ? 3000 : 1000);
+    const openedBefore = await attack.opened();
     const floodStarted = performance.now();
     const endsAt = floodStarted + seconds * 1000;
     const fresh: Promise<boolean>[] = [];
@@ -107,12 +116,14 @@ async function main(): Promise<boolean> {
     const freshAnswers = await Promise.all(fresh);
     const keepAliveAnswers = (await Promise.all(keepAlive)).flat();
     const floodSeconds = (performance.now() - floodStarted) / 1000;
-    const floodConnectionsPerSecond = (attack.opened() - openedBefore) / floodSeconds;
+    const floodConnectionsPerSecond = ((await attack.opened()) - openedBefore) / floodSeconds;
     await attack.stop();
 
     const share = (answers: readonly boolean[]) => answers.filter(Boolean).length / Math.max(1, answers.length);
     const figures = {
       floodSockets,
+      floodProcesses,
+      floodAddresses,
       reconnectMs,
       seconds,
       floodConnectionsPerSecond: round(floodConnectionsPerSecond, 0),
@@ -128,7 +139,7 @@ async function main(): Promise<boolean> {
     if (freshAnswers.length === 0) failures.push('no genuine delivery was sent');
     console.log(
       `\n${formatTable(
-        `${floodSockets} sockets from ${FLOODING_ADDRESS} reconnecting ${reconnectMs} ms after each close, ${seconds} s`,
+        `${floodSockets} sockets from ${floodAddresses <= 1 ? FLOODING_ADDRESS : `${floodAddresses} addresses`} reconnecting ${reconnectMs} ms after each close, ${seconds} s`,
         [
           { label: 'flood connections/s', value: figures.floodConnectionsPerSecond },
           {

@@ -2,7 +2,7 @@
 // completes (exits 0 and writes its result), not how fast anything is: a benchmark that has rotted
 // shows up here in a minute rather than on the day someone needs its figures. Runs, in order:
 // intake.ts (sync, under --cpu-prof), profile-summary.ts (on that profile), intake.ts --mode async
-// (intake-async.ts), ledger.ts (sync and async), storm.ts, reconnect-flood.ts, floor.ts, outbox.ts (HTTP sink and the NATS, RabbitMQ and Redis
+// (intake-async.ts), ledger.ts (sync and async), storm.ts, reconnect-flood.ts, rate-limited-target.ts, floor.ts, outbox.ts (HTTP sink and the NATS, RabbitMQ and Redis
 // brokers), verify.ts, bundle.ts, startup.ts, batches.ts, scale.ts (a 3,000-event fill, kept for
 // the next two), intake-io.ts and overview-profile.tsx (on that fill, dropped afterwards), cli.ts, and ab.ts
 // against HEAD without the guide's handler (SMOKE_AB_SEED=1 includes it; its first run installs
@@ -89,7 +89,12 @@ const steps: Step[] = [
     env: { ...intakeEnv, BENCH_PACED_EVENTS: '100', WORKER_INTERVAL_MS: '50' },
     result: 'intake-async',
   },
-  { name: 'storm', script: 'bench/storm.ts', env: { STORM_IDS: '20', STORM_REPEATS: '5' }, result: 'storm' },
+  {
+    name: 'storm',
+    script: 'bench/storm.ts',
+    env: { STORM_IDS: '20', STORM_REPEATS: '5', STORM_REPLAY_SECONDS: '1', STORM_REPLAY_EVENTS: '100' },
+    result: 'storm',
+  },
   {
     name: 'reconnect',
     script: 'bench/reconnect-flood.ts',
@@ -97,6 +102,12 @@ const steps: Step[] = [
     // 120 sockets fill it as 1,100 fill the default 1,024.
     env: { FLOOD_SOCKETS: '120', FLOOD_SECONDS: '2', KEEPALIVE_SENDERS: '1', HTTP_MAX_CONNECTIONS: '100' },
     result: 'reconnect-flood',
+  },
+  {
+    name: 'rate-limited',
+    script: 'bench/rate-limited-target.ts',
+    env: { RATE_LIMITED_SECONDS: '3', RATE_LIMITED_WARMUP: '1', RATE_LIMITED_KIND: 'window' },
+    result: 'rate-limited',
   },
   {
     name: 'floor',

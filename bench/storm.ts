@@ -1,8 +1,15 @@
 // `npm run bench:storm`: a duplicate storm against the synchronous intake. 10,000 deliveries over 500
 // event ids (each sent 20 times, shuffled) at 64 connections: events/s overall, the latency of the
 // duplicate path and of first deliveries, and a check in SQL that each id was applied exactly once.
+// Then the replay phase (bench/lib/replay-flood.ts, issue 34 item 2): one captured 1,000-event LINE
+// delivery replayed 6.4 times a second while genuine deliveries arrive 6 a second, against a service
+// with its delivery log on: genuine p50/p99 quiet and under the replay (target: within 1.5x), and
+// whether each genuine delivery kept its delivery-log row.
 //
-// Environment: STORM_IDS (500), STORM_REPEATS (20), STORM_CONCURRENCY (64), BENCH_DATABASE_URL.
+// Environment: STORM_IDS (500), STORM_REPEATS (20), STORM_CONCURRENCY (64), STORM_REPLAY_SECONDS
+// (20 each phase; 0 skips it), STORM_REPLAY_EVENTS (1000), STORM_REPLAY_PER_SECOND (6.4),
+// STORM_GENUINE_PER_SECOND (6), STORM_REPLAY_CPU_PROF (a folder: the replay's service writes a V8
+// CPU profile there), BENCH_DATABASE_URL.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,15 +21,23 @@ import { type BenchDatabase, freshDatabase } from './lib/database.ts';
 import { exitWhenDone } from './lib/exit.ts';
 import { type PreparedRequest, runLoad } from './lib/load.ts';
 import { processCpuTicks, ticksToMs } from './lib/proc.ts';
+import { measureReplayFlood, type ReplayFloodFigures } from './lib/replay-flood.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { intakeServiceEnv, type RunningService, startService } from './lib/service.ts';
 import { formatTable, percentile, round } from './lib/stats.ts';
+import { targetMark } from './lib/targets.ts';
 
 const ids = Number(process.env.STORM_IDS ?? 500);
 const repeats = Number(process.env.STORM_REPEATS ?? 20);
 const concurrency = Number(process.env.STORM_CONCURRENCY ?? 64);
 const FIRST = '{"received":true}';
 const DUPLICATE = '{"received":true,"duplicate":true}';
+const replaySeconds = Number(process.env.STORM_REPLAY_SECONDS ?? 20);
+const replayEvents = Number(process.env.STORM_REPLAY_EVENTS ?? 1000);
+const replayPerSecond = Number(process.env.STORM_REPLAY_PER_SECOND ?? 6.4);
+const genuinePerSecond = Number(process.env.STORM_GENUINE_PER_SECOND ?? 6);
+/** Genuine latency under the replay, as a multiple of quiet. */
+const REPLAY_TARGET_RATIO = 1.5;
 
 /** A fixed shuffle (a linear congruential sequence), so runs are comparable. */
 function shuffled<T>(items: T[]): T[] {
@@ -110,7 +125,61 @@ async function main(): Promise<boolean> {
         { label: 'applied once each', value: `${figures.firstDeliveries} / ${ids}`, note: 'must match' },
       ])}\n`,
     );
-    const file = writeResult('storm', startedAt, { ...runContext(), ok: failures.length === 0, failures, figures });
+    await pool.close();
+    pool = undefined;
+    await service.stop();
+    service = undefined;
+    let replay: ReplayFloodFigures | undefined;
+    if (replaySeconds > 0) {
+      replay = await measureReplayFlood({
+        databaseUrl: database.url,
+        workDir: tmp,
+        seconds: replaySeconds,
+        events: replayEvents,
+        replayPerSecond,
+        genuinePerSecond,
+        cpuProfileDir: process.env.STORM_REPLAY_CPU_PROF,
+      });
+      if (replay.genuineLogged !== replay.replay.sent) {
+        failures.push(`${replay.replay.sent - replay.genuineLogged} genuine deliveries without a delivery-log row`);
+      }
+      const met = Math.max(replay.p50Ratio, replay.p99Ratio) <= REPLAY_TARGET_RATIO;
+      console.log(
+        `\n${formatTable(
+          `one ${replay.events}-event LINE delivery replayed ${replay.replayPerSecond}/s, genuine ${replay.genuinePerSecond}/s, ${replay.seconds} s each`,
+          [
+            { label: 'genuine quiet p50 / p99 (ms)', value: `${replay.quiet.p50Ms} / ${replay.quiet.p99Ms}` },
+            { label: 'genuine under replay p50 / p99 (ms)', value: `${replay.replay.p50Ms} / ${replay.replay.p99Ms}` },
+            {
+              label: 'ratio p50 / p99',
+              value: `${replay.p50Ratio} / ${replay.p99Ratio}`,
+              note: `${targetMark(met)} (<= ${REPLAY_TARGET_RATIO})`,
+            },
+            { label: 'genuine answered 200', value: `${replay.replay.answered200} / ${replay.replay.sent}` },
+            { label: 'genuine with a log row', value: `${replay.genuineLogged} / ${replay.replay.sent}` },
+            {
+              label: 'replays answered',
+              value: Object.entries(replay.replays.statuses)
+                .map(([status, count]) => `${count} x ${status}`)
+                .join(', '),
+            },
+            { label: 'replay p50 (ms)', value: replay.replays.p50Ms },
+            {
+              label: 'log during replay',
+              value: `${replay.logLinesDuringReplay} lines, ${round(replay.logBytesDuringReplay / 1024, 1)} KiB`,
+            },
+          ],
+        )}\n`,
+      );
+      console.log(`log lines of the replay phase by message: ${JSON.stringify(replay.logMessages)}`);
+    }
+    const file = writeResult('storm', startedAt, {
+      ...runContext(),
+      ok: failures.length === 0,
+      failures,
+      figures,
+      replay,
+    });
     console.log(`written to ${file}`);
   } catch (error) {
     failures.push(error instanceof Error ? error.message : String(error));

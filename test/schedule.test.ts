@@ -62,6 +62,26 @@ describe('startSchedule', () => {
     expect(maxActive).toBe(1);
   });
 
+  it('runs again at once after a run that stopped with work left, else an interval later', async () => {
+    vi.useFakeTimers();
+    let runs = 0;
+    const running = schedule(
+      async () => {
+        runs += 1;
+        return { again: runs <= 3 };
+      },
+      { intervalMs: 5_000 },
+    );
+    await vi.advanceTimersByTimeAsync(5_010);
+    // The first run, and the three it asked for at once, without an interval between them.
+    expect(runs).toBe(4);
+    await vi.advanceTimersByTimeAsync(4_980);
+    expect(runs).toBe(4);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(runs).toBe(5);
+    await running.stop();
+  });
+
   it('logs a failed run by class and keeps going', async () => {
     let runs = 0;
     const running = schedule(

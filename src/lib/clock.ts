@@ -63,3 +63,19 @@ export function elapsedMs(startedAt: number): number {
 
 /** A timestamp column as JSON: ISO 8601, or null when unset. */
 export const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString());
+
+/** Waits `ms` (less when `signal` aborts first); injected like the clock, so tests move time instead. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** The runtime's timers: Node's and the Workers' alike. */
+export const timerSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });

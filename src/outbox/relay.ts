@@ -11,7 +11,9 @@
 // circuit breaker and an operator's pause, shared by every process through outbox_destinations, decide
 // at the start of each pass whether it claims at all. An answer counts toward the breaker only when
 // it blames the destination (unreachable, 5xx, timeout, 401/403/404/405); a message the target
-// refused (400, 422, …) dies alone, and a 429 paces the destination instead (docs/decisions/0021).
+// refused (400, 422, …) dies alone, and a 429 paces the destination instead (docs/decisions/0021):
+// the relay waits out its Retry-After, then sends at the rate the target showed it takes (pace.ts),
+// one publish at a time on that rate, waiting within the pass rather than until the next.
 // A target out of reach opens the circuit once its outage has outlived a probe, whatever the count,
 // so every process and every operator's view sees it down; every message given back meanwhile says
 // why in its last_error (docs/decisions/0027-an-unreachable-target-opens-the-circuit.md).
@@ -24,7 +26,7 @@ import { type Lease, mayStart, takeLease } from '../db/lease.ts';
 import { LAST_ERROR_MAX } from '../db/schema.ts';
 import type { BackoffPolicy } from '../lib/backoff.ts';
 import { type RandomSource, retryDelayMs } from '../lib/backoff.ts';
-import type { Clock } from '../lib/clock.ts';
+import { type Clock, type Sleep, timerSleep } from '../lib/clock.ts';
 import { errorName } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { drainOverlapped, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
@@ -40,6 +42,7 @@ import {
 } from './destination-state.ts';
 import { DEFAULT_BREAKER_COOLOFF_SECONDS, DEFAULT_BREAKER_FAILURES } from './destinations.ts';
 import { type ClaimedMessage, claimMessages, type OutcomeRow, outcomeRow, recordOutcomes } from './message-rows.ts';
+import { createPacer } from './pace.ts';
 import type { Publisher, PublishOutcome } from './publishers/publisher.ts';
 
 /** An answer that neither published the message nor failed to reach the target. */
@@ -143,6 +146,8 @@ export interface RelayDeps {
   /** That destination's publisher. */
   publisher: Publisher;
   clock: Clock;
+  /** How a pass waits for a paced destination's next start; absent: the runtime's timers. Tests move their clock. */
+  sleep?: Sleep;
   /** Makes this relay's id, written to `locked_by`. */
   newId: () => string;
   random: RandomSource;
@@ -200,12 +205,25 @@ export function createRelay(deps: RelayDeps): Relay {
   let outage: { failures: number; probeAtMs: number; sinceMs: number; error: string } | undefined;
 
   /**
-   * The target asked to be sent less (429): nothing is started before `untilMs`, and `inARow` 429s
-   * without a publish between them lengthen the backoff used when it gave no Retry-After. This
-   * process's own, like the rate limit; the rows it gives back carry the wait to every other relay.
+   * The target asked to be sent less (429): nothing is started before its wait ends, and then one
+   * publish every 1/rate seconds at the rate it showed (pace.ts). This process's own, like the rate
+   * limit; the rows it gives back carry the wait to every other relay.
    */
-  const pacing = { untilMs: 0, inARow: 0 };
-  const paced = () => clock() < pacing.untilMs;
+  const pacer = createPacer(settings.backoff, deps.random);
+  const paced = () => pacer.waiting(clock());
+  const sleep = deps.sleep ?? timerSleep;
+  /**
+   * Waits out a 429's wait that ends before `deadlineMs`, once the target's rate is known (a
+   * destination being metered is sent to again as soon as it may be, not a pass interval later);
+   * false when the wait outlasts the pass, or no rate is known yet (the pass ends, as it did).
+   */
+  async function waitForPace(deadlineMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const nowMs = clock();
+    if (!pacer.waiting(nowMs)) return true;
+    if (pacer.ratePerSecond === undefined || pacer.untilMs >= deadlineMs) return false;
+    await sleep(pacer.untilMs - nowMs, signal);
+    return !signal?.aborted && !paced();
+  }
 
   const isolation = deps.isolation ?? DEFAULT_ISOLATION;
   const bucket = isolation.ratePerSecond === undefined ? undefined : tokenBucket(isolation.ratePerSecond, clock);
@@ -257,20 +275,17 @@ export function createRelay(deps: RelayDeps): Relay {
 
   /** A 429: the destination waits until the Retry-After (else a backoff); logged when a wait begins. */
   function notePaced(error: string, retryAfterMs: number | undefined): void {
-    const nowMs = clock();
-    const waiting = nowMs < pacing.untilMs;
     // The 429s of one wave of concurrent publishes are one request to slow down, not several.
-    if (!waiting) pacing.inARow += 1;
-    const delayMs = retryDelayMs(settings.backoff, pacing.inARow, deps.random, retryAfterMs);
-    // At least a millisecond, so the rest of this wave sees the wait still ahead.
-    pacing.untilMs = Math.max(pacing.untilMs, nowMs + Math.max(1, delayMs));
-    if (waiting) return;
+    const { began, delayMs } = pacer.refused(clock(), retryAfterMs);
+    if (!began) return;
+    const rate = pacer.ratePerSecond;
     logger.warn('outbox destination asked to slow down, pacing', {
       relay: id,
       destination,
       publisher: publisher.kind,
       error,
-      delay_ms: pacing.untilMs - nowMs,
+      delay_ms: delayMs,
+      ...(rate === undefined ? {} : { rate_per_second: Math.round(rate * 100) / 100 }),
     });
   }
 
@@ -317,7 +332,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
     if (result.outcome === 'paced') {
       return outcomeRow(message.id, 'pending', {
-        available_at: at(retryAfterPass(dueBy, pacing.untilMs)),
+        available_at: at(retryAfterPass(dueBy, pacer.untilMs)),
         last_error: lastError,
       });
     }
@@ -354,8 +369,12 @@ export function createRelay(deps: RelayDeps): Relay {
     const dueBy = new Date(startedMs);
     const waiting = outage !== undefined && startedMs < outage.probeAtMs;
     if (waiting) return { ...summary, batches: 0, stoppedBy: 'unavailable', elapsedMs: 0 };
-    // Paced by a 429: nothing is sent before the target's Retry-After, like an empty token bucket.
-    if (paced()) return { ...summary, batches: 0, stoppedBy: 'drained', elapsedMs: 0 };
+    // Paced by a 429: nothing is sent before the target's Retry-After, like an empty token bucket
+    // (a metered destination's pass waits for it when it ends within the budget).
+    const passBudgetMs = options.budgetMs ?? settings.budgetMs;
+    if (!(await waitForPace(startedMs + passBudgetMs, options.signal))) {
+      return { ...summary, batches: 0, stoppedBy: 'drained', elapsedMs: clock() - startedMs };
+    }
     if (!rowEnsured) {
       await ensureDestinationRow(db, destination);
       rowEnsured = true;
@@ -420,16 +439,28 @@ export function createRelay(deps: RelayDeps): Relay {
           summary.unavailable += 1;
           return;
         }
-        if (paced()) {
-          // The target asked for a pause while this one waited: given back unstarted, due after it.
-          others.push(outcomeRow(message.id, 'pending', { available_at: at(retryAfterPass(dueBy, pacing.untilMs)) }));
+        // The target asked for a pause while this one waited: given back unstarted, due after it.
+        const givenBackPaced = () => {
+          others.push(outcomeRow(message.id, 'pending', { available_at: at(retryAfterPass(dueBy, pacer.untilMs)) }));
           summary.released += 1;
-          return;
-        }
-        if (!mayStart(lease, nowMs, settings.timeoutMs, { deadlineMs, signal: options.signal })) {
+        };
+        if (paced()) return givenBackPaced();
+        // A metered destination: this one starts at its turn, 1/rate after the one before.
+        const startMs = pacer.nextStartMs(nowMs);
+        if (!mayStart(lease, startMs, settings.timeoutMs, { deadlineMs, signal: options.signal })) {
           others.push(outcomeRow(message.id, 'pending'));
           summary.released += 1;
           return;
+        }
+        pacer.take(startMs);
+        if (startMs > nowMs) {
+          await sleep(startMs - nowMs, options.signal);
+          if (paced()) return givenBackPaced();
+          if (options.signal?.aborted) {
+            others.push(outcomeRow(message.id, 'pending'));
+            summary.released += 1;
+            return;
+          }
         }
         const span = tracer.start('outbox publish', {
           parent: message.traceparent,
@@ -463,7 +494,7 @@ export function createRelay(deps: RelayDeps): Relay {
           published.push(message.id);
           trailingFailures = 0;
           streak = 0;
-          pacing.inARow = 0;
+          pacer.published(clock());
         } else {
           if (result.outcome === 'paced') notePaced(result.error, result.retryAfterMs);
           if (result.outcome === 'rejected') rejected += 1;
@@ -509,8 +540,10 @@ export function createRelay(deps: RelayDeps): Relay {
       if (change.kind !== 'closed') circuitOpen = true;
     }
 
-    const budgetMs = options.budgetMs ?? settings.budgetMs;
-    const claimBatch = async (wanted: number, deadlineMs: number) => {
+    const budgetMs = passBudgetMs;
+    const claimBatch = async (asked: number, deadlineMs: number) => {
+      // Metered after a 429: a second's worth at a time, so nothing waits long for its turn under the lease.
+      const wanted = pacer.claimLimit(asked);
       // Rate-limited: no more than the bucket holds; an empty bucket ends the pass (drained for now).
       const limit = bucket === undefined ? wanted : Math.min(wanted, bucket.available());
       if (limit === 0) return { claimed: 0, limit: wanted, done: Promise.resolve() };
@@ -562,10 +595,17 @@ export function createRelay(deps: RelayDeps): Relay {
             signal: options.signal,
             inFlight: settings.batchesInFlight,
             // Once the target is found unreachable (or the breaker trips), no further batch is claimed this pass.
-            batch: (deadlineMs) =>
-              outage === undefined && !tripped() && !paced()
-                ? claimBatch(settings.batchSize, deadlineMs)
-                : Promise.resolve({ claimed: 0, limit: settings.batchSize, done: Promise.resolve() }),
+            batch: async (deadlineMs) => {
+              const none = { claimed: 0, limit: settings.batchSize, done: Promise.resolve() };
+              if (outage !== undefined || tripped() || !(await waitForPace(deadlineMs, options.signal))) return none;
+              // A metered destination's next turn comes after this pass: it waits out the budget (the
+              // pass then says `budget`, and the next begins at once) instead of claiming rows it
+              // would only give back.
+              const nowMs = clock();
+              if (pacer.nextStartMs(nowMs) < deadlineMs) return claimBatch(settings.batchSize, deadlineMs);
+              await sleep(deadlineMs - nowMs, options.signal);
+              return { ...none, notStarted: true as const };
+            },
           })
         : { batches: 0, stoppedBy: 'drained' as const };
 

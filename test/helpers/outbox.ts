@@ -191,6 +191,10 @@ export function buildTestRelay(
     destination: options.destination ?? 'default',
     publisher,
     clock,
+    // A paced relay's waits move this clock instead of the real one.
+    sleep: async (ms) => {
+      now += ms;
+    },
     newId: () => options.id ?? uniqueId('relay'),
     random: () => random,
     logger,

@@ -120,6 +120,9 @@ export const outboxDrain: BackgroundStep = {
   name: 'outbox_drain',
   runsIn: 'both',
   intervalMs: (config) => config.RELAY_INTERVAL_MS,
+  // A pass that spent its budget left messages due (a backlog, or a paced destination sending at its
+  // rate): the next begins at once, so a paced target is not left idle for an interval every budget.
+  againAtOnce: (fields) => fields.stopped_by === 'budget',
   prepare(parts) {
     const relay = relayFor(
       parts,

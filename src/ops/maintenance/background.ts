@@ -51,6 +51,11 @@ export interface BackgroundStep {
   prepare(parts: StepParts): StepRun;
   /** The level of a process's line for a run that went well, when it changed something worth a line. */
   lineFor?(fields: LogFields): 'info' | 'warn' | undefined;
+  /**
+   * Whether a process runs it again at once, without the interval: the run stopped with work left
+   * (its budget spent), so an idle interval would only cost throughput. Absent: never.
+   */
+  againAtOnce?(fields: LogFields): boolean;
 }
 
 /** A failure whose message we wrote ourselves, so it is safe to log as is. */

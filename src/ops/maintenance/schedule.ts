@@ -1,5 +1,6 @@
 // The background steps inside a long-running process (the Node entry): each on a timer of its own,
-// one run at a time, the next one an interval with jitter after the previous one ended, and a stop
+// one run at a time, the next one an interval with jitter after the previous one ended (at once when
+// the run says it stopped with work left), and a stop
 // that waits for the run in progress, so shutdown can close the database after it. A run logs the
 // cron's line (`maintenance step`, under the step's name) when it fails or changed something.
 import { describeError } from '../../db/errors.ts';
@@ -14,8 +15,11 @@ export interface ScheduleOptions {
   intervalMs: number;
   random: RandomSource;
   logger: Logger;
-  /** One run; `signal` aborts when the schedule stops, so a long run can end early. */
-  run(signal: AbortSignal): Promise<void>;
+  /**
+   * One run; `signal` aborts when the schedule stops, so a long run can end early. `again`: it
+   * stopped with work left, and the next starts at once rather than an interval later.
+   */
+  run(signal: AbortSignal): Promise<{ again: boolean } | undefined>;
 }
 
 export interface Schedule {
@@ -38,12 +42,16 @@ export function startSchedule(options: ScheduleOptions): Schedule {
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> = Promise.resolve();
+  let again = false;
 
   const tick = () => {
     timer = undefined;
     running = options.run(controller.signal).then(
-      () => {},
+      (outcome) => {
+        again = outcome?.again === true;
+      },
       (error: unknown) => {
+        again = false;
         // A failed run (database down, say) is retried at the next tick; the process keeps serving.
         options.logger.error('maintenance step', {
           step: options.name,
@@ -53,7 +61,8 @@ export function startSchedule(options: ScheduleOptions): Schedule {
       },
     );
     void running.then(() => {
-      if (!controller.signal.aborted) timer = setTimeout(tick, jittered(options.intervalMs, options.random));
+      if (controller.signal.aborted) return;
+      timer = setTimeout(tick, again ? 0 : jittered(options.intervalMs, options.random));
     });
   };
   timer = setTimeout(tick, jittered(options.intervalMs, options.random));
@@ -84,14 +93,17 @@ export function scheduleSteps(
       run: async (signal) => {
         const started = performance.now();
         const fields = await run({ budgetMs: step.processBudgetMs, signal });
+        const again = fields !== undefined && step.againAtOnce?.(fields) === true;
         const level = fields === undefined ? undefined : step.lineFor?.(fields);
-        if (level === undefined) return;
-        options.logger[level]('maintenance step', {
-          step: step.name,
-          outcome: 'ok',
-          duration_ms: elapsedMs(started),
-          ...fields,
-        });
+        if (level !== undefined) {
+          options.logger[level]('maintenance step', {
+            step: step.name,
+            outcome: 'ok',
+            duration_ms: elapsedMs(started),
+            ...fields,
+          });
+        }
+        return { again };
       },
     });
     return [schedule];

@@ -1,0 +1,90 @@
+// The pace a 429 sets (issue 34 item 1, src/outbox/pace.ts): a target that takes 20 messages a
+// second and answers the rest 429 with `Retry-After: 1` receives at least 18 a second from a backlog,
+// and is seldom asked again. Real HTTP sink and PostgreSQL; time is the relay's clock, moved by its
+// own waits and by the test between passes (the schedule's 0.8–1.2 s, at once after a pass that spent
+// its budget), so the figure does not depend on the machine.
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from './helpers/database.ts';
+import { buildTestRelay, insertMessages } from './helpers/outbox.ts';
+import { startSink } from './helpers/sink.ts';
+
+const { sql, db } = await useTestDatabase();
+const sink = await startSink();
+
+afterEach(async () => {
+  sink.respond(() => ({ status: 200, body: '{}' }));
+  await sql`delete from outbox_messages`;
+  await sql`delete from outbox_destinations`;
+});
+
+const LIMIT = 20;
+const WARMUP_MS = 5_000;
+const MEASURED_MS = 30_000;
+
+/** Whether the limiter takes a request at `nowMs`: a fixed window of a second, or a bucket of a second's worth. */
+type Limiter = (nowMs: number) => boolean;
+
+function fixedWindow(): Limiter {
+  let second = Number.NaN;
+  let count = 0;
+  return (nowMs) => {
+    const current = Math.floor(nowMs / 1000);
+    if (current !== second) {
+      second = current;
+      count = 0;
+    }
+    count += 1;
+    return count <= LIMIT;
+  };
+}
+
+function tokenBucket(): Limiter {
+  let tokens = LIMIT;
+  let filledAt: number | undefined;
+  return (nowMs) => {
+    tokens = Math.min(LIMIT, tokens + ((nowMs - (filledAt ?? nowMs)) / 1000) * LIMIT);
+    filledAt = nowMs;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+}
+
+describe('a target that rate-limits at 20/s with 429 + Retry-After: 1', () => {
+  it.each([
+    ['a fixed one-second window', fixedWindow],
+    ['a token bucket', tokenBucket],
+  ])('(%s) receives at least 18 messages a second over 30 s, with few 429s', async (_kind, limiter) => {
+    await insertMessages(sql, LIMIT * 50);
+    // One publish at a time, so each starts at the relay's clock as its waits set it.
+    const relay = buildTestRelay(db, { target: sink.url, settings: { concurrency: 1 } });
+    const takes = limiter();
+    const taken: number[] = [];
+    const refused: number[] = [];
+    sink.respond(() => {
+      const nowMs = relay.now();
+      if (!takes(nowMs)) {
+        refused.push(nowMs);
+        return { status: 429, headers: { 'retry-after': '1' } };
+      }
+      taken.push(nowMs);
+      return { status: 200, body: '{}' };
+    });
+    const from = relay.now() + WARMUP_MS;
+    const until = from + MEASURED_MS;
+    // The schedule's intervals (±20% around a second), in a fixed order.
+    const intervals = [800, 1200, 900, 1100, 1000];
+    for (let pass = 0; relay.now() < until; pass++) {
+      const summary = await relay.relay.drain();
+      relay.advance(summary.stoppedBy === 'budget' ? 0 : (intervals[pass % intervals.length] ?? 1000));
+    }
+    const within = (times: readonly number[]) => times.filter((at) => at >= from && at < until).length;
+    expect(within(taken) / (MEASURED_MS / 1000)).toBeGreaterThanOrEqual(18);
+    expect(within(refused)).toBeLessThanOrEqual(2);
+    // Never faster than the target allows, on average.
+    expect(within(taken) / (MEASURED_MS / 1000)).toBeLessThanOrEqual(LIMIT);
+    expect(relay.logs.filter((line) => line.includes('"outbox destination asked to slow down, pacing"')).length).toBe(
+      1,
+    );
+  });
+});
