@@ -137,6 +137,13 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
 
 const DUPLICATE: Committed = { outcome: 'duplicate' };
 
+/**
+ * The answers after which a copy of the delivery is answered from memory: every event applied,
+ * ignored or already there (a `queued` or `parked` answer ranks first, deliveryOutcome, so none of
+ * these has an event left waiting).
+ */
+const FINISHED: ReadonlySet<Answered> = new Set<Answered>(['completed', 'ignored', 'duplicate']);
+
 /** The delivery's server span, named for its route (the provider is an attribute once known: bounded by the registry). */
 const DELIVERY_SPAN = 'POST /webhooks/:provider';
 
@@ -447,8 +454,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const stored = planned.map(({ event }, index): AnsweredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
       const outcome = deliveryOutcome(stored.map((result) => result.outcome));
       report.stored(stored, outcome);
-      // Answered in full (a failed event or a 503 threw before here): a copy of it is answered from memory.
-      if (authenticated.fingerprint !== undefined) answeredDeliveries?.add(authenticated.fingerprint);
+      // Answered in full (a failed event or a 503 threw before here) and finished: a copy of it is
+      // answered from memory. Not a delivery that left an event waiting (queued for the worker, or
+      // parked): the worker may yet fail it, and the sender's redelivery must then take it back.
+      if (authenticated.fingerprint !== undefined && FINISHED.has(outcome)) {
+        answeredDeliveries?.add(authenticated.fingerprint);
+      }
       return answer(c, outcome);
     } finally {
       deps.intakeLoad?.leave();
