@@ -67,6 +67,7 @@ try {
         METRICS_TOKEN: undefined,
         PROCESSING_MODE: 'sync',
         INBOX_MAX_BACKLOG: 10_000,
+        EVENT_RETENTION_DAYS: 30,
       },
     });
   const apps = { ignored: appWith({}), handled: appWith(handled) };

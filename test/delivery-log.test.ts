@@ -14,7 +14,7 @@ import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { enableSenders } from '../src/providers/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
-import { buildTestApp, type TestApp } from './helpers/app.ts';
+import { buildTestApp as buildApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -32,6 +32,13 @@ const loggedRow = (row: {
 }) => ({ status_code: 200, duration_ms: expect.any(Number), ...row });
 
 const { sql, db, url } = await useTestDatabase();
+
+/**
+ * Apps that remember no delivery answered in full: these tests send byte-identical copies to see how
+ * the log records duplicates, and the intake would otherwise answer a copy from memory without a
+ * record (docs/admin.md; test/repeated-deliveries.test.ts covers that).
+ */
+const buildTestApp: typeof buildApp = (db, overrides = {}) => buildApp(db, { answeredDeliveries: false, ...overrides });
 const TOKEN = 'delivery-log-token-for-tests-0123456789';
 const DAY_MS = 86_400_000;
 

@@ -62,6 +62,8 @@ async function harness(
     handlers,
     groupCommit: { maxBatch: 64, lanes: 1, onBatch: (size) => batchSizes.push(size) },
     config: { HANDLER_DEADLINE_MS: options.deadlineMs ?? 10_000 },
+    // Byte-identical copies must reach the committer here, not be answered from memory.
+    answeredDeliveries: false,
     beforeStore: async () => {
       count += 1;
       for (const waiter of waiters) if (count >= waiter.count) waiter.resolve();

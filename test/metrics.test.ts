@@ -6,7 +6,7 @@ import { defaultHandlers, defineHandler } from '../src/domain/handlers.ts';
 import { processMetrics } from '../src/entry/setup/process-metrics.ts';
 import { DomainRejection } from '../src/lib/errors.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
-import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
+import { acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
@@ -29,6 +29,10 @@ describe('GET /metrics', () => {
     const test = await buildTestApp(db);
     const applied = acmeEvent();
     await deliver(test, applied);
+    // The sender's retry, signed anew: a duplicate of its one event.
+    const retry = JSON.stringify(applied);
+    await deliver(test, applied, await signedHeaders(retry, { timestamp: Math.floor(TEST_NOW_MS / 1000) - 1 }));
+    // A byte-identical copy of a delivery answered in full: answered from memory, counted per sender.
     await deliver(test, applied);
     await deliver(test, acmeEvent({ type: `customer.${'x'.repeat(40)}` }));
     await deliver(test, acmeEvent({ api_version: '2099-01-01' }));
@@ -44,6 +48,7 @@ describe('GET /metrics', () => {
       sample(text, `webhook_events_total{provider="acme",event_type="${eventType}",outcome="${outcome}"}`);
     expect(events('subscription.updated', 'accepted')).toBe(1);
     expect(events('subscription.updated', 'duplicate')).toBe(1);
+    expect(sample(text, 'webhook_repeated_deliveries_total{provider="acme"}')).toBe(1);
     expect(events('other', 'ignored')).toBe(1);
     expect(events('subscription.updated', 'parked')).toBe(1);
     expect(sample(text, 'webhook_rejections_total{provider="acme",reason="unauthorized"}')).toBe(1);

@@ -182,6 +182,22 @@ export class DeliveryReport {
     });
   }
 
+  /**
+   * A copy of a delivery answered in full a short while ago (the sender's verify said `repeated`):
+   * counted per sender, one sampled line, and no delivery-log record. Its events were logged when the
+   * delivery was answered; a captured copy sent at any rate must not spend the log's spool.
+   */
+  repeated(): void {
+    const provider = this.#provider;
+    if (provider === undefined) return;
+    this.deps.metrics.countRepeatedDelivery(provider);
+    logSampled(this.deps, 'info', 'repeated delivery answered as a duplicate', {
+      ...this.#fields,
+      outcome: 'repeated',
+      duration_ms: elapsedMs(this.#started),
+    });
+  }
+
   /** The event counted under its own type and what became of it. */
   #count({ event, outcome, attempt }: AnsweredEvent): void {
     const { metrics } = this.deps;

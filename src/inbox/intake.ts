@@ -13,6 +13,7 @@ import { LogSampler } from '../lib/log-sampler.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { storableTime } from '../lib/occurrence.ts';
+import { RecentKeys } from '../lib/recent-keys.ts';
 import { rejectionReasonOf } from '../lib/rejection-reasons.ts';
 import { printableLine } from '../lib/text.ts';
 import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
@@ -40,7 +41,12 @@ import { refusedEventRecords, rejectionOf } from './rejections.ts';
 export interface IntakeDeps {
   config: Pick<
     Config,
-    'HANDLER_DEADLINE_MS' | 'MAX_BODY_BYTES' | 'WEBHOOK_TOLERANCE_SECONDS' | 'PROCESSING_MODE' | 'INBOX_MAX_BACKLOG'
+    | 'HANDLER_DEADLINE_MS'
+    | 'MAX_BODY_BYTES'
+    | 'WEBHOOK_TOLERANCE_SECONDS'
+    | 'PROCESSING_MODE'
+    | 'INBOX_MAX_BACKLOG'
+    | 'EVENT_RETENTION_DAYS'
   >;
   enabledSenders: ReadonlyMap<string, EnabledSender>;
   handlers: HandlerMap;
@@ -68,7 +74,21 @@ export interface IntakeDeps {
   deliveryLog?: DeliveryLog;
   /** Spans for each delivery (src/lib/tracing.ts); absent: `noTracing`. */
   tracer?: Tracer;
+  /**
+   * How many deliveries answered in full are remembered, and for how long, so that a copy is answered
+   * before its body is read again (ANSWERED_DELIVERIES); `false`: none is.
+   */
+  answeredDeliveries?: { capacity: number; ttlMs: number } | false;
 }
+
+/**
+ * Deliveries answered in full that are remembered by default: a few thousand, for five minutes, and
+ * never longer than EVENT_RETENTION_DAYS (0, allowed outside production, remembers none). Retention
+ * deletes only rows older than that, so a remembered delivery's rows are still there while a copy
+ * is answered from memory (docs/security.md).
+ */
+export const ANSWERED_DELIVERIES = { capacity: 4096, ttlMs: 5 * 60_000 } as const;
+const DAY_MS = 86_400_000;
 
 type IntakeEnv = {
   Bindings: DatabaseEnv['Bindings'];
@@ -116,6 +136,13 @@ function streamedBodyLimit(maxSize: number): MiddlewareHandler {
 }
 
 const DUPLICATE: Committed = { outcome: 'duplicate' };
+
+/**
+ * The answers after which a copy of the delivery is answered from memory: every event applied,
+ * ignored or already there (a `queued` or `parked` answer ranks first, deliveryOutcome, so none of
+ * these has an event left waiting).
+ */
+const FINISHED: ReadonlySet<Answered> = new Set<Answered>(['completed', 'ignored', 'duplicate']);
 
 /** The delivery's server span, named for its route (the provider is an attribute once known: bounded by the registry). */
 const DELIVERY_SPAN = 'POST /webhooks/:provider';
@@ -193,6 +220,11 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
   // Async mode only: events the worker must apply are stored as `received`, behind the backlog gate.
   const backlog = config.PROCESSING_MODE === 'async' ? backlogGate(config.INBOX_MAX_BACKLOG, deps.clock) : undefined;
   const pauses = senderPauseGate(deps.clock);
+  const remembered = deps.answeredDeliveries ?? ANSWERED_DELIVERIES;
+  const ttlMs = remembered === false ? 0 : Math.min(remembered.ttlMs, config.EVENT_RETENTION_DAYS * DAY_MS);
+  const answeredDeliveries =
+    remembered === false || ttlMs === 0 ? undefined : new RecentKeys(remembered.capacity, ttlMs, deps.clock);
+  const answered = answeredDeliveries === undefined ? undefined : (key: string) => answeredDeliveries.has(key);
   const tracer = deps.tracer ?? noTracing;
   const reporting = {
     logger: deps.logger,
@@ -267,11 +299,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const verified = await sender.verify(delivery, keys, {
         nowSeconds: Math.floor(deps.clock() / 1000),
         toleranceSeconds: config.WEBHOOK_TOLERANCE_SECONDS,
+        ...(answered === undefined ? {} : { answered }),
       });
       span.setAttributes({ 'webhook.verification': verified.outcome });
       return verified;
     });
-    if (verification.outcome === 'respond') return verification;
+    if (verification.outcome === 'respond' || verification.outcome === 'repeated') return verification;
     if (verification.outcome === 'unauthorized') report.refusedBecause(verification.reason);
     if (verification.outcome === 'invalid_payload') {
       throw new AppError('invalid_payload', { why: { field: verification.field } });
@@ -301,7 +334,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     );
     // The delivery span's trace (the sender's when it sent one): log lines and spans share it.
     report.carries(events, traceIdOf(c.get('span').traceparent ?? c.req.header('traceparent'), deps.newId));
-    return { outcome: 'verified' as const, events, batch, refused };
+    return { outcome: 'verified' as const, events, batch, refused, fingerprint: verification.fingerprint };
   }
 
   /**
@@ -402,6 +435,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
         if (authenticated.status === 204) return c.body(null, 204);
         return c.body(authenticated.body, 200, { 'content-type': 'application/json' });
       }
+      if (authenticated.outcome === 'repeated') {
+        // Answered as a delivery whose every event is a duplicate is: its events were stored (or set
+        // aside) when it was answered in full, which is all that puts it in the memory.
+        report.repeated();
+        return answer(c, 'duplicate');
+      }
       // Every event's handler schema before any database work: an invalid event refuses a delivery of
       // its own; a batch's is set aside with those the cut refused, and its batch-mates go on.
       const events = distinct(authenticated.events);
@@ -415,6 +454,12 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       const stored = planned.map(({ event }, index): AnsweredEvent => ({ event, ...(results[index] ?? DUPLICATE) }));
       const outcome = deliveryOutcome(stored.map((result) => result.outcome));
       report.stored(stored, outcome);
+      // Answered in full (a failed event or a 503 threw before here) and finished: a copy of it is
+      // answered from memory. Not a delivery that left an event waiting (queued for the worker, or
+      // parked): the worker may yet fail it, and the sender's redelivery must then take it back.
+      if (authenticated.fingerprint !== undefined && FINISHED.has(outcome)) {
+        answeredDeliveries?.add(authenticated.fingerprint);
+      }
       return answer(c, outcome);
     } finally {
       deps.intakeLoad?.leave();

@@ -55,6 +55,7 @@ function labelText(labels: Readonly<Record<string, string>>): string {
 
 /** The label names of the counters written on every delivery and every publish (Metrics#labels). */
 const EVENT_LABELS = ['provider', 'event_type', 'outcome'] as const;
+const REPEATED_LABELS = ['provider'] as const;
 const OUTBOX_LABELS = ['topic', 'outcome', 'destination'] as const;
 
 /** Deliveries per intake transaction (group commit). */
@@ -122,6 +123,7 @@ export function labelBounds(
 export class Metrics {
   readonly #events = new Map<string, number>();
   readonly #rejections = new Map<string, number>();
+  readonly #repeatedDeliveries = new Map<string, number>();
   readonly #latency = new Map<string, Histogram>();
   /** All providers' latencies by minute (ms since the epoch / 60000), for the last day. */
   readonly #latencyByMinute = new Map<number, Histogram>();
@@ -178,6 +180,12 @@ export class Metrics {
   countRejection(provider: string, reason: RejectionReason): void {
     const key = labelText({ provider: this.#provider(provider), reason: rejectionClass(reason) });
     this.#rejections.set(key, (this.#rejections.get(key) ?? 0) + 1);
+  }
+
+  /** A copy of a delivery answered in full a short while ago, answered again without reading it. */
+  countRepeatedDelivery(provider: string): void {
+    const key = this.#labels(REPEATED_LABELS, this.#provider(provider));
+    this.#repeatedDeliveries.set(key, (this.#repeatedDeliveries.get(key) ?? 0) + 1);
   }
 
   observeProcessing(provider: string, seconds: number): void {
@@ -275,6 +283,15 @@ export class Metrics {
 
     family('webhook_rejections_total', 'Deliveries refused before storage, by reason class.', 'counter');
     for (const [labels, value] of this.#rejections) lines.push(`webhook_rejections_total${labels} ${value}`);
+
+    family(
+      'webhook_repeated_deliveries_total',
+      'Copies of a delivery answered in full a short while ago, answered as duplicates without being read.',
+      'counter',
+    );
+    for (const [labels, value] of this.#repeatedDeliveries) {
+      lines.push(`webhook_repeated_deliveries_total${labels} ${value}`);
+    }
 
     family('webhook_processing_duration_seconds', 'Time from request to answer for stored events.', 'histogram');
     for (const [provider, histogram] of this.#latency) {

@@ -21,6 +21,12 @@ export interface Delivery {
 export interface VerificationTime {
   nowSeconds: number;
   toleranceSeconds: number;
+  /**
+   * Whether a delivery with this fingerprint (its sender and the signature that verified it) was
+   * answered in full a short while ago: then it is answered as `repeated`, before its body is parsed.
+   * Absent: nothing is remembered.
+   */
+  answered?: (fingerprint: string) => boolean;
 }
 
 /** What a verified, validated delivery tells us. */
@@ -80,13 +86,27 @@ export type Verification =
    * or not the kind of document expected).
    */
   | { outcome: 'invalid_payload'; field?: string }
-  | { outcome: 'verified'; event: AuthenticatedEvent }
+  /**
+   * Authentic, and `fingerprint` names it: the sender and the signature that verified it, the same for
+   * every copy of this delivery and for no other. Absent where nothing signs the content (a shared token).
+   */
+  | { outcome: 'verified'; event: AuthenticatedEvent; fingerprint?: string }
   /**
    * Authentic, and carrying these events (at least one; an empty batch is answered as `respond`).
    * `refused`, present only when some are: the batch's other events, malformed or refused by the
    * sender's schema, which the well-formed ones do not depend on.
    */
-  | { outcome: 'verified_batch'; events: readonly BatchedEvent[]; refused?: readonly RefusedEvent[] }
+  | {
+      outcome: 'verified_batch';
+      events: readonly BatchedEvent[];
+      refused?: readonly RefusedEvent[];
+      fingerprint?: string;
+    }
+  /**
+   * Authentic, and a copy of a delivery answered in full a short while ago (`answered` said so): read
+   * no further, since its events were stored or set aside then.
+   */
+  | { outcome: 'repeated' }
   /**
    * Authentic, but a protocol message rather than an event (Slack's `url_verification`, Zoom's
    * `endpoint.url_validation`, Discord's ping): answered with `status` (200 when absent) and `body`

@@ -20,26 +20,37 @@ function verifyParams(key: VerifyKey): Parameters<typeof crypto.subtle.verify>[0
 }
 
 /**
- * True when any of `signatures` verifies `data` under any of `keys` of its algorithm (rotation on
- * our side, several signatures on the sender's). Every pair is tried, whatever the earlier ones
- * answered, and crypto.subtle.verify compares in constant time. A verify that throws (a key the
- * runtime cannot use that way) counts as a mismatch, never as a valid signature.
+ * The first of `signatures` (keys in order, then signatures) that verifies `data` under any of `keys`
+ * of its algorithm (rotation on our side, several signatures on the sender's), or undefined when none
+ * does. Every pair is tried, whatever the earlier ones answered, and crypto.subtle.verify compares in
+ * constant time. A verify that throws (a key the runtime cannot use that way) counts as a mismatch,
+ * never as a valid signature. The one returned is the same for every copy of a delivery, whatever
+ * invalid signatures a copy adds: it names the delivery (the described engine's fingerprint).
  */
-export async function verifyWithAnyKey(
+export async function verifiedSignature(
   keys: readonly VerifyKey[],
   signatures: readonly Signature[],
   data: Bytes,
-): Promise<boolean> {
-  let valid = false;
+): Promise<Signature | undefined> {
+  let valid: Signature | undefined;
   for (const key of keys) {
     for (const signature of signatures) {
       if (signature.algorithm !== key.algorithm.name) continue;
       try {
-        if (await crypto.subtle.verify(verifyParams(key), key, signature.bytes, data)) valid = true;
+        if (await crypto.subtle.verify(verifyParams(key), key, signature.bytes, data)) valid ??= signature;
       } catch {
         // Not valid: see above.
       }
     }
   }
   return valid;
+}
+
+/** True when any of `signatures` verifies `data` under any of `keys` (verifiedSignature). */
+export async function verifyWithAnyKey(
+  keys: readonly VerifyKey[],
+  signatures: readonly Signature[],
+  data: Bytes,
+): Promise<boolean> {
+  return (await verifiedSignature(keys, signatures, data)) !== undefined;
 }

@@ -49,6 +49,7 @@ export async function buildTestApp(
       METRICS_TOKEN: undefined,
       PROCESSING_MODE: 'sync',
       INBOX_MAX_BACKLOG: 10000,
+      EVENT_RETENTION_DAYS: 30,
       ...overrides.config,
     },
   });
