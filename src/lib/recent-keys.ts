@@ -1,7 +1,7 @@
 // A bounded memory of recent keys: each kept for a fixed time from when it was added, at most
 // `capacity` at once, the oldest forgotten first. A Map keeps insertion order, and with one time to
 // live for every key the oldest added is also the first to expire, so the Map is the whole structure
-// (docs/decisions/XXXX-replay-answered-deliveries-remembered.md: why not lru-cache or quick-lru).
+// (docs/decisions/0033-answered-deliveries-remembered.md: why not lru-cache or quick-lru).
 import type { Clock } from './clock.ts';
 
 export class RecentKeys {

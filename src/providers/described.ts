@@ -535,7 +535,7 @@ async function verify(
   // A copy of a delivery answered in full is answered before its body is read again: a sender that
   // signs no time leaves a captured delivery valid forever, and parsing, cutting and hashing a
   // 1,000-event batch at each copy spent 60-70 ms of the event loop
-  // (docs/decisions/XXXX-replay-answered-deliveries-remembered.md).
+  // (docs/decisions/0033-answered-deliveries-remembered.md).
   if (fingerprint !== undefined && time.answered?.(fingerprint) === true) return { outcome: 'repeated' };
   const read = await readDelivery(compiled, delivery, keys, time, headers, authentication);
   return fingerprint !== undefined && (read.outcome === 'verified' || read.outcome === 'verified_batch')
