@@ -256,6 +256,27 @@ describe('what a job takes and counts', () => {
     }
   });
 
+  it('takes a row that comes into its selection ahead of its position after the first batch, and grows its total: processed never passes total', async () => {
+    const topic = uniqueId('joins');
+    const base = new Date(Date.now() - 120_000);
+    const dead = await insertMessages(sql, 4, { topic, status: 'dead', createdAt: base });
+    // Older than the dead ones: ahead of the position while the job walks them newest first.
+    const [joins] = await insertMessages(sql, 1, {
+      topic,
+      status: 'pending',
+      createdAt: new Date(base.getTime() - 10_000),
+    });
+    const job = await createJob({ kind: 'retry_outbox', filter: { topic } });
+    expect(job.total).toBe(4);
+    const settings = { batchSize: 2 };
+    await runner({ settings }).run({ budgetMs: 60_000, jobId: job.id, maxBatches: 1 });
+    expect(await jobRow(job.id)).toMatchObject({ status: 'running', total: 4, processed: 2 });
+    await sql`update outbox_messages set status = 'dead' where id = ${joins ?? ''}`;
+    await runner({ settings }).run({ budgetMs: 60_000, jobId: job.id });
+    expect(await jobRow(job.id)).toMatchObject({ status: 'done', total: 5, processed: 5, failed: 0 });
+    expect((await outboxRows(sql, [...dead, joins ?? ''])).map((row) => row.status)).toEqual(Array(5).fill('pending'));
+  });
+
   it('a replay counts every event it did not apply: parked again as well as failed again', async () => {
     const prefix = uniqueId('evt_park');
     const parked = await Promise.all(

@@ -161,9 +161,11 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
       const spec = boundedSpec(storedSpec(held.kind, held.filter), held.createdAt);
       const after = positionOf(held.position);
       // The first batch follows the wait for older transactions (settled): rows they committed since
-      // the job was created are in its selection now, and are counted with the rest, so that
-      // `processed` reaches `total` and never passes it.
-      const total = after === undefined ? await countSpec(tx, spec) : held.total;
+      // the job was created are in its selection now, and are counted with the rest. A row that comes
+      // into the selection later, ahead of the position (a message that goes dead, an event that
+      // fails, after the first batch), is taken as well: `total` then grows to what was processed,
+      // so that `processed` never passes it.
+      const counted = after === undefined ? await countSpec(tx, spec) : held.total;
       const { handlers, metrics } = deps;
       const routing = deps.routing ?? DEFAULT_ROUTING;
       const batch = { tx, job: held, after, batchSize: settings.batchSize, handlers, clock, logger, metrics, routing };
@@ -174,7 +176,7 @@ export function createBulkRunner(deps: BulkRunnerDeps): BulkRunner {
         .update(job)
         .set({
           position: done.next ?? held.position,
-          total,
+          total: sql`greatest(${counted}::int, ${job.processed} + ${done.items}::int)`,
           processed: sql`${job.processed} + ${done.items}`,
           failed: sql`${job.failed} + ${done.failed}`,
           ...(finished ? { status: 'done' as const, finishedAt: sql`now()`, ...leaseCleared } : {}),
