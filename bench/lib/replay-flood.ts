@@ -3,14 +3,17 @@
 // while genuine acme deliveries arrive at GENUINE_PER_SECOND, against `npm start` with its delivery
 // log on. The same genuine traffic is timed first alone (quiet), then under the replay; prints both
 // latencies (p50, p99) and their ratios (target ≤ 1.5), whether every genuine delivery kept its
-// delivery-log row, and the log lines and bytes the service wrote meanwhile.
+// delivery-log row, and the log lines and bytes the service wrote meanwhile. The replays are sent
+// from a thread of their own, so their sending is not timed as the genuine deliveries' latency.
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { Pool } from 'undici';
 import { signedAcmeEvent } from './acme.ts';
 import { batchSenders } from './batch-senders.ts';
 import type { PreparedRequest } from './load.ts';
+import { type Answer, openLoop, pause } from './open-loop.ts';
 import { startService } from './service.ts';
 import { percentile, round } from './stats.ts';
 
@@ -48,8 +51,6 @@ export interface ReplayFloodFigures {
   logBytesDuringReplay: number;
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 function countBy(values: readonly (string | number)[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const value of values) counts[String(value)] = (counts[String(value)] ?? 0) + 1;
@@ -79,34 +80,30 @@ function capturedLineDelivery(events: number): PreparedRequest {
   };
 }
 
-/** Sends `next()` every 1/perSecond s for `seconds` without waiting for answers: each answer's status and latency. */
-async function openLoop(
-  pool: Pool,
+/**
+ * The replay flood, sent from a thread of its own (bench/lib/replay-sender.ts): writing a 420 KB copy
+ * several times a second on the thread that times the genuine deliveries would add that work to
+ * their measured latency, the service's or not.
+ */
+function replayInThread(
+  origin: string,
+  captured: PreparedRequest,
   perSecond: number,
   seconds: number,
-  next: () => PreparedRequest,
-): Promise<{ status: number; ms: number }[]> {
-  const answers: Promise<{ status: number; ms: number }>[] = [];
-  const started = performance.now();
-  for (let index = 0; index < Math.round(perSecond * seconds); index += 1) {
-    const due = started + (index * 1000) / perSecond;
-    await pause(Math.max(0, due - performance.now()));
-    const prepared = next();
-    const sentAt = performance.now();
-    answers.push(
-      pool
-        .request({ method: 'POST', path: prepared.path, headers: prepared.headers, body: prepared.body })
-        .then(async (response) => {
-          await response.body.dump();
-          return { status: response.statusCode, ms: performance.now() - sentAt };
-        })
-        .catch(() => ({ status: 0, ms: performance.now() - sentAt })),
-    );
-  }
-  return Promise.all(answers);
+): Promise<Answer[]> {
+  const sender = new Worker(new URL('./replay-sender.ts', import.meta.url), {
+    workerData: { origin, path: captured.path, headers: captured.headers, body: captured.body, perSecond, seconds },
+  });
+  return new Promise((resolve, reject) => {
+    sender.once('message', (answers: Answer[]) => resolve(answers));
+    sender.once('error', reject);
+    sender.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`the replay sender exited with ${code}`));
+    });
+  });
 }
 
-const summary = (answers: readonly { status: number; ms: number }[]) => {
+const summary = (answers: readonly Answer[]) => {
   const ok = answers.filter((answer) => answer.status === 200);
   const ms = Float64Array.from(ok.map((answer) => answer.ms));
   return {
@@ -138,14 +135,13 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
       : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] }),
   });
   const genuinePool = new Pool(service.origin, { connections: 16 });
-  const replayPool = new Pool(service.origin, { connections: 64 });
   try {
     const runId = `replay${Date.now()}`;
     let index = 0;
     const genuine = () => signedAcmeEvent({ secret, runId, index: index++, nowSeconds: Math.floor(Date.now() / 1000) });
     const captured = capturedLineDelivery(options.events);
     // The first delivery is genuine: its events are stored, and every replay is then their duplicate.
-    const first = await replayPool.request({
+    const first = await genuinePool.request({
       method: 'POST',
       path: captured.path,
       headers: captured.headers,
@@ -159,7 +155,7 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     const firstUnderReplay = index;
     const logBefore = statSync(stdoutFile).size;
     const [replays, underReplay] = await Promise.all([
-      openLoop(replayPool, options.replayPerSecond, options.seconds, () => captured),
+      replayInThread(service.origin, captured, options.replayPerSecond, options.seconds),
       openLoop(genuinePool, options.genuinePerSecond, options.seconds, genuine),
     ]);
     const lastUnderReplay = index;
@@ -213,7 +209,6 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     };
   } finally {
     await genuinePool.close();
-    await replayPool.close();
     await service.stop();
   }
 }
