@@ -119,6 +119,67 @@ describe('applyStoredEvent', () => {
     expect((await eventRow(sql, permanent.id))?.last_error).toContain('can never apply');
   });
 
+  it('hands the handler the time the event occurred, and applies an event of a sender no longer enabled', async () => {
+    const subscription = uniqueId('sub');
+    const created = 1_767_000_000;
+    const event = acmeEvent({ created, data: { id: subscription, status: 'past_due' } });
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    const withoutAcme: StoredContext = { ...context(), providersByName: new Map() };
+    const key = { provider: 'acme', eventId: event.id };
+    expect(await applyStoredEvent(withoutAcme, key, { from: replayable, onFailure: { retryAt: later } })).toEqual({
+      outcome: 'completed',
+    });
+    expect((await subscriptionRow(sql, subscription))?.updated_at.toISOString()).toBe(
+      new Date(created * 1000).toISOString(),
+    );
+  });
+
+  it('dead-letters at once an event whose payload was purged, saying so', async () => {
+    const event = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    await sql`update webhook_events set payload = null where event_id = ${event.id}`;
+    const key = { provider: 'acme', eventId: event.id };
+    const options = { from: replayable, onFailure: { retryAt: later, maxAttempts: 5 } };
+    expect(await applyStoredEvent(context(), key, options)).toMatchObject({
+      outcome: 'dead_letter',
+      lastError: expect.stringContaining('payload purged: nothing to apply'),
+    });
+  });
+
+  it('writes alongside what became of the event, and a failed write alongside rolls everything back and is thrown as it was', async () => {
+    const event = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    const key = { provider: 'acme', eventId: event.id };
+    const before = await eventRow(sql, event.id);
+    const refusal = new Error('audit table unavailable');
+    const seen: string[] = [];
+    const failing = {
+      from: replayable,
+      onFailure: { retryAt: later },
+      alongside: async (_tx: unknown, outcome: string) => {
+        seen.push(outcome);
+        throw refusal;
+      },
+    };
+    await expect(applyStoredEvent(context(), key, failing)).rejects.toBe(refusal);
+    expect(seen).toEqual(['completed']);
+    expect(await eventRow(sql, event.id)).toEqual(before);
+
+    // A handler's failure is recorded, with the write alongside in the same transaction; its failure too is thrown as it was.
+    const broken = context(failingAfterDefault('subscription.updated', 'still down'));
+    await expect(applyStoredEvent(broken, key, failing)).rejects.toBe(refusal);
+    expect(seen).toEqual(['completed', 'failed']);
+    expect(await eventRow(sql, event.id)).toEqual(before);
+    const recorded: string[] = [];
+    const audited = { ...failing, alongside: async (_tx: unknown, outcome: string) => void recorded.push(outcome) };
+    expect((await applyStoredEvent(broken, key, audited)).outcome).toBe('failed');
+    expect(recorded).toEqual(['failed']);
+    expect((await applyStoredEvent(context(), key, audited)).outcome).toBe('completed');
+    expect(recorded).toEqual(['failed', 'completed']);
+    expect((await applyStoredEvent(context(), key, audited)).outcome).toBe('skipped');
+    expect(recorded).toEqual(['failed', 'completed', 'skipped']);
+  });
+
   it('applies once when ten replays race for one failed event', async () => {
     const counter = await newCounter(sql);
     const event = acmeEvent({ type: 'counter.bump' });
