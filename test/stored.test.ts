@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
-import { DomainRejection } from '../src/lib/errors.ts';
+import { AppError, DomainRejection } from '../src/lib/errors.ts';
 import { allProviders } from '../src/providers/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -178,6 +178,53 @@ describe('applyStoredEvent', () => {
     expect(recorded).toEqual(['failed', 'completed']);
     expect((await applyStoredEvent(context(), key, audited)).outcome).toBe('skipped');
     expect(recorded).toEqual(['failed', 'completed', 'skipped']);
+  });
+
+  it('dead-letters an event the schema of its handler no longer accepts, and applies one whose sender cannot tell a parked payload', async () => {
+    const event = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    const key = { provider: 'acme', eventId: event.id };
+    const options = { from: replayable, onFailure: { retryAt: later, maxAttempts: 5 } };
+    const stricter = context({
+      acme: {
+        'subscription.updated': defineHandler({ schema: z.object({ never: z.string() }), apply: async () => {} }),
+      },
+    });
+    expect(await applyStoredEvent(stricter, key, options)).toMatchObject({
+      outcome: 'dead_letter',
+      lastError: expect.stringContaining('payload no longer matches its handler schema'),
+    });
+
+    const other = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), other);
+    const noParking: StoredContext = { ...context(), providersByName: new Map([['acme', {}]]) };
+    expect(await applyStoredEvent(noParking, { provider: 'acme', eventId: other.id }, options)).toEqual({
+      outcome: 'completed',
+    });
+  });
+
+  it('throws, recording nothing, a failure that is not the fault of the event: a 503 or a database connection lost', async () => {
+    const event = acmeEvent();
+    await storeWith(failingAfterDefault('subscription.updated', 'ledger down'), event);
+    const before = await eventRow(sql, event.id);
+    const key = { provider: 'acme', eventId: event.id };
+    const options = { from: replayable, onFailure: { retryAt: later, maxAttempts: 5 } };
+    const unavailable = new AppError('unavailable');
+    const lost = Object.assign(new Error('connection lost'), { code: 'CONNECTION_CLOSED' });
+    for (const failure of [unavailable, lost]) {
+      const throwing = context({
+        acme: {
+          'subscription.updated': defineHandler({
+            schema: z.unknown(),
+            apply: async () => {
+              throw failure;
+            },
+          }),
+        },
+      });
+      await expect(applyStoredEvent(throwing, key, options)).rejects.toBe(failure);
+      expect(await eventRow(sql, event.id)).toEqual(before);
+    }
   });
 
   it('applies once when ten replays race for one failed event', async () => {
