@@ -112,7 +112,6 @@ export function createDeliveryLog(deps: {
       });
     },
     lostReportMs: DELIVERY_LOG_LOST_REPORT_MS,
-    // Stryker disable next-line ConditionalExpression: an undefined `now` is the Spool's Date.now as well (spelt out for exactOptionalPropertyTypes)
     ...(deps.now === undefined ? {} : { now: deps.now }),
   });
 }
@@ -160,7 +159,6 @@ export function foldDelivery(into: DeliveryRecord, record: DeliveryRecord): bool
  * per event was two thirds of the log's database time, and nearly every delivery is a first store.
  */
 export async function writeDeliveries(db: Database, records: readonly DeliveryRecord[]): Promise<void> {
-  // Stryker disable next-line ConditionalExpression: an empty flush's statement folds, inserts and trims nothing; the guard saves its round trips
   if (records.length === 0) return;
   const seen = new Set<string>();
   const input = records.map((record, n) => {
@@ -219,7 +217,6 @@ export async function writeDeliveries(db: Database, records: readonly DeliveryRe
     const touched = await executePrepared<{ provider: string; event_id: string }>(tx, insert);
     // Stryker disable next-line MethodExpression: trimming a first store as well keeps it within the same bound (DELIVERY_LOG_CAP + 1, see above); leaving it out saves the trim's read
     const trimmed = touched.filter((key) => !settled.has(storedKeyString(key.provider, key.event_id)));
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: a trim of no events deletes nothing; the guard saves a round trip
     if (trimmed.length > 0) await executePrepared(tx, trimStatement(trimmed));
   });
 }
@@ -230,7 +227,7 @@ function firstStoresOnly(records: readonly DeliveryRecord[]): Set<string> {
   const other = new Set<string>();
   // Stryker disable next-line BlockStatement: finding no first store only trims every event, within the same bound (see writeDeliveries)
   for (const record of records) {
-    // Stryker disable next-line ConditionalExpression,BooleanLiteral: finding fewer first stores only trims more events, within the same bound
+    // Stryker disable next-line BooleanLiteral: finding fewer first stores only trims more events, within the same bound
     (record.firstStore === true ? first : other).add(storedKeyString(record.provider, record.eventId));
   }
   for (const key of other) first.delete(key);

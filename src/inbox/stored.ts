@@ -98,7 +98,6 @@ async function applyRow(
     provider: row.provider,
     eventId: row.event_id,
     eventType: row.event_type,
-    // Stryker disable next-line ConditionalExpression: `new Date(null)` is the epoch, which is what handlers read a null time as (handlers.ts)
     occurredAt: row.occurred_at === null ? null : new Date(row.occurred_at),
     payload,
     payloadText: row.payload,
@@ -182,7 +181,6 @@ export async function applyLockedRows(
     const row = rows[index] as LockedRow;
     applied.push({ provider: row.provider, eventId: row.event_id, ...result.value });
   }
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: marking no rows changes nothing; the guard saves a statement
   if (applied.length > 0) await markApplied(tx, applied);
   return new Map(applied.map((row) => [storedKeyString(row.provider, row.eventId), { outcome: row.status }]));
 }
