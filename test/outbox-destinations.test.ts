@@ -17,7 +17,8 @@ import { relayFor } from '../src/ops/drainers.ts';
 import { type DestinationRouting, loggingUnrouted, parseDestinations } from '../src/outbox/destinations.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
-import { closePublishers, type DestinationPublisher } from '../src/outbox/relays.ts';
+import type { DrainSummary, Relay } from '../src/outbox/relay.ts';
+import { closePublishers, type DestinationPublisher, relayOfEvery } from '../src/outbox/relays.ts';
 import { countOutboxMessagesByDestination } from '../src/outbox/stats.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -408,5 +409,67 @@ describe('configuration', () => {
     expect(() => nodeDestinationPublishers(routing, { clock: Date.now, logger, timeoutMs: 1000 })).toThrow(
       /OUTBOX_DESTINATIONS \(q\)\.url: queue: targets are Workers Queues bindings/,
     );
+  });
+});
+
+describe('relayOfEvery', () => {
+  const summary = (stoppedBy: DrainSummary['stoppedBy'], n: number): DrainSummary => ({
+    claimed: n,
+    published: 2 * n,
+    retried: 3 * n,
+    dead: 4 * n,
+    released: 5 * n,
+    unavailable: 6 * n,
+    batches: 7 * n,
+    stoppedBy,
+    elapsedMs: 10 * n,
+  });
+  const fakeRelay = (result: DrainSummary, seen: unknown[] = []): Relay => ({
+    id: uniqueId('relay'),
+    destination: uniqueId('dest'),
+    drain: async (options) => {
+      seen.push(options);
+      return result;
+    },
+  });
+
+  it('is the one relay when there is one; otherwise sums the drains, takes the longest, and tells why they stopped', async () => {
+    const only = fakeRelay(summary('drained', 1));
+    expect(relayOfEvery('all', [only])).toBe(only);
+
+    const seen: unknown[] = [];
+    const options = { budgetMs: 5 };
+    const both = relayOfEvery('all', [fakeRelay(summary('drained', 1), seen), fakeRelay(summary('budget', 2), seen)]);
+    expect(both).toMatchObject({ id: 'all', destination: '*' });
+    expect(await both.drain(options)).toEqual({ ...summary('budget', 3), elapsedMs: 20 });
+    expect(seen).toEqual([options, options]);
+
+    const stopped = async (...reasons: DrainSummary['stoppedBy'][]) =>
+      (
+        await relayOfEvery(
+          'all',
+          reasons.map((reason) => fakeRelay(summary(reason, 1))),
+        ).drain()
+      ).stoppedBy;
+    expect(await stopped('unavailable', 'unavailable')).toBe('unavailable');
+    expect(await stopped('unavailable', 'drained')).toBe('drained');
+    expect(await stopped('unavailable', 'aborted')).toBe('aborted');
+    expect(await stopped('drained', 'drained')).toBe('drained');
+  });
+
+  it('closes every publisher, one failing to close stopping none of the others', async () => {
+    const closed: string[] = [];
+    const publisher = (name: string, fails = false): DestinationPublisher =>
+      ({
+        destination: { name },
+        publisher: {
+          close: async () => {
+            closed.push(name);
+            if (fails) throw new Error('already gone');
+          },
+        },
+      }) as unknown as DestinationPublisher;
+    await closePublishers([publisher('a', true), publisher('b')]);
+    expect(closed).toEqual(['a', 'b']);
   });
 });
