@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
+import { connectDatabase } from '../src/db/client.ts';
 import { isMessageId, retryDeadMessages } from '../src/outbox/operator.ts';
 import { outboxStats } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -60,6 +61,28 @@ describe('retryDeadMessages', () => {
     });
     expect(await outboxRow(sql, dead)).toMatchObject({ status: 'dead', attempts: 10 });
     expect(await operatorActionRows(sql, dead)).toEqual([]);
+    // Beside a known message that is not dead too.
+    const [pending] = (await insertMessages(sql, 1)) as [string];
+    expect(await retryDeadMessages(db, { ids: [dead, pending, unknown], operator: 'ops', now: new Date() })).toEqual({
+      kind: 'not_found',
+      ids: [unknown],
+    });
+    expect(await outboxRow(sql, dead)).toMatchObject({ status: 'dead', attempts: 10 });
+  });
+
+  it('throws a failure of the database as it is', async () => {
+    const unreachable = connectDatabase({
+      url: 'postgres://nobody@127.0.0.1:1/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      await expect(
+        retryDeadMessages(unreachable.db, { ids: [randomUUID()], operator: 'ops', now: new Date() }),
+      ).rejects.toThrow();
+    } finally {
+      await unreachable.close();
+    }
   });
 
   it('retries the dead ones, skips the others with their status, and audits each retry with its job', async () => {
