@@ -13,6 +13,7 @@ import {
   DELIVERY_LOG_CAP,
   DELIVERY_LOG_LOST_REPORT_MS,
   type DeliveryLog,
+  type DeliveryRecord,
   deliveriesOf,
   deliveryLogDelayBoundMs,
   foldDelivery,
@@ -408,6 +409,24 @@ const foldedRows = (eventId: string, provider = 'acme') =>
   sql<FoldedRow[]>`select outcome, status_code, trace_id, delivered_at, repeats, last_delivered_at
     from webhook_deliveries where provider = ${provider} and event_id = ${eventId} order by delivered_at, trace_id`;
 
+/** A record of `eventId` delivered `second` seconds after TEST_NOW_MS, with its own trace. */
+const recordAt = (
+  eventId: string,
+  second: number,
+  outcome: DeliveryRecord['outcome'],
+  statusCode: number,
+  contentDigest?: string,
+): DeliveryRecord => ({
+  provider: 'acme',
+  eventId,
+  contentDigest,
+  deliveredAt: new Date(TEST_NOW_MS + second * 1000),
+  traceId: newTrace().traceId,
+  statusCode,
+  outcome,
+  durationMs: 1,
+});
+
 describe('duplicates fold into a repeat count', () => {
   it('200 duplicate deliveries of one stored event are one duplicate row with repeats 199, across flushes', async () => {
     const log = newLog();
@@ -510,15 +529,8 @@ describe('duplicates fold into a repeat count', () => {
 
   it('a failure between duplicates, or another status code, starts a new row', async () => {
     const eventId = uniqueId('evt');
-    const record = (second: number, outcome: 'duplicate' | 'failed', statusCode: number) => ({
-      provider: 'acme',
-      eventId,
-      deliveredAt: new Date(TEST_NOW_MS + second * 1000),
-      traceId: newTrace().traceId,
-      statusCode,
-      outcome,
-      durationMs: 1,
-    });
+    const record = (second: number, outcome: 'duplicate' | 'failed', statusCode: number) =>
+      recordAt(eventId, second, outcome, statusCode);
     const log = newLog();
     log.add(record(0, 'duplicate', 200));
     log.add(record(1, 'failed', 500));
@@ -541,34 +553,18 @@ describe('duplicates fold into a repeat count', () => {
   });
 
   it('folds only a duplicate into a duplicate of the same event with the same status code, across digests too', async () => {
-    const record = (
-      eventId: string,
-      second: number,
-      outcome: 'duplicate' | 'completed',
-      statusCode: number,
-      contentDigest?: string,
-    ) => ({
-      provider: 'acme',
-      eventId,
-      contentDigest,
-      deliveredAt: new Date(TEST_NOW_MS + second * 1000),
-      traceId: newTrace().traceId,
-      statusCode,
-      outcome,
-      durationMs: 1,
-    });
     const [first, second, third, fourth] = [uniqueId('evt'), uniqueId('evt'), uniqueId('evt'), uniqueId('evt')];
     const log = newLog();
     // A completed answer after a duplicate, and a duplicate answered with another code, start rows.
-    log.add(record(first, 0, 'duplicate', 200));
-    log.add(record(first, 1, 'completed', 200));
-    log.add(record(second, 0, 'duplicate', 200));
-    log.add(record(second, 1, 'duplicate', 202));
+    log.add(recordAt(first, 0, 'duplicate', 200));
+    log.add(recordAt(first, 1, 'completed', 200));
+    log.add(recordAt(second, 0, 'duplicate', 200));
+    log.add(recordAt(second, 1, 'duplicate', 202));
     // Duplicates of two events, with no digest or with different digests, never fold into each other.
-    log.add(record(third, 0, 'duplicate', 200, 'digest-a'));
-    log.add(record(fourth, 1, 'duplicate', 200, 'digest-b'));
-    log.add(record(uniqueId('evt'), 2, 'duplicate', 200));
-    log.add(record(uniqueId('evt'), 3, 'duplicate', 200));
+    log.add(recordAt(third, 0, 'duplicate', 200, 'digest-a'));
+    log.add(recordAt(fourth, 1, 'duplicate', 200, 'digest-b'));
+    log.add(recordAt(uniqueId('evt'), 2, 'duplicate', 200));
+    log.add(recordAt(uniqueId('evt'), 3, 'duplicate', 200));
     expect(log.size).toBe(8);
     await log.flush(db);
     expect((await foldedRows(first)).map((row) => [row.outcome, row.repeats])).toEqual([
