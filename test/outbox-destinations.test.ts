@@ -14,7 +14,13 @@ import { parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { relayFor } from '../src/ops/drainers.ts';
-import { type DestinationRouting, loggingUnrouted, parseDestinations } from '../src/outbox/destinations.ts';
+import {
+  configuredRouting,
+  type DestinationRouting,
+  loggingUnrouted,
+  parseDestinations,
+  targetLabel,
+} from '../src/outbox/destinations.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import type { DrainSummary, Relay } from '../src/outbox/relay.ts';
@@ -314,17 +320,19 @@ describe('webhook-inbox drain', () => {
 });
 
 describe('filters', () => {
-  const routing: DestinationRouting = parseDestinations(
-    parseConfig({
-      OUTBOX_DESTINATIONS: JSON.stringify([
-        { name: 'all', url: 'http://127.0.0.1:1/' },
-        { name: 'orders', url: 'http://127.0.0.1:1/', topics: ['order.*'] },
-        { name: 'stripe-subs', url: 'http://127.0.0.1:1/', senders: ['stripe'], types: ['customer.subscription.*'] },
-        { name: 'exact', url: 'http://127.0.0.1:1/', topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'] },
-      ]),
-    }),
-  );
-  const route = (topic: string, sender: string, type: string) => routing.route({ topic, sender, type });
+  // Built in each test, not when the file loads, so a mutation run sees which test reaches the compiled patterns.
+  const routing = (): DestinationRouting =>
+    parseDestinations(
+      parseConfig({
+        OUTBOX_DESTINATIONS: JSON.stringify([
+          { name: 'all', url: 'http://127.0.0.1:1/' },
+          { name: 'orders', url: 'http://127.0.0.1:1/', topics: ['order.*'] },
+          { name: 'stripe-subs', url: 'http://127.0.0.1:1/', senders: ['stripe'], types: ['customer.subscription.*'] },
+          { name: 'exact', url: 'http://127.0.0.1:1/', topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'] },
+        ]),
+      }),
+    );
+  const route = (topic: string, sender: string, type: string) => routing().route({ topic, sender, type });
 
   it('absent lists match every value; `*` matches any run of characters, dots included; names match exactly', () => {
     expect(route('order.created', 'acme', 'subscription.updated')).toEqual(['all', 'orders']);
@@ -344,6 +352,30 @@ describe('filters', () => {
     expect(route('x.a.b.yz', 'ae', 't')).toEqual(['all']);
     expect(route('subscription.changed', 'xae', 't')).toEqual(['all']);
     expect(route('subscription.changed', 'aex', 't')).toEqual(['all']);
+  });
+
+  it('keeps the patterns as configured for operators, absent ones absent', () => {
+    expect(routing().destinations.map(({ name, filters }) => [name, filters])).toEqual([
+      ['all', { topics: undefined, senders: undefined, types: undefined }],
+      ['orders', { topics: ['order.*'], senders: undefined, types: undefined }],
+      ['stripe-subs', { topics: undefined, senders: ['stripe'], types: ['customer.subscription.*'] }],
+      ['exact', { topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'], types: undefined }],
+    ]);
+  });
+});
+
+describe('routing without OUTBOX_DESTINATIONS', () => {
+  it('is `default` to the log alone, or to OUTBOX_TARGET_URL; parsed once per configuration', () => {
+    const alone = parseDestinations({ OUTBOX_TARGET_URL: undefined, OUTBOX_DESTINATIONS: undefined });
+    expect(alone.destinations.map(({ name, url }) => [name, url])).toEqual([['default', undefined]]);
+    const target = parseDestinations({ OUTBOX_TARGET_URL: 'http://127.0.0.1:1/', OUTBOX_DESTINATIONS: undefined });
+    expect(target.destinations.map(({ name, url }) => [name, url])).toEqual([['default', 'http://127.0.0.1:1/']]);
+    expect(target.route({ topic: 'any', sender: 'acme', type: 't' })).toEqual(['default']);
+
+    const config = parseConfig({ OUTBOX_TARGET_URL: 'http://127.0.0.1:1/' });
+    expect(configuredRouting(config)).toBe(configuredRouting(config));
+    expect(targetLabel('default')).toBe('OUTBOX_TARGET_URL');
+    expect(targetLabel('orders')).toBe('OUTBOX_DESTINATIONS (orders).url');
   });
 });
 
