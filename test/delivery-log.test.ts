@@ -8,7 +8,16 @@ import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.ts';
 import { defaultHandlers } from '../src/domain/handlers.ts';
-import { createDeliveryLog, DELIVERY_LOG_CAP, type DeliveryLog } from '../src/inbox/delivery-log.ts';
+import {
+  createDeliveryLog,
+  DELIVERY_LOG_CAP,
+  DELIVERY_LOG_LOST_REPORT_MS,
+  type DeliveryLog,
+  type DeliveryRecord,
+  deliveriesOf,
+  deliveryLogDelayBoundMs,
+  foldDelivery,
+} from '../src/inbox/delivery-log.ts';
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
@@ -250,10 +259,29 @@ describe('delivery log', () => {
     const text = metrics.render([]);
     expect(text).toContain('webhook_spool_records_lost_total{spool="delivery_log",reason="overflow"} 1');
     expect(text).toContain('webhook_spool_records_lost_total{spool="delivery_log",reason="write_failed"} 2');
-    expect(lines.map((line) => JSON.parse(line) as { msg: string; reason: string; count: number })).toMatchObject([
-      { msg: 'delivery log records lost', reason: 'overflow', count: 1 },
-      { msg: 'delivery log records lost', reason: 'write_failed', count: 2 },
+    const warnings = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(warnings).toMatchObject([
+      { msg: 'delivery log records lost', reason: 'overflow', count: 1, window_ms: DELIVERY_LOG_LOST_REPORT_MS },
+      {
+        msg: 'delivery log records lost',
+        reason: 'write_failed',
+        count: 2,
+        error: 'Error',
+      },
     ]);
+    // The window belongs to the overflow's line, the error to the failed write's.
+    expect(warnings[0]).not.toHaveProperty('error');
+    expect(warnings[1]).not.toHaveProperty('window_ms');
+
+    // Without metrics, a loss is still written as a warning.
+    const unmetered = createDeliveryLog({
+      logger: createLogger({ level: 'warn', now: () => new Date(), write: (line) => lines.push(line) }),
+      capacity: 1,
+    });
+    unmetered.add(record());
+    unmetered.add(record());
+    expect(lines).toHaveLength(3);
+    expect(unmetered.size).toBe(1);
   });
 
   it('retention deletes the rows with their event, and old rows of events not kept, but not those of kept events', async () => {
@@ -388,6 +416,24 @@ const foldedRows = (eventId: string, provider = 'acme') =>
   sql<FoldedRow[]>`select outcome, status_code, trace_id, delivered_at, repeats, last_delivered_at
     from webhook_deliveries where provider = ${provider} and event_id = ${eventId} order by delivered_at, trace_id`;
 
+/** A record of `eventId` delivered `second` seconds after TEST_NOW_MS, with its own trace. */
+const recordAt = (
+  eventId: string,
+  second: number,
+  outcome: DeliveryRecord['outcome'],
+  statusCode: number,
+  contentDigest?: string,
+): DeliveryRecord => ({
+  provider: 'acme',
+  eventId,
+  contentDigest,
+  deliveredAt: new Date(TEST_NOW_MS + second * 1000),
+  traceId: newTrace().traceId,
+  statusCode,
+  outcome,
+  durationMs: 1,
+});
+
 describe('duplicates fold into a repeat count', () => {
   it('200 duplicate deliveries of one stored event are one duplicate row with repeats 199, across flushes', async () => {
     const log = newLog();
@@ -490,15 +536,8 @@ describe('duplicates fold into a repeat count', () => {
 
   it('a failure between duplicates, or another status code, starts a new row', async () => {
     const eventId = uniqueId('evt');
-    const record = (second: number, outcome: 'duplicate' | 'failed', statusCode: number) => ({
-      provider: 'acme',
-      eventId,
-      deliveredAt: new Date(TEST_NOW_MS + second * 1000),
-      traceId: newTrace().traceId,
-      statusCode,
-      outcome,
-      durationMs: 1,
-    });
+    const record = (second: number, outcome: 'duplicate' | 'failed', statusCode: number) =>
+      recordAt(eventId, second, outcome, statusCode);
     const log = newLog();
     log.add(record(0, 'duplicate', 200));
     log.add(record(1, 'failed', 500));
@@ -518,6 +557,59 @@ describe('duplicates fold into a repeat count', () => {
       ['failed', 0, null],
       ['duplicate', 1, TEST_NOW_MS + 6000],
     ]);
+  });
+
+  it('folds only a duplicate into a duplicate of the same event with the same status code, across digests too', async () => {
+    const [first, second, third, fourth] = [uniqueId('evt'), uniqueId('evt'), uniqueId('evt'), uniqueId('evt')];
+    const log = newLog();
+    // A completed answer after a duplicate, and a duplicate answered with another code, start rows.
+    log.add(recordAt(first, 0, 'duplicate', 200));
+    log.add(recordAt(first, 1, 'completed', 200));
+    log.add(recordAt(second, 0, 'duplicate', 200));
+    log.add(recordAt(second, 1, 'duplicate', 202));
+    // Duplicates of two events, with no digest or with different digests, never fold into each other.
+    log.add(recordAt(third, 0, 'duplicate', 200, 'digest-a'));
+    log.add(recordAt(fourth, 1, 'duplicate', 200, 'digest-b'));
+    log.add(recordAt(uniqueId('evt'), 2, 'duplicate', 200));
+    log.add(recordAt(uniqueId('evt'), 3, 'duplicate', 200));
+    expect(log.size).toBe(8);
+    await log.flush(db);
+    expect((await foldedRows(first)).map((row) => [row.outcome, row.repeats])).toEqual([
+      ['duplicate', 0],
+      ['completed', 0],
+    ]);
+    expect((await foldedRows(second)).map((row) => [row.status_code, row.repeats])).toEqual([
+      [200, 0],
+      [202, 0],
+    ]);
+    expect((await foldedRows(third)).map((row) => row.repeats)).toEqual([0]);
+    expect((await foldedRows(fourth)).map((row) => row.repeats)).toEqual([0]);
+  });
+
+  it('a record that folded others in counts them all when it folds', () => {
+    const at = (second: number) => new Date(TEST_NOW_MS + second * 1000);
+    const duplicate = { provider: 'acme', eventId: 'evt', traceId: 't', statusCode: 200, durationMs: 1 } as const;
+    const into = {
+      ...duplicate,
+      outcome: 'duplicate' as const,
+      deliveredAt: at(0),
+      repeats: 1,
+      lastDeliveredAt: at(1),
+    };
+    const folded = {
+      ...duplicate,
+      outcome: 'duplicate' as const,
+      deliveredAt: at(2),
+      repeats: 2,
+      lastDeliveredAt: at(4),
+    };
+    expect(foldDelivery(into, folded)).toBe(true);
+    expect(into).toMatchObject({ repeats: 4, lastDeliveredAt: at(4), deliveredAt: at(0) });
+  });
+
+  it('shows no deliveries for an id the database cannot hold, and bounds what a SIGKILL can lose', async () => {
+    expect(await deliveriesOf(db, { provider: 'acme', eventId: 'evt\u0000' })).toEqual([]);
+    expect(deliveryLogDelayBoundMs(250)).toBe(350);
   });
 
   it('a replay flood of one event fills no spool: every genuine delivery of other events keeps its row', async () => {

@@ -14,10 +14,17 @@ import { parseConfig } from '../src/config.ts';
 import { defaultHandlers, routedHandlers } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { relayFor } from '../src/ops/maintenance/drainers.ts';
-import { type DestinationRouting, loggingUnrouted, parseDestinations } from '../src/outbox/destinations.ts';
+import {
+  configuredRouting,
+  type DestinationRouting,
+  loggingUnrouted,
+  parseDestinations,
+  targetLabel,
+} from '../src/outbox/destinations.ts';
 import { retryDeadMessages } from '../src/outbox/operator.ts';
 import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
-import { closePublishers, type DestinationPublisher } from '../src/outbox/relays.ts';
+import type { DrainSummary, Relay } from '../src/outbox/relay.ts';
+import { closePublishers, type DestinationPublisher, relayOfEvery } from '../src/outbox/relays.ts';
 import { countOutboxMessagesByDestination } from '../src/outbox/stats.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -313,17 +320,19 @@ describe('webhook-inbox drain', () => {
 });
 
 describe('filters', () => {
-  const routing: DestinationRouting = parseDestinations(
-    parseConfig({
-      OUTBOX_DESTINATIONS: JSON.stringify([
-        { name: 'all', url: 'http://127.0.0.1:1/' },
-        { name: 'orders', url: 'http://127.0.0.1:1/', topics: ['order.*'] },
-        { name: 'stripe-subs', url: 'http://127.0.0.1:1/', senders: ['stripe'], types: ['customer.subscription.*'] },
-        { name: 'exact', url: 'http://127.0.0.1:1/', topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'] },
-      ]),
-    }),
-  );
-  const route = (topic: string, sender: string, type: string) => routing.route({ topic, sender, type });
+  // Built in each test, not when the file loads, so a mutation run sees which test reaches the compiled patterns.
+  const routing = (): DestinationRouting =>
+    parseDestinations(
+      parseConfig({
+        OUTBOX_DESTINATIONS: JSON.stringify([
+          { name: 'all', url: 'http://127.0.0.1:1/' },
+          { name: 'orders', url: 'http://127.0.0.1:1/', topics: ['order.*'] },
+          { name: 'stripe-subs', url: 'http://127.0.0.1:1/', senders: ['stripe'], types: ['customer.subscription.*'] },
+          { name: 'exact', url: 'http://127.0.0.1:1/', topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'] },
+        ]),
+      }),
+    );
+  const route = (topic: string, sender: string, type: string) => routing().route({ topic, sender, type });
 
   it('absent lists match every value; `*` matches any run of characters, dots included; names match exactly', () => {
     expect(route('order.created', 'acme', 'subscription.updated')).toEqual(['all', 'orders']);
@@ -343,6 +352,30 @@ describe('filters', () => {
     expect(route('x.a.b.yz', 'ae', 't')).toEqual(['all']);
     expect(route('subscription.changed', 'xae', 't')).toEqual(['all']);
     expect(route('subscription.changed', 'aex', 't')).toEqual(['all']);
+  });
+
+  it('keeps the patterns as configured for operators, absent ones absent', () => {
+    expect(routing().destinations.map(({ name, filters }) => [name, filters])).toEqual([
+      ['all', { topics: undefined, senders: undefined, types: undefined }],
+      ['orders', { topics: ['order.*'], senders: undefined, types: undefined }],
+      ['stripe-subs', { topics: undefined, senders: ['stripe'], types: ['customer.subscription.*'] }],
+      ['exact', { topics: ['subscription.changed', 'x.*.y'], senders: ['a*e'], types: undefined }],
+    ]);
+  });
+});
+
+describe('routing without OUTBOX_DESTINATIONS', () => {
+  it('is `default` to the log alone, or to OUTBOX_TARGET_URL; parsed once per configuration', () => {
+    const alone = parseDestinations({ OUTBOX_TARGET_URL: undefined, OUTBOX_DESTINATIONS: undefined });
+    expect(alone.destinations.map(({ name, url }) => [name, url])).toEqual([['default', undefined]]);
+    const target = parseDestinations({ OUTBOX_TARGET_URL: 'http://127.0.0.1:1/', OUTBOX_DESTINATIONS: undefined });
+    expect(target.destinations.map(({ name, url }) => [name, url])).toEqual([['default', 'http://127.0.0.1:1/']]);
+    expect(target.route({ topic: 'any', sender: 'acme', type: 't' })).toEqual(['default']);
+
+    const config = parseConfig({ OUTBOX_TARGET_URL: 'http://127.0.0.1:1/' });
+    expect(configuredRouting(config)).toBe(configuredRouting(config));
+    expect(targetLabel('default')).toBe('OUTBOX_TARGET_URL');
+    expect(targetLabel('orders')).toBe('OUTBOX_DESTINATIONS (orders).url');
   });
 });
 
@@ -408,5 +441,67 @@ describe('configuration', () => {
     expect(() => nodeDestinationPublishers(routing, { clock: Date.now, logger, timeoutMs: 1000 })).toThrow(
       /OUTBOX_DESTINATIONS \(q\)\.url: queue: targets are Workers Queues bindings/,
     );
+  });
+});
+
+describe('relayOfEvery', () => {
+  const summary = (stoppedBy: DrainSummary['stoppedBy'], n: number): DrainSummary => ({
+    claimed: n,
+    published: 2 * n,
+    retried: 3 * n,
+    dead: 4 * n,
+    released: 5 * n,
+    unavailable: 6 * n,
+    batches: 7 * n,
+    stoppedBy,
+    elapsedMs: 10 * n,
+  });
+  const fakeRelay = (result: DrainSummary, seen: unknown[] = []): Relay => ({
+    id: uniqueId('relay'),
+    destination: uniqueId('dest'),
+    drain: async (options) => {
+      seen.push(options);
+      return result;
+    },
+  });
+
+  it('is the one relay when there is one; otherwise sums the drains, takes the longest, and tells why they stopped', async () => {
+    const only = fakeRelay(summary('drained', 1));
+    expect(relayOfEvery('all', [only])).toBe(only);
+
+    const seen: unknown[] = [];
+    const options = { budgetMs: 5 };
+    const both = relayOfEvery('all', [fakeRelay(summary('drained', 1), seen), fakeRelay(summary('budget', 2), seen)]);
+    expect(both).toMatchObject({ id: 'all', destination: '*' });
+    expect(await both.drain(options)).toEqual({ ...summary('budget', 3), elapsedMs: 20 });
+    expect(seen).toEqual([options, options]);
+
+    const stopped = async (...reasons: DrainSummary['stoppedBy'][]) =>
+      (
+        await relayOfEvery(
+          'all',
+          reasons.map((reason) => fakeRelay(summary(reason, 1))),
+        ).drain()
+      ).stoppedBy;
+    expect(await stopped('unavailable', 'unavailable')).toBe('unavailable');
+    expect(await stopped('unavailable', 'drained')).toBe('drained');
+    expect(await stopped('unavailable', 'aborted')).toBe('aborted');
+    expect(await stopped('drained', 'drained')).toBe('drained');
+  });
+
+  it('closes every publisher, one failing to close stopping none of the others', async () => {
+    const closed: string[] = [];
+    const publisher = (name: string, fails = false): DestinationPublisher =>
+      ({
+        destination: { name },
+        publisher: {
+          close: async () => {
+            closed.push(name);
+            if (fails) throw new Error('already gone');
+          },
+        },
+      }) as unknown as DestinationPublisher;
+    await closePublishers([publisher('a', true), publisher('b')]);
+    expect(closed).toEqual(['a', 'b']);
   });
 });

@@ -5,7 +5,7 @@
 // Needs a process: the built service publishes what a delivery enqueued, end to end.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ROUTING } from '../src/outbox/destinations.ts';
-import { deduplicationKey, enqueueMessage } from '../src/outbox/enqueue.ts';
+import { deduplicationKey, enqueueMessage, enqueuerFor, messageRows } from '../src/outbox/enqueue.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -104,6 +104,48 @@ describe('enqueue in the domain transaction', () => {
     // The redelivery that succeeds enqueues the message exactly once.
     await deliver(await buildTestApp(db), event);
     expect(await messagesOf(event.id)).toHaveLength(1);
+  });
+
+  it('routes by topic, sender and type, tells of a message no destination takes, and keeps the traceparent', async () => {
+    const seen: unknown[] = [];
+    const unrouted: unknown[] = [];
+    const routing = {
+      destinations: [],
+      route: (facts: unknown) => {
+        seen.push(facts);
+        return (facts as { topic: string }).topic === 'none' ? [] : ['default', 'orders'];
+      },
+      unrouted: (facts: unknown) => void unrouted.push(facts),
+    };
+    const source = { provider: 'acme', eventId: uniqueId('evt'), eventType: 'order.created' };
+    expect(messageRows(source, { topic: 'none', payload: {} }, routing)).toEqual([]);
+    expect(unrouted).toEqual([{ topic: 'none', sender: 'acme', type: 'order.created' }]);
+    const rows = messageRows(
+      { ...source, traceparent: 'tp' },
+      { topic: 'order.paid', payload: { n: 1 } },
+      routing,
+      () => 'id',
+    );
+    expect(seen).toEqual([
+      { topic: 'none', sender: 'acme', type: 'order.created' },
+      { topic: 'order.paid', sender: 'acme', type: 'order.created' },
+    ]);
+    expect(unrouted).toHaveLength(1);
+    expect(rows.map((row) => [row.destination, row.deduplicationKey, row.traceparent])).toEqual([
+      ['default', `acme:${source.eventId}:order.paid`, 'tp'],
+      ['orders', `acme:${source.eventId}:order.paid@orders`, 'tp'],
+    ]);
+    expect(messageRows(source, { topic: 'order.paid', payload: {} }, routing)[0]?.traceparent).toBeNull();
+    // A routing without `unrouted` (no logger) drops the message quietly.
+    expect(messageRows(source, { topic: 'none', payload: {} }, { ...routing, unrouted: undefined })).toEqual([]);
+  });
+
+  it('an enqueuer writes each message of its event', async () => {
+    const source = { provider: 'acme', eventId: uniqueId('evt'), eventType: 'test.event' };
+    await enqueuerFor(db, source)({ topic: 'order.paid', payload: { n: 1 } });
+    expect((await messagesOf(source.eventId)).map((row) => row.deduplication_key)).toEqual([
+      `acme:${source.eventId}:order.paid`,
+    ]);
   });
 
   it('the same key twice writes one row (ON CONFLICT DO NOTHING)', async () => {

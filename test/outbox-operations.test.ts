@@ -1,9 +1,11 @@
 // The outbox's operational surface below the CLI: the metrics hook's three numbers, an operator
 // retry followed by a drain that delivers, and the configuration rule that keeps the lease above
 // the publish timeout.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { retryDeadMessages } from '../src/outbox/operator.ts';
+import { connectDatabase } from '../src/db/client.ts';
+import { isMessageId, retryDeadMessages } from '../src/outbox/operator.ts';
 import { outboxStats } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
@@ -46,6 +48,82 @@ describe('operator retry, then the relay', () => {
     expect((await relay.relay.drain()).published).toBe(1);
     expect(await outboxRow(sql, id)).toMatchObject({ status: 'published', attempts: 0 });
     expect(sink.requests.map((request) => request.messageId)).toEqual([id]);
+  });
+});
+
+describe('retryDeadMessages', () => {
+  it('changes nothing and names the unknown ids when any id is unknown', async () => {
+    const [dead] = (await insertMessages(sql, 1, { status: 'dead', attempts: 10 })) as [string];
+    const unknown = randomUUID();
+    expect(await retryDeadMessages(db, { ids: [dead, unknown], operator: 'ops', now: new Date() })).toEqual({
+      kind: 'not_found',
+      ids: [unknown],
+    });
+    expect(await outboxRow(sql, dead)).toMatchObject({ status: 'dead', attempts: 10 });
+    expect(await operatorActionRows(sql, dead)).toEqual([]);
+    // Beside a known message that is not dead too.
+    const [pending] = (await insertMessages(sql, 1)) as [string];
+    expect(await retryDeadMessages(db, { ids: [dead, pending, unknown], operator: 'ops', now: new Date() })).toEqual({
+      kind: 'not_found',
+      ids: [unknown],
+    });
+    expect(await outboxRow(sql, dead)).toMatchObject({ status: 'dead', attempts: 10 });
+  });
+
+  it('throws a failure of the database as it is', async () => {
+    const unreachable = connectDatabase({
+      url: 'postgres://nobody@127.0.0.1:1/none',
+      maxConnections: 1,
+      statementTimeoutMs: 1000,
+    });
+    try {
+      await expect(
+        retryDeadMessages(unreachable.db, { ids: [randomUUID()], operator: 'ops', now: new Date() }),
+      ).rejects.toThrow();
+    } finally {
+      await unreachable.close();
+    }
+  });
+
+  it('retries the dead ones, skips the others with their status, and audits each retry with its job', async () => {
+    const [dead] = (await insertMessages(sql, 1, { status: 'dead', attempts: 10 })) as [string];
+    const [pending] = (await insertMessages(sql, 1)) as [string];
+    const job = randomUUID();
+    const now = new Date();
+    expect(
+      await retryDeadMessages(db, { ids: [dead, pending, dead.toUpperCase()], operator: 'ops', now, jobId: job }),
+    ).toEqual({
+      kind: 'retried',
+      ids: [dead],
+      skipped: [{ id: pending, status: 'pending' }],
+    });
+    expect(await operatorActionRows(sql, dead)).toMatchObject([
+      { operator: 'ops', action: 'retry', target_kind: 'outbox', before_status: 'dead', after_status: 'pending' },
+    ]);
+    expect(await sql`select job_id from operator_actions where target = ${dead}`).toEqual([{ job_id: job }]);
+    expect(await operatorActionRows(sql, pending)).toEqual([]);
+
+    // Without a job: none recorded. Nothing dead among the ids: no audit row, nothing written.
+    await sql`update outbox_messages set status = 'dead' where id = ${dead}`;
+    await retryDeadMessages(db, { ids: [dead], operator: 'ops', now });
+    expect(await sql`select job_id from operator_actions where target = ${dead} order by job_id nulls last`).toEqual([
+      { job_id: job },
+      { job_id: null },
+    ]);
+    expect(await retryDeadMessages(db, { ids: [pending], operator: 'ops', now })).toEqual({
+      kind: 'retried',
+      ids: [],
+      skipped: [{ id: pending, status: 'pending' }],
+    });
+  });
+
+  it('takes a message id in any case, and nothing else', () => {
+    const id = randomUUID();
+    expect(isMessageId(id)).toBe(true);
+    expect(isMessageId(id.toUpperCase())).toBe(true);
+    expect(isMessageId(`${id}0`)).toBe(false);
+    expect(isMessageId(`x${id}`)).toBe(false);
+    expect(isMessageId('not-an-id')).toBe(false);
   });
 });
 

@@ -301,6 +301,23 @@ describe('a paused sender', () => {
     await expect(gate.check(db, 'acme')).rejects.toMatchObject({ status: 503 });
   });
 
+  it('ends a pause at its end to the millisecond, and reads the pauses again when the clock steps back', async () => {
+    await clearPauses();
+    let now = TEST_NOW_MS;
+    const gate = senderPauseGate(() => now);
+    await sql`insert into sender_pauses (provider, paused_by, until) values ('acme', 'ada', ${new Date(TEST_NOW_MS + 500)})`;
+    await expect(gate.check(db, 'acme')).rejects.toMatchObject({ status: 503 });
+    now += 499;
+    await expect(gate.check(db, 'acme')).rejects.toMatchObject({ status: 503 });
+    now += 1;
+    await expect(gate.check(db, 'acme')).resolves.toBeUndefined();
+
+    // Read at TEST_NOW_MS, where the pause had not ended; a clock back before that read reads again.
+    await clearPauses();
+    now = TEST_NOW_MS - 1;
+    await expect(gate.check(db, 'acme')).resolves.toBeUndefined();
+  });
+
   it('reaches another process on the same database within the TTL of its cache', async () => {
     await clearPauses();
     const operator = await newApp();

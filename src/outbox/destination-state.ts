@@ -194,10 +194,14 @@ export async function writeDestinationPause(
     .from(outboxDestinations)
     .where(eq(outboxDestinations.name, request.name))
     .for('update');
+  // Stryker disable next-line OptionalChaining: the row was just ensured and is locked: `prior` is always there
   const before: DestinationStatus = prior?.pausedAt == null ? 'active' : 'paused';
+  // Pausing a paused destination keeps when it began.
+  // Stryker disable next-line OptionalChaining: as above
+  const pausedAt = prior?.pausedAt ?? now;
   const [destination] = await tx
     .update(outboxDestinations)
-    .set({ pausedAt: prior?.pausedAt ?? now, pausedBy: request.operator, updatedAt: now })
+    .set({ pausedAt, pausedBy: request.operator, updatedAt: now })
     .where(eq(outboxDestinations.name, request.name))
     .returning(stateColumns);
   if (destination === undefined) throw new Error(`outbox_destinations row ${request.name} vanished under its lock`);
