@@ -10,9 +10,9 @@
 // connections (wrk when installed, else bench/lib/load.ts). Each round sends the seed, then base and
 // head in an order that alternates (AB, BA, …); in async mode (PROCESSING_MODE=async) a service's
 // round lasts until every event it accepted is `completed`: "applied". CPU per event is the server's
-// process group, alone and with its own database's backends (read from pg_stat_activity, so other
-// databases on the same PostgreSQL server do not count; the WAL writer and checkpointer, shared by
-// every database, are left out). Each round also reports the share of the machine's cores that other
+// process group, alone and with its own database's backends and the server's own processes (WAL
+// writer, checkpointer: read from pg_stat_activity, so other databases' connections on the same
+// PostgreSQL server do not count). Each round also reports the share of the machine's cores that other
 // work used meanwhile, and the run prints NOISY when it passed 10%. Prints each round and, per mode,
 // the medians and head/base of the medians; writes bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
 // stored and applied once, a server that would not start.
@@ -330,10 +330,16 @@ async function storedOf(sql: postgres.Sql, runId: string) {
   return row;
 }
 
-/** The PostgreSQL backends of `sql`'s database (the server's connections), the script's own left out. */
+/**
+ * The PostgreSQL processes a contender's round costs: its database's backends (the server's
+ * connections; the script's own left out) and the server's own processes (WAL writer, checkpointer,
+ * background writer, autovacuum), whose work during a round is that round's, the contenders running
+ * one at a time.
+ */
 async function backendPids(sql: postgres.Sql): Promise<number[]> {
   const rows = await sql<{ pid: number }[]>`
-    select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+    select pid from pg_stat_activity
+    where (datname = current_database() or backend_type <> 'client backend') and pid <> pg_backend_pid()`;
   return rows.map((row) => row.pid);
 }
 
