@@ -370,7 +370,8 @@ function cpuSpent(start: CpuReading, end: CpuReading) {
   for (const [pid, ticks] of end.backends) postgresTicks += ticks - (start.backends.get(pid) ?? 0);
   const serviceTicks = end.service - start.service;
   const machineTicks = end.machine.total - start.machine.total;
-  const othersTicks = end.machine.busy - start.machine.busy - serviceTicks - postgresTicks - (end.bench - start.bench);
+  const othersTicks =
+    end.machine.processes - start.machine.processes - serviceTicks - postgresTicks - (end.bench - start.bench);
   return {
     serviceMs: ticksToMs(serviceTicks),
     postgresMs: ticksToMs(postgresTicks),

@@ -149,6 +149,11 @@ export function peakRssKiB(pid: number): number {
 
 export interface MachineCpu {
   busy: number;
+  /**
+   * What processes ran (user, nice, system), without the kernel's interrupt work (irq, softirq),
+   * which on loopback is largely the benchmark's own traffic and counts in no process's time.
+   */
+  processes: number;
   total: number;
 }
 
@@ -161,7 +166,8 @@ export function machineCpu(): MachineCpu {
   // idle + iowait are the not-busy columns; guest time is already inside user.
   const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
   const guest = (ticks[8] ?? 0) + (ticks[9] ?? 0);
-  return { busy: total - guest - idle, total: total - guest };
+  const processes = (ticks[0] ?? 0) + (ticks[1] ?? 0) + (ticks[2] ?? 0) - guest;
+  return { busy: total - guest - idle, processes, total: total - guest };
 }
 
 /** Share of all cores busy between two readings, 0..1. */
