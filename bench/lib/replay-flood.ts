@@ -85,22 +85,29 @@ function capturedLineDelivery(events: number): PreparedRequest {
  * several times a second on the thread that times the genuine deliveries would add that work to
  * their measured latency, the service's or not.
  */
-function replayInThread(
+async function replaySender(
   origin: string,
   captured: PreparedRequest,
   perSecond: number,
   seconds: number,
-): Promise<Answer[]> {
+): Promise<{ run(): Promise<Answer[]> }> {
   const sender = new Worker(new URL('./replay-sender.ts', import.meta.url), {
     workerData: { origin, path: captured.path, headers: captured.headers, body: captured.body, perSecond, seconds },
   });
-  return new Promise((resolve, reject) => {
-    sender.once('message', (answers: Answer[]) => resolve(answers));
+  const failed = new Promise<never>((_, reject) => {
     sender.once('error', reject);
     sender.once('exit', (code) => {
       if (code !== 0) reject(new Error(`the replay sender exited with ${code}`));
     });
   });
+  await Promise.race([new Promise((resolve) => sender.once('message', resolve)), failed]);
+  return {
+    run: () => {
+      const answers = new Promise<Answer[]>((resolve) => sender.once('message', resolve));
+      sender.postMessage('go');
+      return Promise.race([answers, failed]);
+    },
+  };
 }
 
 const summary = (answers: readonly Answer[]) => {
@@ -149,13 +156,15 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     });
     await first.body.dump();
     if (first.statusCode !== 200) throw new Error(`the LINE delivery was answered ${first.statusCode}`);
-    // Warm-up, then the quiet phase.
+    // The replays' thread loaded first (its start-up is CPU the phases must not share), a warm-up,
+    // then the quiet phase.
+    const sender = await replaySender(service.origin, captured, options.replayPerSecond, options.seconds);
     await openLoop(genuinePool, options.genuinePerSecond, 2, genuine);
     const quiet = summary(await openLoop(genuinePool, options.genuinePerSecond, options.seconds, genuine));
     const firstUnderReplay = index;
     const logBefore = statSync(stdoutFile).size;
     const [replays, underReplay] = await Promise.all([
-      replayInThread(service.origin, captured, options.replayPerSecond, options.seconds),
+      sender.run(),
       openLoop(genuinePool, options.genuinePerSecond, options.seconds, genuine),
     ]);
     const lastUnderReplay = index;
