@@ -125,6 +125,10 @@ describe('Shopify vector', () => {
         unknownSchemaVersion: false,
         contentDigest: await sha256Hex(utf8(body)),
       },
+      // The sender and the signature that verified: what a copy of this delivery is known by.
+      fingerprint: expect.stringMatching(
+        new RegExp(`^shopify \\S+ ${Buffer.from(expected, 'base64').toString('hex')}$`),
+      ),
     });
     expect(await verify(shopify, secret, tampered(body), headers)).toEqual({
       outcome: 'unauthorized',
