@@ -1,5 +1,5 @@
-// `npm run bench:rate-limited`: what a destination that rate-limits receives (issue 34 item 1: "a
-// 20/s rate-limited target receives at least 18 messages a second, sustained for a minute").
+// `npm run bench:rate-limited`: what a destination that rate-limits receives (the target: a 20/s
+// rate-limited destination receives at least 18 messages a second, sustained for a minute).
 //
 // Runs the service as `npm start` does (bin/start.js, production mode, default settings but the
 // target) on a fresh database holding a backlog of pending messages, against an HTTP target in a

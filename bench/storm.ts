@@ -2,7 +2,7 @@
 // event ids (each sent 20 times, each copy signed afresh as a sender's retry is, shuffled) at 64
 // connections: events/s overall, the latency of the
 // duplicate path and of first deliveries, and a check in SQL that each id was applied exactly once.
-// Then the replay phase (bench/lib/replay-flood.ts, issue 34 item 2): one captured 1,000-event LINE
+// Then the replay phase (bench/lib/replay-flood.ts): one captured 1,000-event LINE
 // delivery replayed 6.4 times a second while genuine deliveries arrive 6 a second, against a service
 // with its delivery log on: genuine p50/p99 quiet and under the replay (target: within 1.5x), and
 // whether each genuine delivery kept its delivery-log row.

@@ -1,4 +1,4 @@
-// bench:storm's replay phase (issue 34 item 2): a captured delivery of a sender that signs no time
+// bench:storm's replay phase: a captured delivery of a sender that signs no time
 // (LINE: 1,000 events, each a duplicate after the first) replayed REPLAY_PER_SECOND times a second
 // while genuine acme deliveries arrive at GENUINE_PER_SECOND, against `npm start` with its delivery
 // log on. The same genuine traffic is timed first alone (quiet), then under the replay; prints both

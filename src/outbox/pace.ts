@@ -1,4 +1,4 @@
-// How fast the relay sends to a destination that answered 429 (issue 34 item 1, docs/decisions/0021
+// How fast the relay sends to a destination that answered 429 (docs/decisions/0021
 // and 0032-pace-to-the-measured-rate.md): what the target asked for, and then the rate it showed it takes, so that it is seldom
 // asked again. A 429 is a wait: nothing starts before its Retry-After (else a backoff growing with
 // the waves of 429s in a row). It is also a measurement: the publishes the target took in the
