@@ -10,7 +10,8 @@
 // Environment: STORM_IDS (500), STORM_REPEATS (20), STORM_CONCURRENCY (64), STORM_REPLAY_SECONDS
 // (20 each phase; 0 skips it), STORM_REPLAY_EVENTS (1000), STORM_REPLAY_PER_SECOND (6.4),
 // STORM_GENUINE_PER_SECOND (6), STORM_REPLAY_CPU_PROF (a folder: the replay's service writes a V8
-// CPU profile there), BENCH_DATABASE_URL.
+// CPU profile there), STORM_REPLAY_NODE_ARGS (more node flags for the replay's service, space-separated,
+// e.g. --trace-gc), BENCH_DATABASE_URL.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -146,6 +147,7 @@ async function main(): Promise<boolean> {
         replayPerSecond,
         genuinePerSecond,
         cpuProfileDir: process.env.STORM_REPLAY_CPU_PROF,
+        nodeArgs: (process.env.STORM_REPLAY_NODE_ARGS ?? '').split(' ').filter(Boolean),
       });
       if (replay.genuineLogged !== replay.replay.sent) {
         failures.push(`${replay.replay.sent - replay.genuineLogged} genuine deliveries without a delivery-log row`);
@@ -171,6 +173,11 @@ async function main(): Promise<boolean> {
                 .join(', '),
             },
             { label: 'replay p50 (ms)', value: replay.replays.p50Ms },
+            {
+              label: 'service full GCs quiet / under replay',
+              value: `${replay.fullCollections.quiet.count} (${replay.fullCollections.quiet.pauseMs} ms) / ${replay.fullCollections.replay.count} (${replay.fullCollections.replay.pauseMs} ms)`,
+              note: 'count (pauses)',
+            },
             {
               label: 'log during replay',
               value: `${replay.logLinesDuringReplay} lines, ${round(replay.logBytesDuringReplay / 1024, 1)} KiB`,

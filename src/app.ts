@@ -19,7 +19,10 @@ import { configuredRouting } from './outbox/destinations.ts';
 
 /** What the entry points supply; the rest of a production app is the same everywhere. */
 export type RuntimeDeps = Pick<AppDeps, 'enabledSenders' | 'metrics' | 'clock' | 'logger'> &
-  Pick<Partial<AppDeps>, 'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer'> & {
+  Pick<
+    Partial<AppDeps>,
+    'intakeLoad' | 'db' | 'groupCommit' | 'rejections' | 'deliveryLog' | 'tracer' | 'bodyReader'
+  > & {
     /** The app's settings, and the outbox destinations its handlers route messages to. */
     config: AppDeps['config'] & Pick<Config, 'OUTBOX_TARGET_URL' | 'OUTBOX_DESTINATIONS'>;
   };

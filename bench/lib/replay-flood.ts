@@ -30,6 +30,8 @@ export interface ReplayFloodOptions {
   genuinePerSecond: number;
   /** Where the service writes a V8 CPU profile, when one is wanted. */
   cpuProfileDir?: string | undefined;
+  /** More node flags for the service (e.g. `--trace-gc`, whose lines go to its output). */
+  nodeArgs?: readonly string[];
 }
 
 export interface ReplayFloodFigures {
@@ -42,6 +44,8 @@ export interface ReplayFloodFigures {
   replays: { sent: number; answered200: number; p50Ms: number; statuses: Record<string, number> };
   /** The service's log lines of the replay phase, by message, the most frequent first (at most ten). */
   logMessages: Record<string, number>;
+  /** The service's full (mark-compact) collections in each phase and their pauses, from its /metrics. */
+  fullCollections: { quiet: Collections; replay: Collections };
   p50Ratio: number;
   p99Ratio: number;
   /** Genuine deliveries of the replay phase with a delivery-log row. */
@@ -50,6 +54,30 @@ export interface ReplayFloodFigures {
   logLinesDuringReplay: number;
   logBytesDuringReplay: number;
 }
+
+export interface Collections {
+  count: number;
+  pauseMs: number;
+}
+
+/** A full collection's samples: its final pause (`major`) or its incremental marking's (`incremental`). */
+const FULL_GC = /^nodejs_gc_duration_seconds_(count|sum)\{kind="(?:major|incremental)"\} (\S+)$/;
+
+/** The service's full collections so far and their total pause (prom-client's GC histogram on /metrics). */
+async function collections(origin: string): Promise<Collections> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const total = { count: 0, sum: 0 };
+  for (const line of text.split('\n')) {
+    const match = FULL_GC.exec(line);
+    if (match?.[1] === 'count' || match?.[1] === 'sum') total[match[1]] += Number(match[2]);
+  }
+  return { count: total.count, pauseMs: total.sum * 1000 };
+}
+
+const collectionsBetween = (before: Collections, after: Collections): Collections => ({
+  count: after.count - before.count,
+  pauseMs: round(after.pauseMs - before.pauseMs, 1),
+});
 
 function countBy(values: readonly (string | number)[]): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -137,9 +165,10 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     },
     stdoutFile,
     stderrFile: join(options.workDir, 'replay.stderr.log'),
-    ...(options.cpuProfileDir === undefined
-      ? {}
-      : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] }),
+    nodeArgs: [
+      ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`]),
+      ...(options.nodeArgs ?? []),
+    ],
   });
   const genuinePool = new Pool(service.origin, { connections: 16 });
   try {
@@ -160,7 +189,9 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
     // then the quiet phase.
     const sender = await replaySender(service.origin, captured, options.replayPerSecond, options.seconds);
     await openLoop(genuinePool, options.genuinePerSecond, 2, genuine);
+    const gcBeforeQuiet = await collections(service.origin);
     const quiet = summary(await openLoop(genuinePool, options.genuinePerSecond, options.seconds, genuine));
+    const gcBeforeReplay = await collections(service.origin);
     const firstUnderReplay = index;
     const logBefore = statSync(stdoutFile).size;
     const [replays, underReplay] = await Promise.all([
@@ -168,6 +199,7 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
       openLoop(genuinePool, options.genuinePerSecond, options.seconds, genuine),
     ]);
     const lastUnderReplay = index;
+    const gcAfterReplay = await collections(service.origin);
     const written = readFileSync(stdoutFile).subarray(logBefore);
     const sql = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
     let logged = 0;
@@ -204,6 +236,10 @@ export async function measureReplayFlood(options: ReplayFloodOptions): Promise<R
         answered200: replaySummary.answered200,
         p50Ms: replaySummary.p50Ms,
         statuses: countBy(replays.map((answer) => answer.status)),
+      },
+      fullCollections: {
+        quiet: collectionsBetween(gcBeforeQuiet, gcBeforeReplay),
+        replay: collectionsBetween(gcBeforeReplay, gcAfterReplay),
       },
       p50Ratio: round(replay.p50Ms / Math.max(0.01, quiet.p50Ms)),
       p99Ratio: round(replay.p99Ms / Math.max(0.01, quiet.p99Ms)),

@@ -33,6 +33,7 @@ import { developmentSecret, developmentSecretUse, signedCurlExample } from './se
 import { type EmbeddedServer, startEmbeddedPostgres } from './setup/embedded-postgres.ts';
 import { splitPool } from './setup/pools.ts';
 import { processMetrics } from './setup/process-metrics.ts';
+import { nodeBodyReader } from './setup/request-body.ts';
 import { tracingFromEnv } from './setup/tracing-node.ts';
 
 class StartupError extends Error {}
@@ -208,6 +209,7 @@ async function main(): Promise<void> {
     groupCommit: { maxBatch: config.INTAKE_BATCH_MAX, lanes: pools.requests },
     deliveryLog,
     tracer: tracing.tracer,
+    bodyReader: nodeBodyReader(),
   });
   // Every background step of the process (ops/maintenance/background-steps.ts, the cron's list too), each on its
   // own timer, jittered, one run at a time, stopped before the pools close. The worker applies on one

@@ -20,6 +20,7 @@ import { inSpan, noTracing, type Span, type Tracer } from '../lib/tracing.ts';
 import type { EnabledSender } from '../providers/registry.ts';
 import type { AuthenticatedEvent, RefusedEvent } from '../providers/types.ts';
 import { backlogGate } from './accept.ts';
+import type { BodyReader } from './body-reader.ts';
 import { IntakeCommitter } from './committer.ts';
 import { Deadline } from './deadline.ts';
 import type { DeliveryLog } from './delivery-log.ts';
@@ -79,6 +80,8 @@ export interface IntakeDeps {
    * before its body is read again (ANSWERED_DELIVERIES); `false`: none is.
    */
   answeredDeliveries?: { capacity: number; ttlMs: number } | false;
+  /** The runtime's own body reader (Node: entry/setup/request-body.ts); absent: `c.req.arrayBuffer()`. */
+  bodyReader?: BodyReader;
 }
 
 /**
@@ -278,6 +281,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
    * upload's time is bounded by the server's request timeout, not by the delivery's deadline).
    */
   async function readBody(c: Context<IntakeEnv>): Promise<Uint8Array<ArrayBuffer> | undefined> {
+    const read = deps.bodyReader?.read(c.env, c.req.header('content-length'));
+    if (read !== undefined && read !== null) return read;
     try {
       return new Uint8Array(await c.req.arrayBuffer());
     } catch (error) {
@@ -464,6 +469,8 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     } finally {
       deps.intakeLoad?.leave();
       deadline.clear();
+      // Answered (or failed): nothing reads the bytes again, the stored events hold their own text.
+      deps.bodyReader?.release(body);
     }
   });
 
