@@ -174,9 +174,9 @@ async function main(): Promise<boolean> {
             },
             { label: 'replay p50 (ms)', value: replay.replays.p50Ms },
             {
-              label: 'service full GCs quiet / under replay',
+              label: 'service full-GC pauses quiet / under replay',
               value: `${replay.fullCollections.quiet.count} (${replay.fullCollections.quiet.pauseMs} ms) / ${replay.fullCollections.replay.count} (${replay.fullCollections.replay.pauseMs} ms)`,
-              note: 'count (pauses)',
+              note: 'count (total)',
             },
             {
               label: 'log during replay',

@@ -44,7 +44,10 @@ export interface ReplayFloodFigures {
   replays: { sent: number; answered200: number; p50Ms: number; statuses: Record<string, number> };
   /** The service's log lines of the replay phase, by message, the most frequent first (at most ten). */
   logMessages: Record<string, number>;
-  /** The service's full (mark-compact) collections in each phase and their pauses, from its /metrics. */
+  /**
+   * The service's pauses for full collections in each phase (a mark-compact's, and each of its
+   * incremental-marking steps'), how many and their total, from its /metrics.
+   */
   fullCollections: { quiet: Collections; replay: Collections };
   p50Ratio: number;
   p99Ratio: number;
@@ -63,7 +66,7 @@ export interface Collections {
 /** A full collection's samples: its final pause (`major`) or its incremental marking's (`incremental`). */
 const FULL_GC = /^nodejs_gc_duration_seconds_(count|sum)\{kind="(?:major|incremental)"\} (\S+)$/;
 
-/** The service's full collections so far and their total pause (prom-client's GC histogram on /metrics). */
+/** The service's full-collection pauses so far and their total (prom-client's GC histogram on /metrics). */
 async function collections(origin: string): Promise<Collections> {
   const text = await (await fetch(`${origin}/metrics`)).text();
   const total = { count: 0, sum: 0 };
