@@ -188,8 +188,7 @@ async function main(): Promise<void> {
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(enabledSenders.keys(), defaultHandlers), clock);
   metrics.attach(processMetrics());
-  const asyncMode = config.PROCESSING_MODE === 'async';
-  const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
+  const intakeLoad = IntakeLoad.forRequestPool(pools.requests);
   const rejections = createRejectionLog({ logger, metrics });
   const deliveryLog = deliveryLogOn ? createDeliveryLog({ logger, metrics }) : undefined;
   const flushDeliveryLog = async () => {
@@ -211,8 +210,8 @@ async function main(): Promise<void> {
   });
   // Every background step of the process (ops/maintenance/background-steps.ts, the cron's list too), each on its
   // own timer, jittered, one run at a time, stopped before the pools close. The worker applies on one
-  // background connection each, so the relay's writes wait at most for one of them; the bulk jobs and
-  // the worker defer to a saturated intake; refusals are written off the request pool, so a flood of
+  // background connection each, so the relay's writes wait at most for one of them; the bulk jobs, the
+  // worker and the relay defer to a saturated intake; refusals are written off the request pool, so a flood of
   // them never takes a connection a delivery needs.
   const backgroundJobs = scheduleSteps(
     processSteps,
