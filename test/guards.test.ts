@@ -7,7 +7,7 @@ import { takeLease } from '../src/db/lease.ts';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { claimDue } from '../src/inbox/event-rows.ts';
 import { applyStoredBatch, applyStoredEvent } from '../src/inbox/stored.ts';
-import { sendersByName } from '../src/providers/registry.ts';
+import { sendersByName } from '../src/senders/registry.ts';
 import { acmeEvent, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';

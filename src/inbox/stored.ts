@@ -8,7 +8,7 @@ import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
 import { noTracing, type Span, type Tracer } from '../lib/tracing.ts';
-import type { Sender } from '../providers/types.ts';
+import type { Sender } from '../senders/types.ts';
 import {
   type AppliedRow,
   type AppliedStatus,

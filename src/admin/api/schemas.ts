@@ -9,7 +9,7 @@ import { OPERATOR_NAME_MAX, operatorNameProblem } from '../../lib/operator-name.
 import { isStorableText } from '../../lib/text.ts';
 import { decodeCursor } from '../../ops/reads/cursor.ts';
 import { parseTimeBound } from '../../ops/reads/time-bound.ts';
-import { allSenders } from '../../providers/registry.ts';
+import { allSenders } from '../../senders/registry.ts';
 
 export const providerNames = allSenders.map((provider) => provider.name) as [string, ...string[]];
 

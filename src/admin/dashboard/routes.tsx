@@ -34,7 +34,7 @@ import { readOverview, windowEndingAt } from '../../ops/reads/overview.ts';
 import { countRejections, listRejections } from '../../ops/reads/rejections.ts';
 import { timeRange } from '../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { allSenders } from '../../providers/registry.ts';
+import { allSenders } from '../../senders/registry.ts';
 import type { AdminDeps } from '../api/api.ts';
 import { configuredDestinations } from '../api/destinations/route.ts';
 import { eventsQuery } from '../api/events/schema.ts';

@@ -13,7 +13,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { redeliveryBySender } from '../../providers/registry.ts';
+import { redeliveryBySender } from '../../senders/registry.ts';
 
 /**
  * The longest pause: a week, GitLab's redelivery window and longer than any other sender keeps
@@ -38,7 +38,7 @@ export interface SenderPause {
   note: string | null;
 }
 
-/** Where a sender publishes no retry window, Stripe's three days (docs/providers.md, "Retry windows"). */
+/** Where a sender publishes no retry window, Stripe's three days (docs/senders.md, "Retry windows"). */
 const ASSUMED_WINDOW_DAYS = 3;
 
 /** Minutes after its first attempt that a sender still retries (or lets a delivery be redelivered). */
