@@ -293,6 +293,16 @@ export async function pauseSender(context: SenderPauseContext, request: PauseReq
 
 export type ResumeResult = { kind: 'resumed'; pause: SenderPause } | { kind: 'not_paused' } | { kind: 'not_found' };
 
+/** The log line of an operator's resume, a sender's or a destination's: who, which, paused to active. */
+export function logResume(
+  logger: Logger,
+  line: string,
+  operator: string,
+  resumed: { provider: string } | { destination: string },
+): void {
+  logger.info(line, { operator, ...resumed, before: 'paused', after: 'active' });
+}
+
 /**
  * Resumes a paused sender: `not_paused` (nothing changed, nothing recorded) when no pause is in
  * effect, `not_found` when the sender is not enabled and not paused either. A sender disabled while
@@ -307,12 +317,7 @@ export async function resumeSender(
   const ended = await context.db.transaction((tx) => writeResume(tx, request, now));
   if (ended === undefined)
     return context.enabled.has(request.provider) ? { kind: 'not_paused' } : { kind: 'not_found' };
-  context.logger.info('operator resume', {
-    operator: request.operator,
-    provider: request.provider,
-    before: 'paused',
-    after: 'active',
-  });
+  logResume(context.logger, 'operator resume', request.operator, { provider: request.provider });
   return { kind: 'resumed', pause: ended };
 }
 
