@@ -3,14 +3,12 @@
 // nothing while it is paused (its messages wait, attempts untouched) and publish them once it is
 // resumed; both recorded in operator_actions. A name that is not a configured destination
 // (OUTBOX_DESTINATIONS, or `default` for OUTBOX_TARGET_URL) exits 3.
-import { InvalidArgumentError } from 'commander';
 import { destinationStateJson } from '../../admin/api/destinations/route.ts';
 import {
   type DestinationPauseContext,
   pauseDestination,
   resumeDestination,
 } from '../../ops/pauses/destination-pauses.ts';
-import { pauseNoteProblem } from '../../ops/pauses/sender-pauses.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
 import { type CliContext, type CommandModule, EXIT, requireOperator } from '../context.ts';
 import { noteOption, operatorOption } from '../options.ts';

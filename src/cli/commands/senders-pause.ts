@@ -5,7 +5,7 @@
 // in this environment exits 3.
 import { InvalidArgumentError } from 'commander';
 import { senderJson } from '../../admin/api/senders/route.ts';
-import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
+import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
 import { CliError, type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenders } from '../enabled-senders.ts';
 import { noteOption, operatorOption } from '../options.ts';
