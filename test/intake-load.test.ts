@@ -1,15 +1,23 @@
-// The async worker defers to a saturated intake: the load the intake route reports, how long a batch
-// waits for it (bounded, so a backlog moves under sustained overload), and that it goes at once when
-// the intake is not saturated. The wait itself is measured on faked timers (deferToIntake's setTimeout
+// The async worker and the outbox relay defer to a saturated intake: the load the intake route
+// reports, how long a batch waits for it (bounded, so a backlog moves under sustained overload), and
+// that it goes at once when the intake is not saturated. The wait itself is measured on faked timers (deferToIntake's setTimeout
 // and performance.now), so its bounds are exact; the worker's passes run on real timers with bounds a
 // busy machine cannot miss.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseConfig } from '../src/config.ts';
 import { deferToIntake, IntakeLoad } from '../src/inbox/intake-load.ts';
+import { createLogger } from '../src/lib/logger.ts';
+import { outboxDrain } from '../src/ops/maintenance/background-steps.ts';
+import { RELAY_MAX_DEFER_MS } from '../src/ops/maintenance/drainers.ts';
+import { configuredRouting } from '../src/outbox/destinations.ts';
+import { nodeDestinationPublishers } from '../src/outbox/publishers/node.ts';
 import { acmeEvent, TEST_NOW_MS } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow } from './helpers/facts.ts';
+import { insertMessages, outboxRows } from './helpers/outbox.ts';
 import { patience, WAIT_MS } from './helpers/patience.ts';
+import { cronParts } from './helpers/step-parts.ts';
 import { buildTestWorker, deliver } from './helpers/worker.ts';
 
 const { sql, db } = await useTestDatabase();
@@ -310,5 +318,51 @@ describe('intake load', () => {
     controller.abort();
     expect(await pass).toMatchObject({ claimed: 0, released: 0, batches: 0, stoppedBy: 'aborted' });
     expect(await eventRow(sql, event.id)).toMatchObject({ status: 'received', attempt_count: 0 });
+  });
+});
+
+describe('the outbox relay beside the intake', () => {
+  /** The process's outbox_drain step, publishing to the log, deferring to `intakeLoad`. */
+  function processRelay(intakeLoad: IntakeLoad) {
+    const config = parseConfig({});
+    const logger = createLogger({ level: 'silent', now: () => new Date(), write: () => {} });
+    const publishers = nodeDestinationPublishers(configuredRouting(config), {
+      clock: Date.now,
+      logger,
+      timeoutMs: 1000,
+    });
+    return outboxDrain.prepare(cronParts(db, { runtime: 'process', config, logger, intakeLoad, publishers }));
+  }
+
+  it('holds a batch back while the intake stays saturated, up to its bound, then publishes it', async () => {
+    const ids = await insertMessages(sql, 3);
+    const startedMs = Date.now();
+    const fields = await processRelay(saturated(1))({ budgetMs: patience(20_000) });
+
+    // The worker's tests above left messages of their own: the relay publishes whatever is due.
+    expect(fields).toMatchObject({ stopped_by: 'drained' });
+    expect(fields?.published).toBeGreaterThanOrEqual(3);
+    // Waited out the whole bound (the intake never stopped being saturated), and no more.
+    expect(fields?.deferred_ms).toBeGreaterThanOrEqual(RELAY_MAX_DEFER_MS - 5);
+    expect(fields?.deferred_ms).toBeLessThanOrEqual(Date.now() - startedMs);
+    expect((await outboxRows(sql, ids)).map((row) => row.status)).toEqual(['published', 'published', 'published']);
+  });
+
+  it('claims at once when the intake is not saturated', async () => {
+    const ids = await insertMessages(sql, 2);
+    const fields = await processRelay(new IntakeLoad(1))({ budgetMs: patience(20_000) });
+
+    expect(fields).toMatchObject({ published: 2, deferred_ms: 0, stopped_by: 'drained' });
+    expect((await outboxRows(sql, ids)).map((row) => row.status)).toEqual(['published', 'published']);
+  });
+
+  it('stops waiting when the signal aborts, claiming nothing', async () => {
+    const ids = await insertMessages(sql, 1);
+    const controller = new AbortController();
+    const pass = processRelay(saturated(1))({ budgetMs: patience(20_000), signal: controller.signal });
+    controller.abort();
+
+    expect(await pass).toMatchObject({ claimed: 0, stopped_by: 'aborted' });
+    expect((await outboxRows(sql, ids)).map((row) => row.status)).toEqual(['pending']);
   });
 });

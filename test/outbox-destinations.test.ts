@@ -453,6 +453,7 @@ describe('relayOfEvery', () => {
     released: 5 * n,
     unavailable: 6 * n,
     batches: 7 * n,
+    deferredMs: 8 * n,
     stoppedBy,
     elapsedMs: 10 * n,
   });

@@ -22,12 +22,12 @@ import { createLogger } from '../lib/logger.ts';
 import { labelBounds, Metrics } from '../lib/metrics.ts';
 import { processSteps } from '../ops/maintenance/background-steps.ts';
 import { scheduleSteps } from '../ops/maintenance/schedule.ts';
-import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
+import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers } from '../outbox/relays.ts';
-import { configuredSenders, enableSenders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
+import { configuredSenders, enableSenders } from '../senders/registry.ts';
 import { shedAtCapacity } from './setup/connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './setup/dev-secret.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from './setup/embedded-postgres.ts';
@@ -189,8 +189,7 @@ async function main(): Promise<void> {
   const newId = newHexId;
   const metrics = new Metrics(labelBounds(enabledSenders.keys(), defaultHandlers), clock);
   metrics.attach(processMetrics());
-  const asyncMode = config.PROCESSING_MODE === 'async';
-  const intakeLoad = asyncMode ? IntakeLoad.forRequestPool(pools.requests) : undefined;
+  const intakeLoad = IntakeLoad.forRequestPool(pools.requests);
   const rejections = createRejectionLog({ logger, metrics });
   const deliveryLog = deliveryLogOn ? createDeliveryLog({ logger, metrics }) : undefined;
   const flushDeliveryLog = async () => {
@@ -213,8 +212,8 @@ async function main(): Promise<void> {
   });
   // Every background step of the process (ops/maintenance/background-steps.ts, the cron's list too), each on its
   // own timer, jittered, one run at a time, stopped before the pools close. The worker applies on one
-  // background connection each, so the relay's writes wait at most for one of them; the bulk jobs and
-  // the worker defer to a saturated intake; refusals are written off the request pool, so a flood of
+  // background connection each, so the relay's writes wait at most for one of them; the bulk jobs, the
+  // worker and the relay defer to a saturated intake; refusals are written off the request pool, so a flood of
   // them never takes a connection a delivery needs.
   const backgroundJobs = scheduleSteps(
     processSteps,

@@ -1,4 +1,5 @@
-// How busy the intake is, as the in-process async worker sees it. In async mode the point of the
+// How busy the intake is, as the in-process async worker, the outbox relay and the bulk jobs see it
+// (the relay and the jobs in both modes: a message or a job item can wait, a sender cannot). In async mode the point of the
 // queue is to acknowledge a burst at the intake's full rate and apply it afterwards: a worker that
 // applied at full speed during the burst would take CPU and database time from the requests, which
 // then queue behind it. So the worker defers to a saturated intake (on average twice as many

@@ -77,10 +77,10 @@ const outageBackoffOf = (backoff: BackoffPolicy): BackoffPolicy => ({
   maxMs: Math.min(backoff.maxMs, OUTAGE_PROBE_MAX_MS),
 });
 
-/** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
 /** The claim span of a batch that claimed nothing: records nothing. */
 const untraced = noTracing.start('untraced');
 
+/** Batch and concurrency are tuning, not contract: sized for a local target answering in milliseconds. */
 export const DEFAULT_BATCH_SIZE = 500;
 export const DEFAULT_CONCURRENCY = 32;
 export const DEFAULT_BATCHES_IN_FLIGHT = 2;
@@ -162,6 +162,12 @@ export interface RelayDeps {
   tracer?: Tracer;
   /** The destination's rate limit and breaker; absent: DEFAULT_ISOLATION (no rate limit). */
   isolation?: RelayIsolation;
+  /**
+   * Awaited before each batch is claimed (not before a probe): a process whose intake is saturated
+   * holds its relay back for a bounded time, as it does its inbox worker (ops/maintenance/drainers.ts).
+   * Answers how long it waited. Absent: never waits.
+   */
+  yieldToIntake?: (deadlineMs: number, signal: AbortSignal | undefined) => Promise<number>;
 }
 
 export interface DrainSummary {
@@ -178,6 +184,8 @@ export interface DrainSummary {
    */
   unavailable: number;
   batches: number;
+  /** Time spent holding back for a saturated intake before claiming (yieldToIntake). */
+  deferredMs: number;
   /** `unavailable`: the target is out of reach, and the relay waits until its next probe. */
   stoppedBy: StopReason | 'unavailable';
   elapsedMs: number;
@@ -364,7 +372,7 @@ export function createRelay(deps: RelayDeps): Relay {
 
   async function drain(options: { signal?: AbortSignal; budgetMs?: number } = {}): Promise<DrainSummary> {
     const startedMs = clock();
-    const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0, unavailable: 0 };
+    const summary = { claimed: 0, published: 0, retried: 0, dead: 0, released: 0, unavailable: 0, deferredMs: 0 };
     // Only messages due when the pass began: one rescheduled during it waits for the next pass.
     const dueBy = new Date(startedMs);
     const waiting = outage !== undefined && startedMs < outage.probeAtMs;
@@ -598,6 +606,10 @@ export function createRelay(deps: RelayDeps): Relay {
             batch: async (deadlineMs) => {
               const none = { claimed: 0, limit: settings.batchSize, done: Promise.resolve() };
               if (outage !== undefined || tripped() || !(await waitForPace(deadlineMs, options.signal))) return none;
+              if (deps.yieldToIntake !== undefined) {
+                summary.deferredMs += await deps.yieldToIntake(deadlineMs, options.signal);
+                if (options.signal?.aborted || clock() >= deadlineMs) return { ...none, notStarted: true as const };
+              }
               // A metered destination's next turn comes after this pass: it waits out the budget (the
               // pass then says `budget`, and the next begins at once) instead of claiming rows it
               // would only give back.

@@ -46,8 +46,9 @@ export function relayOfEvery(id: string, relays: readonly Relay[]): Relay {
     destination: '*',
     async drain(options) {
       const summaries = await Promise.all(relays.map((relay) => relay.drain(options)));
-      const sum = (field: 'claimed' | 'published' | 'retried' | 'dead' | 'released' | 'unavailable' | 'batches') =>
-        summaries.reduce((total, summary) => total + summary[field], 0);
+      const sum = (
+        field: 'claimed' | 'published' | 'retried' | 'dead' | 'released' | 'unavailable' | 'batches' | 'deferredMs',
+      ) => summaries.reduce((total, summary) => total + summary[field], 0);
       return {
         claimed: sum('claimed'),
         published: sum('published'),
@@ -56,6 +57,7 @@ export function relayOfEvery(id: string, relays: readonly Relay[]): Relay {
         released: sum('released'),
         unavailable: sum('unavailable'),
         batches: sum('batches'),
+        deferredMs: sum('deferredMs'),
         stoppedBy: stoppedByAll(summaries),
         elapsedMs: Math.max(0, ...summaries.map((summary) => summary.elapsedMs)),
       };

@@ -128,7 +128,7 @@ export const outboxDrain: BackgroundStep = {
       parts,
       parts.publishers,
       parts.runtime === 'process'
-        ? { idPrefix: 'relay' }
+        ? { idPrefix: 'relay', intakeLoad: parts.intakeLoad }
         : { idPrefix: 'cron', settings: { concurrency: CRON_PUBLISH_CONCURRENCY } },
     );
     return async function run({ budgetMs, signal }) {
@@ -136,8 +136,8 @@ export const outboxDrain: BackgroundStep = {
         ...(budgetMs === undefined ? {} : { budgetMs }),
         ...(signal === undefined ? {} : { signal }),
       });
-      const { claimed, published, retried, dead, released, stoppedBy } = summary;
-      return { claimed, published, retried, dead, released, stopped_by: stoppedBy };
+      const { claimed, published, retried, dead, released, deferredMs, stoppedBy } = summary;
+      return { claimed, published, retried, dead, released, deferred_ms: deferredMs, stopped_by: stoppedBy };
     };
   },
 };

@@ -5,7 +5,7 @@
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/client.ts';
 import { configuredHandlers } from '../../domain/handlers.ts';
-import type { IntakeLoad } from '../../inbox/intake-load.ts';
+import { deferToIntake, type IntakeLoad } from '../../inbox/intake-load.ts';
 import {
   createInboxWorker,
   type InboxWorker,
@@ -45,9 +45,9 @@ export interface DrainerParts {
 export function relayFor(
   parts: DrainerParts,
   publishers: readonly DestinationPublisher[],
-  options: { idPrefix?: string; settings?: Partial<RelaySettings> } = {},
+  options: { idPrefix?: string; settings?: Partial<RelaySettings>; intakeLoad?: IntakeLoad | undefined } = {},
 ): Relay {
-  const { idPrefix } = options;
+  const { idPrefix, intakeLoad } = options;
   const newId = idPrefix === undefined ? parts.newId : () => `${idPrefix}-${parts.newId()}`;
   const shared = relaySettings(parts.config, options.settings);
   // The runner's bound on publishes in flight holds for all its destinations together (a Worker's
@@ -66,9 +66,29 @@ export function relayFor(
       ...(parts.tracer === undefined ? {} : { tracer: parts.tracer }),
       settings: { ...shared, concurrency: destination.settings.concurrency ?? evenSplit },
       isolation: isolationOf(destination.settings),
+      ...(intakeLoad === undefined ? {} : { yieldToIntake: relayDeferral(intakeLoad, parts.clock) }),
     }),
   );
   return relayOfEvery(newId(), relays);
+}
+
+/**
+ * Longest a relay's batch waits for a saturated intake before it is claimed anyway. Under sustained
+ * saturation each destination still sends a batch (500 messages) a second; a burst the intake carries
+ * is answered first and published right after it. The messages wait in the outbox, committed: holding
+ * the relay back delays them and loses nothing.
+ */
+export const RELAY_MAX_DEFER_MS = 1000;
+const RELAY_DEFER_POLL_MS = 10;
+
+/** The relay's hold-back: waits while the intake stays saturated, up to RELAY_MAX_DEFER_MS a batch. */
+function relayDeferral(load: IntakeLoad, clock: Clock) {
+  return (deadlineMs: number, signal: AbortSignal | undefined) =>
+    deferToIntake(load, {
+      maxWaitMs: Math.min(RELAY_MAX_DEFER_MS, deadlineMs - clock()),
+      pollMs: RELAY_DEFER_POLL_MS,
+      signal,
+    });
 }
 
 /** A destination's settings as its relay takes them. */
