@@ -2,7 +2,7 @@
 // memory back once the delivery is answered (Node: entry/setup/request-body.ts). An ArrayBuffer's
 // memory is outside V8's heap but counted by it: left to the collector, each large body waits for a
 // full collection, whose pause genuine deliveries then wait for
-// (docs/decisions/XXXX-replayp99-body-memory-given-back.md).
+// (docs/decisions/0034-body-memory-given-back.md).
 
 export interface BodyReader {
   /**

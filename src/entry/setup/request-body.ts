@@ -4,7 +4,7 @@
 // and all three wait for the garbage collector. V8 counts that memory and starts a full collection
 // once enough has built up: a 420 KB LINE batch replayed 6.4 times a second caused one every 1-2 s,
 // and their pauses were the tail that genuine deliveries waited for
-// (docs/decisions/XXXX-replayp99-body-memory-given-back.md). Here the chunks are copied once into
+// (docs/decisions/0034-body-memory-given-back.md). Here the chunks are copied once into
 // the body (a lone chunk is the body itself), freed at once, and the body is freed when the
 // delivery is answered.
 import { IncomingMessage } from 'node:http';
