@@ -62,24 +62,24 @@ type Signature = 'shared secret' | 'public key';
 const results: Array<{ scheme: string; inFlight: number; signature: Signature } & Rate> = [];
 // The original six schemes, compared across releases, and two asymmetric ones; the other senders
 // run the same engine.
-for (const provider of allSenders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
-  const scheme = schemes[provider.name];
+for (const sender of allSenders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
+  const scheme = schemes[sender.name];
   if (scheme === undefined) continue;
   const keys = scheme.publicKey
-    ? await provider.importKeys([], [scheme.secret])
-    : await provider.importKeys([scheme.secret]);
+    ? await sender.importKeys([], [scheme.secret])
+    : await sender.importKeys([scheme.secret]);
   const delivery = verifyDelivery(scheme);
   const verify = async () => {
-    const outcome = await provider.verify(delivery, keys, time);
+    const outcome = await sender.verify(delivery, keys, time);
     // A batch sender's delivery verifies as a batch of events.
     if (outcome.outcome !== 'verified' && outcome.outcome !== 'verified_batch') {
-      throw new Error(`${provider.name}: ${outcome.outcome}, not verified`);
+      throw new Error(`${sender.name}: ${outcome.outcome}, not verified`);
     }
   };
   for (const inFlight of IN_FLIGHT) {
     await rate(verify, inFlight, WARMUP_MS);
     const signature: Signature = scheme.publicKey ? 'public key' : 'shared secret';
-    results.push({ scheme: provider.name, inFlight, signature, ...(await rate(verify, inFlight, MEASURE_MS)) });
+    results.push({ scheme: sender.name, inFlight, signature, ...(await rate(verify, inFlight, MEASURE_MS)) });
   }
 }
 

@@ -32,19 +32,19 @@ async function statusesOf(provider: string, idPrefix: string): Promise<Record<st
 
 describe('bench:verify deliveries', () => {
   const schemes = verifySchemes(TEST_NOW_SECONDS);
-  const measured = allSenders.filter((provider) => Object.hasOwn(schemes, provider.name));
+  const measured = allSenders.filter((sender) => Object.hasOwn(schemes, sender.name));
 
   it('covers every scheme the bench names', () => {
-    expect(measured.map((provider) => provider.name).sort()).toEqual(Object.keys(schemes).sort());
+    expect(measured.map((sender) => sender.name).sort()).toEqual(Object.keys(schemes).sort());
   });
 
-  it.each(measured.map((provider) => [provider.name, provider] as const))('%s verifies', async (name, provider) => {
+  it.each(measured.map((sender) => [sender.name, sender] as const))('%s verifies', async (name, sender) => {
     const scheme = schemes[name];
     if (scheme === undefined) throw new Error(`no bench scheme for ${name}`);
     const keys = scheme.publicKey
-      ? await provider.importKeys([], [scheme.secret])
-      : await provider.importKeys([scheme.secret]);
-    const outcome = await provider.verify(verifyDelivery(scheme), keys, {
+      ? await sender.importKeys([], [scheme.secret])
+      : await sender.importKeys([scheme.secret]);
+    const outcome = await sender.verify(verifyDelivery(scheme), keys, {
       nowSeconds: TEST_NOW_SECONDS,
       toleranceSeconds: 300,
     });

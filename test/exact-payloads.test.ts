@@ -14,7 +14,7 @@ import { countEvents, eventRow } from './helpers/facts.ts';
 import { allSchemeSecrets, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const acmeOnly = new Map(allSenders.filter((provider) => provider.name === 'acme').map((p) => [p.name, p]));
+const acmeOnly = new Map(allSenders.filter((sender) => sender.name === 'acme').map((sender) => [sender.name, sender]));
 
 /** An acme event whose `data` carries `numbers` written exactly as given (JSON.stringify cannot). */
 function bodyWith(type: string, numbers: Record<string, string>, id = uniqueId('evt')): string {

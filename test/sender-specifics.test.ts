@@ -10,11 +10,11 @@ import { verifyKey as discordVerifyKey } from 'discord-interactions';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { providerExtras } from '../src/sender-variables.ts';
+import { senderExtras } from '../src/sender-variables.ts';
 import { describedSender } from '../src/senders/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/senders/description.ts';
+import { MAX_SIGNATURES } from '../src/senders/parsing.ts';
 import { enableSenders } from '../src/senders/registry.ts';
-import { MAX_SIGNATURES } from '../src/senders/scheme.ts';
 import { TEST_NOW_MS, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -667,7 +667,7 @@ describe('senders that cannot be enabled as configured', () => {
     expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).senderSettings.slack?.secrets).toEqual(
       ['a'],
     );
-    expect(providerExtras(config)).toMatchObject({
+    expect(senderExtras(config)).toMatchObject({
       publicKeys: { discord: ['ab'.repeat(32)] },
       urls: { square: 'https://hooks.example.com/webhooks/square' },
     });

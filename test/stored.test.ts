@@ -20,9 +20,7 @@ const later = new Date(Date.UTC(2030, 0, 1));
 const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
-  sendersByName: new Map(
-    allSenders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
-  ),
+  sendersByName: new Map(allSenders.filter((sender) => sender.name === 'acme').map((sender) => [sender.name, sender])),
 });
 
 async function storeWith(handlers: HandlerMap, event: object): Promise<void> {

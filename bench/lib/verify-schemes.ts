@@ -31,7 +31,7 @@ export interface VerifyScheme {
   headers: Record<string, string>;
 }
 
-/** Every scheme bench:verify measures, keyed by provider name, signed for `nowSeconds`. */
+/** Every scheme bench:verify measures, keyed by sender name, signed for `nowSeconds`. */
 export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> {
   const timestamp = String(nowSeconds);
   const standardKey = randomBytes(24);
@@ -127,7 +127,7 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
   };
 }
 
-/** The request the provider's verify() sees for `scheme`. */
+/** The request the sender's verify() sees for `scheme`. */
 export function verifyDelivery(scheme: VerifyScheme): Delivery {
   return {
     body: new Uint8Array(scheme.body),
