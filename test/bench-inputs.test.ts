@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { signedAcmeEvent } from '../bench/lib/acme.ts';
 import { batchSenders, enabledBatchSenders } from '../bench/lib/batch-senders.ts';
 import type { PreparedRequest } from '../bench/lib/load.ts';
-import { verifyDelivery, verifySchemes } from '../bench/lib/verify-schemes.ts';
+import { benchDeliveries, verifyDelivery } from '../bench/lib/verify-deliveries.ts';
 import { webhookEvents } from '../src/db/schema.ts';
 import { allSenders, enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
@@ -31,20 +31,20 @@ async function statusesOf(provider: string, idPrefix: string): Promise<Record<st
 }
 
 describe('bench:verify deliveries', () => {
-  const schemes = verifySchemes(TEST_NOW_SECONDS);
-  const measured = allSenders.filter((sender) => Object.hasOwn(schemes, sender.name));
+  const deliveries = benchDeliveries(TEST_NOW_SECONDS);
+  const measured = allSenders.filter((sender) => Object.hasOwn(deliveries, sender.name));
 
-  it('covers every scheme the bench names', () => {
-    expect(measured.map((sender) => sender.name).sort()).toEqual(Object.keys(schemes).sort());
+  it('covers every sender the bench names', () => {
+    expect(measured.map((sender) => sender.name).sort()).toEqual(Object.keys(deliveries).sort());
   });
 
   it.each(measured.map((sender) => [sender.name, sender] as const))('%s verifies', async (name, sender) => {
-    const scheme = schemes[name];
-    if (scheme === undefined) throw new Error(`no bench scheme for ${name}`);
-    const keys = scheme.publicKey
-      ? await sender.importKeys([], [scheme.secret])
-      : await sender.importKeys([scheme.secret]);
-    const outcome = await sender.verify(verifyDelivery(scheme), keys, {
+    const input = deliveries[name];
+    if (input === undefined) throw new Error(`no bench delivery for ${name}`);
+    const keys = input.publicKey
+      ? await sender.importKeys([], [input.secret])
+      : await sender.importKeys([input.secret]);
+    const outcome = await sender.verify(verifyDelivery(input), keys, {
       nowSeconds: TEST_NOW_SECONDS,
       toleranceSeconds: 300,
     });

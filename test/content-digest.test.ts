@@ -17,10 +17,10 @@ import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { barrier, eventRow, providerRows } from './helpers/facts.ts';
 import { outboxRowsByKeyPrefix } from './helpers/outbox.ts';
-import { allSchemeSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
+import { allSenderSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const enabledSenders = await enableSenders(allSchemeSecrets());
+const enabledSenders = await enableSenders(allSenderSecrets());
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 const failing = defineHandler({

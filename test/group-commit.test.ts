@@ -15,7 +15,7 @@ import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
 import { patience, WAIT_MS } from './helpers/patience.ts';
-import { allSchemeSecrets, githubSender } from './helpers/senders.ts';
+import { allSenderSecrets, githubSender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
 const found = defaultHandlers.acme?.['subscription.updated'];
@@ -227,7 +227,7 @@ describe('group commit', () => {
         );
       },
     });
-    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const enabledSenders = await enableSenders({ ...allSenderSecrets(), acme: [TEST_SECRET] });
     const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);
@@ -257,7 +257,7 @@ describe('group commit', () => {
 
   it('puts two different GitHub bodies in one batch: only a shared digest keeps deliveries apart', async () => {
     const hold = deferred();
-    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const enabledSenders = await enableSenders({ ...allSenderSecrets(), acme: [TEST_SECRET] });
     const h = await harness(lanesHeldBy(hold.promise), { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);

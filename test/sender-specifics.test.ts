@@ -21,7 +21,7 @@ import { useTestDatabase } from './helpers/database.ts';
 import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
 import { discordKeys, enableNamedSenders, namedSenders, zoomOracle, zoomSecrets } from './helpers/named-senders.ts';
 import {
-  allSchemeSecrets,
+  allSenderSecrets,
   githubHeaders,
   githubSender,
   type Sender,
@@ -36,7 +36,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const app = await buildTestApp(db, {
-  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSenderSecrets())), ...(await enableNamedSenders())]),
 });
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 

@@ -19,12 +19,12 @@ import {
   type Outgoing,
   sha256Hex,
 } from './helpers/named-senders.ts';
-import { allSchemeSecrets, type SchemeName, type Sender, senders } from './helpers/senders.ts';
+import { allSenderSecrets, type Sender, type SenderName, senders } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
 
 const app = await buildTestApp(db, {
-  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSenderSecrets())), ...(await enableNamedSenders())]),
 });
 
 const UNAUTHORIZED = 'application/json {"error":"unauthorized"}';
@@ -50,8 +50,8 @@ interface Played {
   named?: NamedSender;
 }
 
-/** Where each scheme's stored id comes from, and the type its helper's event is stored under. */
-const SCHEMES: Readonly<Record<SchemeName, { id: NamedSender['id']; eventType: string }>> = {
+/** Where each sender's stored id comes from, and the type its helper's event is stored under. */
+const STORED_AS: Readonly<Record<SenderName, { id: NamedSender['id']; eventType: string }>> = {
   standard: { id: 'signed-header', eventType: 'invoice.paid' },
   stripe: { id: 'payload', eventType: 'invoice.paid' },
   github: { id: 'unsigned-header', eventType: 'issues.opened' },
@@ -67,8 +67,8 @@ function schemePlayed(sender: Sender): Played {
     // Fixed: the helpers' headers change a signed time to TEST_NOW_SECONDS - 1, which must stay in tolerance.
     now: () => TEST_NOW_SECONDS,
     signsTime: sender.signsTimestamp,
-    id: SCHEMES[sender.name].id,
-    newEvent: () => ({ ...sender.newEvent(), eventType: SCHEMES[sender.name].eventType }),
+    id: STORED_AS[sender.name].id,
+    newEvent: () => ({ ...sender.newEvent(), eventType: STORED_AS[sender.name].eventType }),
     sign: (outgoing, key, at) =>
       sender.headers({ body: outgoing.body, eventId: outgoing.eventId ?? '' }, { secret: secret[key], timestamp: at }),
     broken: (outgoing, good) => {
