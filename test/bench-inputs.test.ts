@@ -1,7 +1,7 @@
 // The benchmarks' synthetic deliveries, built by the very code the benches use (bench/lib), go through
-// the service's own checks and are accepted: a provider that starts validating something the bench
+// the service's own checks and are accepted: a sender that starts validating something the bench
 // does not send breaks this file, not a benchmark run an hour later. The verify bench's deliveries go
-// through each provider's verify() (what bench:verify times); the intake benches' acme events and the
+// through each sender's verify() (what bench:verify times); the intake benches' acme events and the
 // batch senders' deliveries go through the app in-process, and their rows are read back.
 import { and, sql as drizzleSql, eq, like } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';

@@ -119,7 +119,7 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
     expect(senderSecrets(config).standard).toEqual(['new secret with spaces', 'old secret with spaces']);
   });
 
-  it('works for every provider secret and both tokens', () => {
+  it("works for every sender's secret and both tokens", () => {
     const config = parseConfig(
       {
         ACME_WEBHOOK_SECRET_FILE: '/run/secrets/github',

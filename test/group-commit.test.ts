@@ -366,7 +366,7 @@ describe('group commit', () => {
       expect(await eventRow(sql, event.id)).toBeUndefined();
       expect(await outboxFor(event.id)).toBe(0);
     }
-    // The provider retries: the pool reconnects and the same deliveries are applied once.
+    // The sender retries: the pool reconnects and the same deliveries are applied once.
     for (const answer of await Promise.all(events.map((event) => send(h.test, event)))) expect(answer.status).toBe(200);
     for (const event of events) expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
   });

@@ -18,7 +18,7 @@ import { enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_MS, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
+import { countEvents, eventRow, senderRows } from './helpers/facts.ts';
 import { discordKeys, enableNamedSenders, namedSenders, zoomOracle, zoomSecrets } from './helpers/named-senders.ts';
 import {
   allSenderSecrets,
@@ -299,7 +299,7 @@ describe('the signature cap holds for every description', () => {
 
 describe('Slack protocol messages', () => {
   it('answers a signed url_verification with its challenge and stores nothing', async () => {
-    const before = (await providerRows(sql, 'slack')).length;
+    const before = (await senderRows(sql, 'slack')).length;
     const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P';
     const body = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' });
 
@@ -307,7 +307,7 @@ describe('Slack protocol messages', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(await response.text()).toBe(JSON.stringify({ challenge }));
-    expect((await providerRows(sql, 'slack')).length).toBe(before);
+    expect((await senderRows(sql, 'slack')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"url_verification"'))).toBe(true);
   });
 
@@ -320,7 +320,7 @@ describe('Slack protocol messages', () => {
   });
 
   it('acknowledges app_rate_limited without storing it', async () => {
-    const before = (await providerRows(sql, 'slack')).length;
+    const before = (await senderRows(sql, 'slack')).length;
     const body = JSON.stringify({
       token: 't',
       type: 'app_rate_limited',
@@ -329,7 +329,7 @@ describe('Slack protocol messages', () => {
     });
     const response = await send(slackSender, body);
     expect(await response.text()).toBe('{"received":true}');
-    expect((await providerRows(sql, 'slack')).length).toBe(before);
+    expect((await senderRows(sql, 'slack')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"app_rate_limited"'))).toBe(true);
   });
 
@@ -357,7 +357,7 @@ describe("Zoom's endpoint.url_validation", () => {
       zoomSecrets.credentials[0],
       nowSeconds(),
     );
-    const before = (await providerRows(sql, 'zoom')).length;
+    const before = (await senderRows(sql, 'zoom')).length;
     return { headers, before, response: await post('zoom', body, headers) };
   }
 
@@ -375,7 +375,7 @@ describe("Zoom's endpoint.url_validation", () => {
         .update('qgg8vlvZRS6UYooatFL8Aw')
         .digest('hex'),
     });
-    expect((await providerRows(sql, 'zoom')).length).toBe(before);
+    expect((await senderRows(sql, 'zoom')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"endpoint.url_validation"'))).toBe(true);
   });
 
@@ -386,7 +386,7 @@ describe("Zoom's endpoint.url_validation", () => {
     const { before, response } = await postValidation(body);
     expect(response.status).toBe(200);
     expect(await response.text()).not.toContain('encryptedToken');
-    const rows = await providerRows(sql, 'zoom');
+    const rows = await senderRows(sql, 'zoom');
     expect(rows.length).toBe(before + 1);
     expect(rows.at(-1)).toMatchObject({ event_type: 'endpoint.url_validation', status: 'ignored' });
   });
@@ -407,7 +407,7 @@ describe("Discord's ping", () => {
     const timestamp = String(nowSeconds());
     const signature = discordKeys[0].sign(`${timestamp}${ping}`);
     expect(await discordVerifyKey(ping, signature, timestamp, discordKeys[0].configured)).toBe(true);
-    const before = (await providerRows(sql, 'discord')).length;
+    const before = (await senderRows(sql, 'discord')).length;
 
     const response = await post('discord', ping, {
       'x-signature-timestamp': timestamp,
@@ -415,7 +415,7 @@ describe("Discord's ping", () => {
     });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');
-    expect((await providerRows(sql, 'discord')).length).toBe(before);
+    expect((await senderRows(sql, 'discord')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"ping"'))).toBe(true);
   });
 
@@ -452,10 +452,10 @@ describe('GitHub and Shopify metadata headers', () => {
   ] as const)('%s: an authentic body without %s is 400 and stores nothing', async (name, sender, header) => {
     const delivery = sender.newEvent();
     const headers = await sender.headers(delivery);
-    const before = (await providerRows(sql, name)).length;
+    const before = (await senderRows(sql, name)).length;
     const response = await postAtTestNow(name, delivery.body, { ...headers, [header]: '' });
     expect(response.status).toBe(400);
-    expect((await providerRows(sql, name)).length).toBe(before);
+    expect((await senderRows(sql, name)).length).toBe(before);
   });
 
   it('accepts Shopify’s un-prefixed header set', async () => {

@@ -10,7 +10,7 @@ import { enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, TEST_SECRET, TOLERANCE_EDGES } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
+import { countEvents, eventRow, senderRows } from './helpers/facts.ts';
 import {
   enableNamedSenders,
   hmacCredential,
@@ -216,13 +216,13 @@ describe.each(played.map((sender) => [sender.label, sender] as const))('%s', (_l
   it('answers a changed body, a changed, missing or malformed signature with the one 401, storing nothing', async () => {
     const outgoing = sender.newEvent(sender.now());
     const good = await signed(outgoing);
-    const before = (await providerRows(sql, sender.name)).length;
+    const before = (await senderRows(sql, sender.name)).length;
     const variants = sender.broken(outgoing, good);
     const answers: Record<string, string> = {};
     for (const [name, [body, headers]] of Object.entries(variants))
       answers[name] = await answer(await post(body, headers));
     expect(answers).toEqual(Object.fromEntries(Object.keys(variants).map((name) => [name, UNAUTHORIZED])));
-    expect((await providerRows(sql, sender.name)).length).toBe(before);
+    expect((await senderRows(sql, sender.name)).length).toBe(before);
     // The same delivery with its headers intact goes through: the variants failed for their defect.
     expect((await post(outgoing.body, good)).status).toBe(200);
   });
