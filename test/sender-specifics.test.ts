@@ -50,11 +50,11 @@ function post(name: string, body: string, headers: Record<string, string>, to = 
   });
 }
 
-/** The first schemes' helpers (test/helpers/senders.ts) sign at TEST_NOW_SECONDS unless told otherwise. */
+/** The first senders' helpers (test/helpers/senders.ts) sign at TEST_NOW_SECONDS unless told otherwise. */
 const postAtTestNow = (name: string, body: string, headers: Record<string, string>) =>
   post(name, body, headers, app, TEST_NOW_MS);
 
-/** Signs `body` as `sender` would, with `eventId` where the scheme carries the id in a header. */
+/** Signs `body` as `sender` would, with `eventId` where the sender carries the id in a header. */
 async function send(sender: Sender, body: string, eventId = uniqueId('id')) {
   return postAtTestNow(sender.name, body, await sender.headers({ body, eventId }));
 }
@@ -197,7 +197,7 @@ describe('Stripe-Signature', () => {
     expect((await eventRow(sql, delivery.eventId, 'stripe'))?.status).toBe('ignored');
   });
 
-  it('ignores v0 and unknown schemes next to a valid v1', async () => {
+  it('ignores v0 and unknown signature versions next to a valid v1', async () => {
     const delivery = stripeSender.newEvent();
     const header = `${stripeHeader(delivery.body)},v0=${'0'.repeat(64)},v9=whatever`;
     expect(

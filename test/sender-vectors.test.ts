@@ -1,6 +1,6 @@
 // The publishers' own vectors, reproduced byte for byte by our signed-content construction and
-// checked by each scheme's verify function; the oracles agree on them too. Plus the strict decoders
-// every scheme relies on. No HTTP and no database: the signature layer alone.
+// checked by each sender's verify function; the oracles agree on them too. Plus the strict decoders
+// every sender relies on. No HTTP and no database: the signature layer alone.
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';

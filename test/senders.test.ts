@@ -1,5 +1,5 @@
 // Every sender through the HTTP route, each against an oracle that is not ours, in one suite: the
-// five first schemes (Standard Webhooks, Stripe, GitHub, Shopify, Slack: test/helpers/senders.ts)
+// five first senders (Standard Webhooks, Stripe, GitHub, Shopify, Slack: test/helpers/senders.ts)
 // signed by the publisher's own library, with the malformed headers each can be sent; the others
 // (test/helpers/named-senders.ts) signed by node:crypto, which the publisher's SDK, or the example
 // it publishes, must accept. Each is stored once under its authenticated id, refused with the one
@@ -59,7 +59,7 @@ const STORED_AS: Readonly<Record<SenderName, { id: NamedSender['id']; eventType:
   slack: { id: 'payload', eventType: 'app_mention' },
 };
 
-function schemePlayed(sender: Sender): Played {
+function firstSenderPlayed(sender: Sender): Played {
   const secret = { current: sender.secrets[0], previous: sender.secrets[1], stranger: sender.strangerSecret };
   return {
     label: sender.name,
@@ -123,7 +123,7 @@ function namedPlayed(sender: NamedSender): Played {
   };
 }
 
-const played = [...senders.map(schemePlayed), ...namedSenders.map(namedPlayed)];
+const played = [...senders.map(firstSenderPlayed), ...namedSenders.map(namedPlayed)];
 
 const storedId = (outgoing: Outgoing) => outgoing.eventId ?? sha256Hex(outgoing.body);
 
