@@ -84,8 +84,8 @@ const shareOfHonoFloor = (key: string) => {
     ? 'n/a'
     : `${round(target / hono, 2)}x (${target} / ${hono} events/s)`;
 };
-/** The slowest scheme one call at a time, among those signed with a shared secret or with a key pair. */
-const slowestScheme = (publicKey: boolean) =>
+/** The slowest sender one call at a time, among those signed with a shared secret or with a key pair. */
+const slowestSender = (publicKey: boolean) =>
   verifyRates
     .filter((rate) => rate.inFlight === 1 && (rate.signature === 'public key') === publicKey)
     .reduce<{ scheme: string; perCpuSecond: number } | undefined>(
@@ -99,7 +99,7 @@ const target = (label: string, text: string, value: number | undefined, met: (va
   if (!met(value)) misses.push(`${label}: ${round(value, 1)} (${text})`);
   return `${text}: ${targetMark(met(value))}`;
 };
-const schemeRate = (rate: { scheme: string; perCpuSecond: number } | undefined) =>
+const senderRate = (rate: { scheme: string; perCpuSecond: number } | undefined) =>
   rate === undefined ? 'n/a' : `${Math.round(rate.perCpuSecond)} (${rate.scheme})`;
 
 const rows = [
@@ -189,17 +189,17 @@ const rows = [
   }),
   {
     label: 'slowest HMAC verification /CPU s',
-    value: schemeRate(slowestScheme(false)),
+    value: senderRate(slowestSender(false)),
     note: target(
       'slowest HMAC verification',
-      'target >= 20000 per scheme',
-      slowestScheme(false)?.perCpuSecond,
+      'target >= 20000 per sender',
+      slowestSender(false)?.perCpuSecond,
       (rate) => rate >= 20_000,
     ),
   },
   {
     label: 'slowest key-pair verification /CPU s',
-    value: schemeRate(slowestScheme(true)),
+    value: senderRate(slowestSender(true)),
     note: 'Ed25519, ECDSA P-256 (no target)',
   },
   {

@@ -1,9 +1,9 @@
-// `npm run bench:verify`: verifications per second of each scheme's verify() (signature check,
+// `npm run bench:verify`: verifications per second of each sender's verify() (signature check,
 // JSON parse, envelope validation and, for GitHub/Shopify, the body digest) on a 2 KiB body, with
 // keys imported once, as the service does. Deliveries are signed ahead of time with node:crypto,
 // not the service's code. Prints figures per CPU second (one core's capacity) and per wall-clock
-// second; a scheme signed with a shared secret under 20,000 per CPU second is MISSED (fails the run
-// only with BENCH_STRICT=1). Environment: BENCH_VERIFY_MS (2000 measured per scheme and in-flight
+// second; a sender that signs with a shared secret under 20,000 per CPU second is MISSED (fails the run
+// only with BENCH_STRICT=1). Environment: BENCH_VERIFY_MS (2000 measured per sender and in-flight
 // count), BENCH_VERIFY_WARMUP_MS (300).
 import { availableParallelism } from 'node:os';
 import { allSenders } from '../src/senders/registry.ts';
@@ -12,7 +12,7 @@ import { intFromEnv } from './lib/env.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { formatTable, round } from './lib/stats.ts';
 import { verdict } from './lib/targets.ts';
-import { BODY_BYTES, verifyDelivery, verifySchemes } from './lib/verify-schemes.ts';
+import { BODY_BYTES, benchDeliveries, verifyDelivery } from './lib/verify-deliveries.ts';
 
 const TARGET_PER_SECOND = 20_000;
 const WARMUP_MS = intFromEnv('BENCH_VERIFY_WARMUP_MS', 300, 0);
@@ -21,7 +21,7 @@ const IN_FLIGHT = [1, 16] as const;
 
 const nowSeconds = Math.floor(Date.now() / 1000);
 const time: VerificationTime = { nowSeconds, toleranceSeconds: 300 };
-const schemes = verifySchemes(nowSeconds);
+const deliveries = benchDeliveries(nowSeconds);
 
 interface Rate {
   /** Calls completed per second of wall-clock time. */
@@ -55,31 +55,30 @@ async function rate(verify: () => Promise<void>, inFlight: number, durationMs: n
 
 const startedAt = new Date();
 /**
- * The target is for schemes signed with a shared secret (an HMAC); a sender that signs with a
+ * The target is for deliveries signed with a shared secret (an HMAC); a sender that signs with a
  * private key (Ed25519, ECDSA) costs a public-key verification, several times dearer, and has none.
  */
 type Signature = 'shared secret' | 'public key';
+// `scheme` names the sender: the field the results file has always had (bench/all.ts reads it).
 const results: Array<{ scheme: string; inFlight: number; signature: Signature } & Rate> = [];
-// The original six schemes, compared across releases, and two asymmetric ones; the other senders
+// The original six senders, compared across releases, and two asymmetric ones; the other senders
 // run the same engine.
-for (const provider of allSenders.filter((candidate) => Object.hasOwn(schemes, candidate.name))) {
-  const scheme = schemes[provider.name];
-  if (scheme === undefined) continue;
-  const keys = scheme.publicKey
-    ? await provider.importKeys([], [scheme.secret])
-    : await provider.importKeys([scheme.secret]);
-  const delivery = verifyDelivery(scheme);
+for (const sender of allSenders.filter((candidate) => Object.hasOwn(deliveries, candidate.name))) {
+  const input = deliveries[sender.name];
+  if (input === undefined) continue;
+  const keys = input.publicKey ? await sender.importKeys([], [input.secret]) : await sender.importKeys([input.secret]);
+  const delivery = verifyDelivery(input);
   const verify = async () => {
-    const outcome = await provider.verify(delivery, keys, time);
+    const outcome = await sender.verify(delivery, keys, time);
     // A batch sender's delivery verifies as a batch of events.
     if (outcome.outcome !== 'verified' && outcome.outcome !== 'verified_batch') {
-      throw new Error(`${provider.name}: ${outcome.outcome}, not verified`);
+      throw new Error(`${sender.name}: ${outcome.outcome}, not verified`);
     }
   };
   for (const inFlight of IN_FLIGHT) {
     await rate(verify, inFlight, WARMUP_MS);
-    const signature: Signature = scheme.publicKey ? 'public key' : 'shared secret';
-    results.push({ scheme: provider.name, inFlight, signature, ...(await rate(verify, inFlight, MEASURE_MS)) });
+    const signature: Signature = input.publicKey ? 'public key' : 'shared secret';
+    results.push({ scheme: sender.name, inFlight, signature, ...(await rate(verify, inFlight, MEASURE_MS)) });
   }
 }
 

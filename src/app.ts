@@ -47,7 +47,7 @@ export function createApp(deps: AppDeps): Hono<DatabaseEnv> {
   const app = new Hono<DatabaseEnv>();
   app.use(async (c, next) => {
     const db = c.env?.db ?? deps.db;
-    // A wiring mistake of ours, not the sender's: onError answers 503 and the provider retries.
+    // A wiring mistake of ours, not the sender's: onError answers 503 and the sender retries.
     if (db === undefined) throw new Error('no database bound to this request');
     c.set('db', db);
     await next();

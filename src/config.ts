@@ -339,7 +339,7 @@ function weakSecrets(resolved: Resolved, production: boolean): { warnings: Confi
 const publicUrl = z.url({ protocol: /^https?$/ });
 
 /**
- * Every sender variable set, by the naming rule: no sender's name is known here; the provider
+ * Every sender variable set, by the naming rule: no sender's name is known here; the sender
  * registry decides which names are senders. Problems join the others, named by variable.
  */
 function parseSenderSettings(

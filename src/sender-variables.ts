@@ -1,6 +1,6 @@
 // The contract's naming rule for sender variables (`<NAME>_WEBHOOK_SECRET`, `_PUBLIC_KEY`, `_URL`,
 // Slack's secret aside), both ways, and what the configuration holds for each sender. It knows no
-// sender's name (the provider registry decides which names are senders) and imports nothing of
+// sender's name (the sender registry decides which names are senders) and imports nothing of
 // src/, so that config.ts, which parses these variables, and every layer above may read it.
 
 /** What a sender variable holds: HMAC secrets or shared tokens, public keys, or the signed public URL. */
@@ -16,7 +16,7 @@ export interface SenderSettings {
 /** By sender name, every sender with at least one variable set (known to the registry or not). */
 export type SettingsBySender = Readonly<Record<string, SenderSettings>>;
 
-/** Secrets, or public keys, as configured (text), by sender name: what the provider registry imports. */
+/** Secrets, or public keys, as configured (text), by sender name: what the sender registry imports. */
 export type KeysBySender = Readonly<Record<string, readonly string[]>>;
 
 const SUFFIX: Readonly<Record<CredentialKind, string>> = { secret: 'SECRET', publicKey: 'PUBLIC_KEY', url: 'URL' };
@@ -64,18 +64,18 @@ interface Configured {
 }
 
 /** Each sender's secrets by its `provider` column name (the contract's provider table). */
-export function providerSecrets(config: Configured): KeysBySender {
+export function senderSecrets(config: Configured): KeysBySender {
   return Object.fromEntries(Object.entries(config.senderSettings).map(([name, settings]) => [name, settings.secrets]));
 }
 
 /** What enableSenders takes beside the secrets: public keys and signed URLs, by sender name. */
-export interface ProviderExtras {
+export interface SenderExtras {
   /** For senders that sign with a private key. */
   publicKeys?: KeysBySender;
   urls?: Readonly<Record<string, string>>;
 }
 
-export function providerExtras(config: Configured): ProviderExtras {
+export function senderExtras(config: Configured): SenderExtras {
   const entries = Object.entries(config.senderSettings);
   return {
     publicKeys: Object.fromEntries(entries.map(([name, settings]) => [name, settings.publicKeys])),

@@ -16,7 +16,7 @@ import { arrayElementTexts } from '../src/lib/json.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { barrier, providerRows } from './helpers/facts.ts';
+import { barrier, senderRows } from './helpers/facts.ts';
 import {
   enableNamedSenders,
   gocardlessBody,
@@ -325,7 +325,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
 
   it('refuses (400) a batch none of whose events is well-formed, and stores nothing of it', async () => {
     const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
-    const before = (await providerRows(sql, sender.name)).length;
+    const before = (await senderRows(sql, sender.name)).length;
     const [model] = events(1);
     if (model === undefined) throw new Error('one event');
     const response = await post(test, sender.body(malformedCopies(model).map((malformed) => malformed.text)));
@@ -333,7 +333,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
       status: 400,
       body: '{"error":"invalid_payload"}',
     });
-    expect((await providerRows(sql, sender.name)).length).toBe(before);
+    expect((await senderRows(sql, sender.name)).length).toBe(before);
   });
 
   it.each([
@@ -501,10 +501,10 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
 
   it('answers an empty batch 200 and stores nothing', async () => {
     const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
-    const before = (await providerRows(sql, sender.name)).length;
+    const before = (await senderRows(sql, sender.name)).length;
     const response = await post(test, sender.body([]));
     expect(await response.text()).toBe('{"received":true}');
-    expect((await providerRows(sql, sender.name)).length).toBe(before);
+    expect((await senderRows(sql, sender.name)).length).toBe(before);
   });
 
   it.each([

@@ -1,14 +1,14 @@
 // The benchmarks' synthetic deliveries, built by the very code the benches use (bench/lib), go through
-// the service's own checks and are accepted: a provider that starts validating something the bench
+// the service's own checks and are accepted: a sender that starts validating something the bench
 // does not send breaks this file, not a benchmark run an hour later. The verify bench's deliveries go
-// through each provider's verify() (what bench:verify times); the intake benches' acme events and the
+// through each sender's verify() (what bench:verify times); the intake benches' acme events and the
 // batch senders' deliveries go through the app in-process, and their rows are read back.
 import { and, sql as drizzleSql, eq, like } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { signedAcmeEvent } from '../bench/lib/acme.ts';
 import { batchSenders, enabledBatchSenders } from '../bench/lib/batch-senders.ts';
 import type { PreparedRequest } from '../bench/lib/load.ts';
-import { verifyDelivery, verifySchemes } from '../bench/lib/verify-schemes.ts';
+import { benchDeliveries, verifyDelivery } from '../bench/lib/verify-deliveries.ts';
 import { webhookEvents } from '../src/db/schema.ts';
 import { allSenders, enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
@@ -31,20 +31,20 @@ async function statusesOf(provider: string, idPrefix: string): Promise<Record<st
 }
 
 describe('bench:verify deliveries', () => {
-  const schemes = verifySchemes(TEST_NOW_SECONDS);
-  const measured = allSenders.filter((provider) => Object.hasOwn(schemes, provider.name));
+  const deliveries = benchDeliveries(TEST_NOW_SECONDS);
+  const measured = allSenders.filter((sender) => Object.hasOwn(deliveries, sender.name));
 
-  it('covers every scheme the bench names', () => {
-    expect(measured.map((provider) => provider.name).sort()).toEqual(Object.keys(schemes).sort());
+  it('covers every sender the bench names', () => {
+    expect(measured.map((sender) => sender.name).sort()).toEqual(Object.keys(deliveries).sort());
   });
 
-  it.each(measured.map((provider) => [provider.name, provider] as const))('%s verifies', async (name, provider) => {
-    const scheme = schemes[name];
-    if (scheme === undefined) throw new Error(`no bench scheme for ${name}`);
-    const keys = scheme.publicKey
-      ? await provider.importKeys([], [scheme.secret])
-      : await provider.importKeys([scheme.secret]);
-    const outcome = await provider.verify(verifyDelivery(scheme), keys, {
+  it.each(measured.map((sender) => [sender.name, sender] as const))('%s verifies', async (name, sender) => {
+    const input = deliveries[name];
+    if (input === undefined) throw new Error(`no bench delivery for ${name}`);
+    const keys = input.publicKey
+      ? await sender.importKeys([], [input.secret])
+      : await sender.importKeys([input.secret]);
+    const outcome = await sender.verify(verifyDelivery(input), keys, {
       nowSeconds: TEST_NOW_SECONDS,
       toleranceSeconds: 300,
     });

@@ -194,7 +194,7 @@ describe('every refusal is logged with its reason', () => {
 
   it('400: the field the schema refused, never its value', async () => {
     const test = await buildTestApp(db);
-    // Refused by the provider's envelope, then by the handler's schema.
+    // Refused by the sender's envelope, then by the handler's schema.
     const envelope = acmeEvent({ version: -1 });
     const handler = acmeEvent({ data: { id: uniqueId('sub'), status: 'secret-status-value' } });
     for (const event of [envelope, handler]) expect((await deliver(test, event)).status).toBe(400);

@@ -169,7 +169,7 @@ describe('chaos', () => {
         '2xx without a row',
       ).toEqual([]);
 
-      // It recovers by itself: the provider's retries of the refused ones succeed. A provider retries
+      // It recovers by itself: the sender's retries of the refused ones succeed. A sender retries
       // more than once, after the Retry-After it was given: a retry sent the instant the last cut
       // lands can still meet a connection that postgres.js is reopening after its backoff. Retries go
       // on until WAIT_MS has passed, not for a count: how soon the pool is whole again depends on the machine.

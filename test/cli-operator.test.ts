@@ -1,6 +1,6 @@
 // The CLI as an operator meets it next to `npm start`: with nothing configured it finds the embedded
 // server running on DATA_DIR (and says how to start one when none runs), `send` signs with the
-// development secret `npm start` made, usage errors judge the provider first and list the known
+// development secret `npm start` made, usage errors judge the `<provider>` first and list the known
 // ones, every result verb speaks JSON on request, stdout carries no log lines unless --verbose, and
 // a replay that changes nothing says why. Real processes, real PostgreSQL.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -18,7 +18,7 @@ import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { insertEvent } from './helpers/events.ts';
-import { eventRow, providerRows } from './helpers/facts.ts';
+import { eventRow, senderRows } from './helpers/facts.ts';
 import { operatorActionRows } from './helpers/outbox.ts';
 
 const { sql, db, url } = await useTestDatabase();
@@ -155,11 +155,11 @@ describe('next to npm start, with nothing configured', () => {
       expect(other.output).toContain('set STRIPE_WEBHOOK_SECRET');
 
       await writeFile(join(dataDir, 'acme-development-secret'), `${secret}\n`);
-      const before = (await providerRows(sql, 'acme')).length;
+      const before = (await senderRows(sql, 'acme')).length;
       const sent = await runCli(['send', 'acme', '--count', '2', '--json'], { DATA_DIR: dataDir, PORT: String(port) });
       expect(sent.code).toBe(0);
       expect(JSON.parse(sent.output)).toMatchObject({ provider: 'acme', deliveries: 2, answers: { '200': 2 } });
-      expect((await providerRows(sql, 'acme')).length).toBe(before + 2);
+      expect((await senderRows(sql, 'acme')).length).toBe(before + 2);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await rm(dataDir, { recursive: true, force: true });

@@ -12,7 +12,7 @@ import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { providerRows } from './helpers/facts.ts';
+import { senderRows } from './helpers/facts.ts';
 
 const { sql, db } = await useTestDatabase();
 const secret = 'send-test-acme-secret';
@@ -45,7 +45,7 @@ describe('send', () => {
       deliveries: 6,
       answers: { '200': 3, '200 duplicate': 3 },
     });
-    const rows = await providerRows(sql, 'acme');
+    const rows = await senderRows(sql, 'acme');
     expect(rows).toHaveLength(3);
     expect(rows.every((row) => row.status === 'completed')).toBe(true);
   });
@@ -65,7 +65,7 @@ describe('send', () => {
       `connection refused at ${unreachable}: nothing listens there; is the service running? (npm start, or --url)`,
     );
 
-    const before = (await providerRows(sql, 'acme')).length;
+    const before = (await senderRows(sql, 'acme')).length;
     const wrongSecret = await send(['acme', '--url', `${origin}/webhooks/acme`, '--count', '2'], {
       ...env,
       ACME_WEBHOOK_SECRET: 'not-the-servers-secret',
@@ -73,7 +73,7 @@ describe('send', () => {
     expect(wrongSecret.code).toBe(1);
     expect(wrongSecret.output).toContain('401 x2');
     expect(wrongSecret.output).toContain('refused the signatures (401): the secret here (ACME_WEBHOOK_SECRET)');
-    expect((await providerRows(sql, 'acme')).length).toBe(before);
+    expect((await senderRows(sql, 'acme')).length).toBe(before);
   });
 
   it('sends a file as it is; a missing secret exits 1, bad options exit 2', async () => {
@@ -83,7 +83,7 @@ describe('send', () => {
     const result = await send(['acme', '--url', `${origin}/webhooks/acme`, '--file', file, '--count', '2']);
     expect(result.code).toBe(0);
     expect(result.output).toContain('200 x1, 200 duplicate x1');
-    expect((await providerRows(sql, 'acme')).some((row) => row.event_id === event.id)).toBe(true);
+    expect((await senderRows(sql, 'acme')).some((row) => row.event_id === event.id)).toBe(true);
 
     expect((await send(['acme', '--url', `${origin}/webhooks/acme`], {})).code).toBe(1);
     expect((await send(['acme', '--url', 'ftp://example'])).code).toBe(2);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/setup/dev-secret.ts';
 import { checkSenderLimits } from '../src/ops/sender-setup/sender-limits.ts';
-import { providerSecrets } from '../src/sender-variables.ts';
+import { senderSecrets } from '../src/sender-variables.ts';
 import { configuredSenders, redeliveryBySender } from '../src/senders/registry.ts';
 import { configProblems } from './helpers/config-problems.ts';
 
@@ -25,7 +25,7 @@ describe('parseConfig', () => {
 
   it('splits space-separated secrets for rotation and treats empty variables as unset', () => {
     const config = parseConfig({ ACME_WEBHOOK_SECRET: '  new-secret   old-secret ', DATABASE_URL: '', PORT: '' });
-    expect(providerSecrets(config).acme).toEqual(['new-secret', 'old-secret']);
+    expect(senderSecrets(config).acme).toEqual(['new-secret', 'old-secret']);
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.PORT).toBe(3000);
   });
@@ -111,15 +111,15 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
 
   it('takes each line whole, spaces kept: a secret with spaces stays one secret', () => {
     const config = parseConfig({ GITHUB_WEBHOOK_SECRET_FILE: '/run/secrets/github' }, { readFile });
-    expect(providerSecrets(config).github).toEqual(['correct horse battery staple']);
+    expect(senderSecrets(config).github).toEqual(['correct horse battery staple']);
   });
 
   it('one secret per line for rotation, blank lines and CRs dropped', () => {
     const config = parseConfig({ STANDARD_WEBHOOK_SECRET_FILE: '/run/secrets/rotation' }, { readFile });
-    expect(providerSecrets(config).standard).toEqual(['new secret with spaces', 'old secret with spaces']);
+    expect(senderSecrets(config).standard).toEqual(['new secret with spaces', 'old secret with spaces']);
   });
 
-  it('works for every provider secret and both tokens', () => {
+  it("works for every sender's secret and both tokens", () => {
     const config = parseConfig(
       {
         ACME_WEBHOOK_SECRET_FILE: '/run/secrets/github',
@@ -131,7 +131,7 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
       },
       { readFile },
     );
-    const secrets = providerSecrets(config);
+    const secrets = senderSecrets(config);
     for (const name of ['acme', 'stripe', 'shopify', 'slack']) {
       expect(secrets[name]).toEqual(['correct horse battery staple']);
     }
@@ -141,7 +141,7 @@ describe('secrets and tokens from files (`<VARIABLE>_FILE`)', () => {
 
   it('keeps the space-separated form of the variable itself', () => {
     const config = parseConfig({ GITHUB_WEBHOOK_SECRET: 'correct horse' }, { readFile });
-    expect(providerSecrets(config).github).toEqual(['correct', 'horse']);
+    expect(senderSecrets(config).github).toEqual(['correct', 'horse']);
   });
 
   it('names the variable when its file cannot be used, or both forms are set', () => {

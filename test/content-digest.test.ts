@@ -15,12 +15,12 @@ import { enableSenders } from '../src/senders/registry.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { barrier, eventRow, providerRows } from './helpers/facts.ts';
+import { barrier, eventRow, senderRows } from './helpers/facts.ts';
 import { outboxRowsByKeyPrefix } from './helpers/outbox.ts';
-import { allSchemeSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
+import { allSenderSecrets, githubHeaders, githubSender, type Sender, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const enabledSenders = await enableSenders(allSchemeSecrets());
+const enabledSenders = await enableSenders(allSenderSecrets());
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 const failing = defineHandler({
@@ -65,7 +65,7 @@ describe.each(cases)('%s', (_name, sender, eventType) => {
       headers: await sender.headers({ body, eventId: id }),
     });
   const rowsWithDigest = async (body: string) =>
-    (await providerRows(sql, sender.name)).filter((row) => row.content_digest === sha256Hex(body));
+    (await senderRows(sql, sender.name)).filter((row) => row.content_digest === sha256Hex(body));
 
   it('never applies a captured body twice, however old: its digest outlives retention', async () => {
     const counter = await newCounter(sql);

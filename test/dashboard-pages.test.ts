@@ -29,7 +29,7 @@ describe('the overview page', () => {
 });
 
 describe('the events page', () => {
-  const providerOptions = async (query = '') =>
+  const senderOptions = async (query = '') =>
     [
       ...within(await html(`/admin/events${query}`), '<select name="provider"', '</select>').matchAll(
         /<option value="([^"]*)"/g,
@@ -39,11 +39,11 @@ describe('the events page', () => {
       .filter((value) => value !== '');
 
   it('offers the enabled senders as the provider filter, not every sender the service knows', async () => {
-    expect(await providerOptions()).toEqual(['acme', 'github']);
+    expect(await senderOptions()).toEqual(['acme', 'github']);
   });
 
   it('keeps a filter already set to a sender no longer enabled, selected', async () => {
-    expect(await providerOptions('?provider=stripe')).toEqual(['acme', 'github', 'stripe']);
+    expect(await senderOptions('?provider=stripe')).toEqual(['acme', 'github', 'stripe']);
     expect(within(await html('/admin/events?provider=stripe'), '<select name="provider"', '</select>')).toMatch(
       /<option value="stripe" selected/,
     );

@@ -8,8 +8,8 @@ import { parseJsonText } from '../src/lib/json.ts';
 import { describedSender, secretBytes, valueAt } from '../src/senders/described.ts';
 import type { SenderDescription } from '../src/senders/description.ts';
 import { utf8 } from '../src/senders/encoding.ts';
+import { MAX_SIGNATURES } from '../src/senders/parsing.ts';
 import { allSenders } from '../src/senders/registry.ts';
-import { MAX_SIGNATURES } from '../src/senders/scheme.ts';
 import { senderDescriptions } from '../src/senders/senders.ts';
 import type { Sender, Verification } from '../src/senders/types.ts';
 import { TEST_NOW_SECONDS } from './helpers/acme.ts';
@@ -20,8 +20,8 @@ const at = { nowSeconds: TEST_NOW_SECONDS, toleranceSeconds: 300 };
 const hmac = (content: string, encoding: 'hex' | 'base64', key: string | Buffer = SECRET) =>
   createHmac('sha256', key).update(content).digest(encoding);
 
-/** The sender's description run by a provider built here, so what the engine works out once is worked out in the test. */
-function provider(name: string): Sender {
+/** The sender's description run by a sender built here, so what the engine works out once is worked out in the test. */
+function builtSender(name: string): Sender {
   const found = senderDescriptions.find((candidate) => candidate.name === name);
   if (found === undefined) throw new Error(`no sender ${name}`);
   const built = describedSender(found);
@@ -50,7 +50,7 @@ const mismatch = { outcome: 'unauthorized', reason: 'signature_mismatch' };
 const stale = { outcome: 'unauthorized', reason: 'timestamp_outside_tolerance' };
 
 describe('signed times are read in exactly the format described', () => {
-  const box = provider('box');
+  const box = builtSender('box');
   const body = JSON.stringify({ id: 'box_evt_1', trigger: 'FILE.UPLOADED', created_at: '2026-01-01T00:00:00Z' });
   const boxHeaders = (timestamp: string) => ({
     'box-delivery-timestamp': timestamp,
@@ -68,13 +68,13 @@ describe('signed times are read in exactly the format described', () => {
 });
 
 describe('the reason a refusal gives', () => {
-  const stripe = provider('stripe');
+  const stripe = builtSender('stripe');
   const body = JSON.stringify({ id: 'evt_engine', object: 'event', type: 'customer.created', data: { object: {} } });
   const v1 = (key = SECRET) => `v1=${hmac(`${TEST_NOW_SECONDS}.${body}`, 'hex', key)}`;
 
   it('a signature header that is only blank carries no signature: malformed, not a mismatch', async () => {
     expect(await verify(stripe, body, { 'stripe-signature': '   ' })).toEqual(malformed);
-    expect(await verify(provider('github'), '{}', { 'x-hub-signature-256': ' ', 'x-github-delivery': 'd' })).toEqual(
+    expect(await verify(builtSender('github'), '{}', { 'x-hub-signature-256': ' ', 'x-github-delivery': 'd' })).toEqual(
       malformed,
     );
   });
@@ -95,7 +95,7 @@ describe('the reason a refusal gives', () => {
   });
 
   it('a sender that signs its URL, verified without one: headers missing', async () => {
-    const hubspot = provider('hubspot');
+    const hubspot = builtSender('hubspot');
     const batch = JSON.stringify([{ eventId: 1, subscriptionType: 'contact.creation' }]);
     const timestamp = String(TEST_NOW_SECONDS * 1000);
     const url = 'https://hooks.example.com/webhooks/hubspot';
@@ -108,7 +108,7 @@ describe('the reason a refusal gives', () => {
   });
 
   it('the method signed is the delivery’s, POST when it names none', async () => {
-    const hubspot = provider('hubspot');
+    const hubspot = builtSender('hubspot');
     const batch = JSON.stringify([{ eventId: 2, subscriptionType: 'contact.creation' }]);
     const timestamp = String(TEST_NOW_SECONDS * 1000);
     const url = 'https://hooks.example.com/webhooks/hubspot';
@@ -150,7 +150,7 @@ describe('which events the body digest keys', () => {
     const body = JSON.stringify({ triggerType: 'form_submission', payload: {} });
     const timestamp = String(TEST_NOW_SECONDS * 1000);
     const headers = { 'x-webflow-timestamp': timestamp, 'x-webflow-signature': hmac(`${timestamp}:${body}`, 'hex') };
-    const verified = await verify(provider('webflow'), body, headers);
+    const verified = await verify(builtSender('webflow'), body, headers);
     expect(verified).toMatchObject({
       outcome: 'verified',
       event: { eventId: sha256Hex(body), eventType: 'form_submission', occurredAt: new Date(TEST_NOW_SECONDS * 1000) },
@@ -163,11 +163,11 @@ describe('a type with a suffix', () => {
   it('needs its base: a GitHub body with an action but no event header is refused, naming the header', async () => {
     const body = '{"action":"opened"}';
     const headers = { 'x-hub-signature-256': `sha256=${hmac(body, 'hex')}`, 'x-github-delivery': 'd-suffix' };
-    expect(await verify(provider('github'), body, headers)).toEqual({
+    expect(await verify(builtSender('github'), body, headers)).toEqual({
       outcome: 'invalid_payload',
       field: 'header x-github-event',
     });
-    expect(await verify(provider('github'), body, { ...headers, 'x-github-event': 'issues' })).toMatchObject({
+    expect(await verify(builtSender('github'), body, { ...headers, 'x-github-event': 'issues' })).toMatchObject({
       outcome: 'verified',
       event: { eventId: 'd-suffix', eventType: 'issues.opened', contentDigest: sha256Hex(body) },
     });
@@ -176,7 +176,7 @@ describe('a type with a suffix', () => {
 
 describe('a token key never checks a signature', () => {
   it('GitLab: a signature made with the digest of the plain token is refused', async () => {
-    const gitlab = provider('gitlab');
+    const gitlab = builtSender('gitlab');
     const token = 'plain-gitlab-token';
     const body = JSON.stringify({ object_kind: 'push' });
     const id = 'msg_token_key';
@@ -259,7 +259,7 @@ describe('a description with a token and no signature', () => {
 describe('where a refused field is named', () => {
   it('an id read at a nested path is named by its dotted path', async () => {
     const body = JSON.stringify({ event: { type: 'charge:created' } });
-    expect(await verify(provider('coinbase'), body, { 'x-cc-webhook-signature': hmac(body, 'hex') })).toEqual({
+    expect(await verify(builtSender('coinbase'), body, { 'x-cc-webhook-signature': hmac(body, 'hex') })).toEqual({
       outcome: 'invalid_payload',
       field: 'event.id',
     });
@@ -269,20 +269,20 @@ describe('where a refused field is named', () => {
     const event = { id: 'EV1', resource_type: 'r'.repeat(200), action: 'a'.repeat(60) };
     const body = JSON.stringify({ events: [{ id: 'EV0', resource_type: 'payments', action: 'paid' }, event] });
     // Set aside, named; its batch-mate goes on.
-    expect(await verify(provider('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toMatchObject({
+    expect(await verify(builtSender('gocardless'), body, { 'webhook-signature': hmac(body, 'hex') })).toMatchObject({
       outcome: 'verified_batch',
       events: [{ eventId: 'EV0' }],
       refused: [{ field: 'events.1.resource_type' }],
     });
     const alone = JSON.stringify({ events: [event] });
-    expect(await verify(provider('gocardless'), alone, { 'webhook-signature': hmac(alone, 'hex') })).toEqual({
+    expect(await verify(builtSender('gocardless'), alone, { 'webhook-signature': hmac(alone, 'hex') })).toEqual({
       outcome: 'invalid_payload',
       field: 'events.0.resource_type',
     });
     const longest = { id: 'EV2', resource_type: 'r'.repeat(200), action: 'a'.repeat(54) };
     const accepted = JSON.stringify({ events: [longest] });
     expect(
-      await verify(provider('gocardless'), accepted, { 'webhook-signature': hmac(accepted, 'hex') }),
+      await verify(builtSender('gocardless'), accepted, { 'webhook-signature': hmac(accepted, 'hex') }),
     ).toMatchObject({
       outcome: 'verified_batch',
       events: [{ eventId: 'EV2', eventType: `${'r'.repeat(200)}.${'a'.repeat(54)}` }],
@@ -292,19 +292,19 @@ describe('where a refused field is named', () => {
   it('a header id is named with its header set, every name it may come under', async () => {
     const shopifyBody = '{"id":1}';
     const shopify = { 'x-shopify-hmac-sha256': hmac(shopifyBody, 'base64'), 'x-shopify-topic': 'orders/create' };
-    expect(await verify(provider('shopify'), shopifyBody, shopify)).toEqual({
+    expect(await verify(builtSender('shopify'), shopifyBody, shopify)).toEqual({
       outcome: 'invalid_payload',
       field: 'header x-shopify-webhook-id',
     });
     const gitlabBody = '{"object_kind":"push"}';
-    expect(await verify(provider('gitlab'), gitlabBody, { 'x-gitlab-token': SECRET })).toEqual({
+    expect(await verify(builtSender('gitlab'), gitlabBody, { 'x-gitlab-token': SECRET })).toEqual({
       outcome: 'invalid_payload',
       field: 'header webhook-id|idempotency-key',
     });
   });
 
   it('an id is 1 to 255 characters, or a non-negative integer written exactly', async () => {
-    const coinbase = provider('coinbase');
+    const coinbase = builtSender('coinbase');
     // The id's JSON text as written in the body, and the id stored (null: refused, naming event.id).
     const cases: Array<[string, string | null]> = [
       ['"a"', 'a'],
@@ -372,8 +372,8 @@ describe('where a refused field is named', () => {
 
 describe('secrets and schema versions', () => {
   it('refuses an empty secret at import, naming the sender and the form expected', async () => {
-    await expect(provider('acme').importKeys([''])).rejects.toThrow('acme: every secret must be text');
-    await expect(provider('standard').importKeys(['whsec_'])).rejects.toThrow(
+    await expect(builtSender('acme').importKeys([''])).rejects.toThrow('acme: every secret must be text');
+    await expect(builtSender('standard').importKeys(['whsec_'])).rejects.toThrow(
       'standard: every secret must be "whsec_" followed by base64',
     );
   });
@@ -386,8 +386,8 @@ describe('secrets and schema versions', () => {
 
   it('knows every payload of a sender without schema versions, and only the known versions of acme, saying why not', () => {
     const stripeEvent = { id: 'evt', object: 'event', type: 't', api_version: '1999-01-01', data: { object: {} } };
-    expect(provider('stripe').parkReasonOf?.(stripeEvent)).toBeUndefined();
-    const acme = provider('acme');
+    expect(builtSender('stripe').parkReasonOf?.(stripeEvent)).toBeUndefined();
+    const acme = builtSender('acme');
     const acmeEvent = { id: 'evt', type: 't', api_version: '2024-06-01', created: 1, version: 1, data: {} };
     expect(acme.parkReasonOf?.(acmeEvent)).toBeUndefined();
     expect(acme.parkReasonOf?.({ ...acmeEvent, api_version: '2099-01-01' })).toBe(
@@ -431,7 +431,7 @@ describe('every named sender through the engine alone', () => {
   it.each(namedSenders.map((sender) => [sender.label ?? sender.name, sender] as const))(
     '%s: its own signature is verified, with the id, type and second key its description gives; a stranger’s is not',
     async (_label, sender) => {
-      const engine = provider(sender.name);
+      const engine = builtSender(sender.name);
       const [credential] = sender.credentials;
       const configured = [credential.configured];
       const keys =
@@ -463,7 +463,7 @@ describe('every named sender through the engine alone', () => {
 });
 
 describe('more refusals, each with its reason', () => {
-  const github = provider('github');
+  const github = builtSender('github');
   const body = '{"action":"opened"}';
 
   it('a signature without its prefix, or not hex, is malformed; an entry list that does not parse too', async () => {
@@ -472,7 +472,7 @@ describe('more refusals, each with its reason', () => {
     expect(await verify(github, body, { ...headers, 'x-hub-signature-256': `sha256=${'z'.repeat(64)}` })).toEqual(
       malformed,
     );
-    const stripe = provider('stripe');
+    const stripe = builtSender('stripe');
     expect(await verify(stripe, body, { 'stripe-signature': `t=${TEST_NOW_SECONDS},v1=${'z'.repeat(64)}` })).toEqual(
       malformed,
     );
@@ -480,7 +480,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('a signed header id that is missing: headers missing', async () => {
-    const standard = provider('standard');
+    const standard = builtSender('standard');
     const secret = `whsec_${Buffer.alloc(24, 1).toString('base64')}`;
     const content = `.${TEST_NOW_SECONDS}.${body}`;
     const headers = {
@@ -493,13 +493,13 @@ describe('more refusals, each with its reason', () => {
   it('GitLab: its signing secret sent as a plain token is refused', async () => {
     const secret = `whsec_${Buffer.alloc(24, 2).toString('base64')}`;
     const headers = { 'x-gitlab-token': secret, 'idempotency-key': 'k1' };
-    expect(await verify(provider('gitlab'), '{"object_kind":"push"}', headers, { secrets: [secret] })).toEqual(
+    expect(await verify(builtSender('gitlab'), '{"object_kind":"push"}', headers, { secrets: [secret] })).toEqual(
       mismatch,
     );
   });
 
   it('Box: an empty secondary beside a valid primary is no signature; the tolerance holds at both edges', async () => {
-    const box = provider('box');
+    const box = builtSender('box');
     const boxBody = JSON.stringify({ id: 'box_evt_2', trigger: 'FILE.UPLOADED', created_at: '2025-06-01T00:00:00Z' });
     const signedAt = (seconds: number) => {
       const timestamp = new Date(seconds * 1000).toISOString();
@@ -517,7 +517,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('acme: a known schema version is known, another is kept and flagged', async () => {
-    const acme = provider('acme');
+    const acme = builtSender('acme');
     const event = { id: 'evt_v', type: 't', api_version: '2024-06-01', created: 1, version: 1, data: {} };
     const sign = (text: string) => ({
       'x-acme-timestamp': String(TEST_NOW_SECONDS),
@@ -535,7 +535,7 @@ describe('more refusals, each with its reason', () => {
       'x-slack-request-timestamp': String(TEST_NOW_SECONDS),
       'x-slack-signature': `v0=${hmac(`v0:${TEST_NOW_SECONDS}:${slackBody}`, 'hex')}`,
     };
-    expect(await verify(provider('slack'), slackBody, headers)).toEqual({
+    expect(await verify(builtSender('slack'), slackBody, headers)).toEqual({
       outcome: 'respond',
       body: '{"challenge":"c-123"}',
       reason: 'url_verification',
@@ -543,7 +543,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('names the sender when a public key or the description itself is unusable', async () => {
-    await expect(provider('discord').importKeys([], ['zz'])).rejects.toThrow(/^discord: /);
+    await expect(builtSender('discord').importKeys([], ['zz'])).rejects.toThrow(/^discord: /);
     const invalid = describedSender({
       name: 'Bad!',
       token: { header: 'x-t' },
@@ -559,7 +559,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('a body that is not UTF-8 or not JSON, or not the sender’s schema, is an invalid payload', async () => {
-    const github = provider('github');
+    const github = builtSender('github');
     const keys = await github.importKeys([SECRET]);
     const bytes = new Uint8Array([0x7b, 0xff, 0x7d]);
     const headers = new Headers({
@@ -572,7 +572,7 @@ describe('more refusals, each with its reason', () => {
     const stripeHeaders = {
       'stripe-signature': `t=${TEST_NOW_SECONDS},v1=${hmac(`${TEST_NOW_SECONDS}.${stripeBody}`, 'hex')}`,
     };
-    expect(await verify(provider('stripe'), stripeBody, stripeHeaders)).toMatchObject({
+    expect(await verify(builtSender('stripe'), stripeBody, stripeHeaders)).toMatchObject({
       outcome: 'invalid_payload',
       field: expect.any(String),
     });
@@ -584,7 +584,7 @@ describe('more refusals, each with its reason', () => {
       'x-zm-request-timestamp': String(TEST_NOW_SECONDS),
       'x-zm-signature': `v0=${hmac(`v0:${TEST_NOW_SECONDS}:${zoomBody}`, 'hex')}`,
     };
-    expect(await verify(provider('zoom'), zoomBody, headers)).toEqual({
+    expect(await verify(builtSender('zoom'), zoomBody, headers)).toEqual({
       outcome: 'respond',
       body: JSON.stringify({ plainToken: 'pt-1', encryptedToken: hmac('pt-1', 'hex') }),
       reason: 'endpoint.url_validation',
@@ -593,7 +593,7 @@ describe('more refusals, each with its reason', () => {
 
   it('LINE: an empty batch (its check of a new URL) is answered and stores nothing', async () => {
     const lineBody = '{"destination":"U1","events":[]}';
-    expect(await verify(provider('line'), lineBody, { 'x-line-signature': hmac(lineBody, 'base64') })).toEqual({
+    expect(await verify(builtSender('line'), lineBody, { 'x-line-signature': hmac(lineBody, 'base64') })).toEqual({
       outcome: 'respond',
       body: '{"received":true}',
       reason: 'empty_batch',
@@ -601,7 +601,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it("LINE: its schema's refusal inside one event sets that event aside; one about the envelope refuses the delivery", async () => {
-    const line = (body: string) => verify(provider('line'), body, { 'x-line-signature': hmac(body, 'base64') });
+    const line = (body: string) => verify(builtSender('line'), body, { 'x-line-signature': hmac(body, 'base64') });
     const good = { webhookEventId: '01A', type: 'follow' };
     expect(await line(JSON.stringify({ destination: 'U1', events: [{ type: 'follow' }, good, 7] }))).toMatchObject({
       outcome: 'verified_batch',
@@ -621,7 +621,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('a delivery without its signature header is malformed', async () => {
-    expect(await verify(provider('github'), '{}', { 'x-github-delivery': 'd', 'x-github-event': 'push' })).toEqual(
+    expect(await verify(builtSender('github'), '{}', { 'x-github-delivery': 'd', 'x-github-event': 'push' })).toEqual(
       malformed,
     );
   });
@@ -645,7 +645,7 @@ describe('more refusals, each with its reason', () => {
   });
 
   it('Slack: an event time in seconds is a time, in milliseconds none (it is described as seconds)', async () => {
-    const slack = provider('slack');
+    const slack = builtSender('slack');
     const send = (eventTime: number) => {
       const text = JSON.stringify({
         type: 'event_callback',

@@ -11,10 +11,10 @@ import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { countEvents, eventRow } from './helpers/facts.ts';
-import { allSchemeSecrets, shopifySender } from './helpers/senders.ts';
+import { allSenderSecrets, shopifySender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
-const acmeOnly = new Map(allSenders.filter((provider) => provider.name === 'acme').map((p) => [p.name, p]));
+const acmeOnly = new Map(allSenders.filter((sender) => sender.name === 'acme').map((sender) => [sender.name, sender]));
 
 /** An acme event whose `data` carries `numbers` written exactly as given (JSON.stringify cannot). */
 function bodyWith(type: string, numbers: Record<string, string>, id = uniqueId('evt')): string {
@@ -72,7 +72,7 @@ describe('payload numbers, exactly as signed', () => {
   });
 
   it("stores Shopify's order id exactly", async () => {
-    const test = await buildTestApp(db, { enabledSenders: await enableSenders(allSchemeSecrets()) });
+    const test = await buildTestApp(db, { enabledSenders: await enableSenders(allSenderSecrets()) });
     const delivery = { eventId: crypto.randomUUID(), body: '{"id":820982911946154508,"email":"x@example.com"}' };
     const response = await test.request('/webhooks/shopify', {
       method: 'POST',

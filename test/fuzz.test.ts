@@ -100,10 +100,10 @@ describe('fuzzing the acme intake', () => {
     expect(await countEvents(sql, JSON.parse(body).id)).toBe(0);
   });
 
-  it.each(allSenders.map((provider) => [provider.name, provider] as const))(
+  it.each(allSenders.map((sender) => [sender.name, sender] as const))(
     'the %s verifier never throws and never authenticates noise, whatever the headers',
-    async (_name, provider) => {
-      const keys = await provider.importKeys([`whsec_${Buffer.from(TEST_SECRET).toString('base64')}`]);
+    async (_name, sender) => {
+      const keys = await sender.importKeys([`whsec_${Buffer.from(TEST_SECRET).toString('base64')}`]);
       const headerNames = [
         'x-acme-timestamp',
         'x-acme-signature',
@@ -125,7 +125,7 @@ describe('fuzzing the acme intake', () => {
           fc.uint8Array({ maxLength: 512 }),
           fc.array(fc.tuple(fc.constantFrom(...headerNames), header), { maxLength: 6 }),
           async (body, entries) => {
-            const verification = await provider.verify(
+            const verification = await sender.verify(
               { body: new Uint8Array(body), headers: new Headers(entries) },
               keys,
               { nowSeconds: TEST_NOW_SECONDS, toleranceSeconds: 300 },

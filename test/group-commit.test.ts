@@ -15,7 +15,7 @@ import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { deferred, eventRow, subscriptionRow } from './helpers/facts.ts';
 import { patience, WAIT_MS } from './helpers/patience.ts';
-import { allSchemeSecrets, githubSender } from './helpers/senders.ts';
+import { allSenderSecrets, githubSender } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
 const found = defaultHandlers.acme?.['subscription.updated'];
@@ -227,7 +227,7 @@ describe('group commit', () => {
         );
       },
     });
-    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const enabledSenders = await enableSenders({ ...allSenderSecrets(), acme: [TEST_SECRET] });
     const h = await harness({ ...lanesHeldBy(hold.promise), github: { 'issues.opened': bump } }, { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);
@@ -257,7 +257,7 @@ describe('group commit', () => {
 
   it('puts two different GitHub bodies in one batch: only a shared digest keeps deliveries apart', async () => {
     const hold = deferred();
-    const enabledSenders = await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] });
+    const enabledSenders = await enableSenders({ ...allSenderSecrets(), acme: [TEST_SECRET] });
     const h = await harness(lanesHeldBy(hold.promise), { enabledSenders });
     const first = send(h.test, blocker());
     await h.arrived(1);
@@ -366,7 +366,7 @@ describe('group commit', () => {
       expect(await eventRow(sql, event.id)).toBeUndefined();
       expect(await outboxFor(event.id)).toBe(0);
     }
-    // The provider retries: the pool reconnects and the same deliveries are applied once.
+    // The sender retries: the pool reconnects and the same deliveries are applied once.
     for (const answer of await Promise.all(events.map((event) => send(h.test, event)))) expect(answer.status).toBe(200);
     for (const event of events) expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
   });

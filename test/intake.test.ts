@@ -129,7 +129,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
     expect(broken.logs.join('\n')).not.toContain('4242424242424242');
   });
 
-  it('answers 2xx to the provider retry that follows a lost response', async () => {
+  it("answers 2xx to the sender's retry that follows a lost response", async () => {
     const { handlers, value } = await counting();
     let dropConnection: () => void = () => {};
     const storeReached = new Promise<void>((resolve) => {
@@ -147,7 +147,7 @@ describe('POST /webhooks/acme, synchronous mode', () => {
       const body = JSON.stringify(event);
       const headers = await signedHeaders(body);
       const url = `http://127.0.0.1:${port}/webhooks/acme`;
-      // The provider gives up on the first attempt (its timeout) while we are processing it.
+      // The sender gives up on the first attempt (its timeout) while we are processing it.
       const abort = new AbortController();
       const lost = fetch(url, { method: 'POST', body, headers, signal: abort.signal }).catch((error: unknown) => error);
       await storeReached;

@@ -19,7 +19,7 @@ const test = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
 const empty = await useEmptyDatabase();
 
 describe('answers before the signature check', () => {
-  it('404 for a provider that does not exist or is not enabled', async () => {
+  it('404 for a sender that does not exist or is not enabled', async () => {
     const disabled = await buildTestApp(db, { enabledSenders: await enableSenders({}) });
     const body = JSON.stringify(acmeEvent());
     for (const [app, path] of [

@@ -17,7 +17,7 @@ import { privateKeyAlgorithm, takesSecret } from '../src/senders/signing.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { providerRows } from './helpers/facts.ts';
+import { senderRows } from './helpers/facts.ts';
 
 const { sql, db } = await useTestDatabase();
 const keyFolder = mkdtempSync(join(tmpdir(), 'send-keys-'));
@@ -127,7 +127,7 @@ describe('send signs as every sender, and the service accepts each', () => {
     // A batch sender's sample carries several events, each a row of its own.
     expect(sent.events).toBe(BATCH_SENDERS.includes(name) ? sent.events : 2);
     if (BATCH_SENDERS.includes(name)) expect(sent.events).toBeGreaterThanOrEqual(4);
-    const rows = await providerRows(sql, name);
+    const rows = await senderRows(sql, name);
     expect(rows).toHaveLength(sent.events);
     expect(new Set(rows.map((row) => row.event_id)).size).toBe(sent.events);
     for (const row of rows) {
@@ -138,15 +138,15 @@ describe('send signs as every sender, and the service accepts each', () => {
   });
 
   it("standard's Ed25519 (v1a) signatures, and GitLab's token without a signature", async () => {
-    const standardBefore = (await providerRows(sql, 'standard')).length;
+    const standardBefore = (await senderRows(sql, 'standard')).length;
     const signed = await send('standard', ['--private-key', pairs.standard?.file ?? '']);
     expect(signed.code, signed.output).toBe(0);
-    expect((await providerRows(sql, 'standard')).length).toBe(standardBefore + 1);
+    expect((await senderRows(sql, 'standard')).length).toBe(standardBefore + 1);
 
-    const gitlabBefore = (await providerRows(sql, 'gitlab')).length;
+    const gitlabBefore = (await senderRows(sql, 'gitlab')).length;
     const token = await send('gitlab', [], { GITLAB_WEBHOOK_SECRET: gitlabToken });
     expect(token.code, token.output).toBe(0);
-    expect((await providerRows(sql, 'gitlab')).length).toBe(gitlabBefore + 1);
+    expect((await senderRows(sql, 'gitlab')).length).toBe(gitlabBefore + 1);
   });
 });
 
@@ -165,14 +165,14 @@ describe('what a refusal says', () => {
   });
 
   it('a 401 names what most likely differs: the public key, or the signed URL', async () => {
-    const before = (await providerRows(sql, 'telnyx')).length;
+    const before = (await senderRows(sql, 'telnyx')).length;
     const stranger = keyPair('stranger', 'base64', 'Ed25519');
     const wrongKey = await send('telnyx', ['--private-key', stranger.file]);
     expect(wrongKey.code).toBe(1);
     expect(wrongKey.output).toContain(
       "refused the signatures (401): the server's TELNYX_WEBHOOK_PUBLIC_KEY is not the public half of --private-key",
     );
-    expect((await providerRows(sql, 'telnyx')).length).toBe(before);
+    expect((await senderRows(sql, 'telnyx')).length).toBe(before);
 
     const wrongUrl = await send('hubspot', [], { HUBSPOT_WEBHOOK_URL: 'https://elsewhere.example.com/hooks' });
     expect(wrongUrl.code).toBe(1);

@@ -10,18 +10,18 @@ import { verifyKey as discordVerifyKey } from 'discord-interactions';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
-import { providerExtras } from '../src/sender-variables.ts';
+import { senderExtras } from '../src/sender-variables.ts';
 import { describedSender } from '../src/senders/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/senders/description.ts';
+import { MAX_SIGNATURES } from '../src/senders/parsing.ts';
 import { enableSenders } from '../src/senders/registry.ts';
-import { MAX_SIGNATURES } from '../src/senders/scheme.ts';
 import { TEST_NOW_MS, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
+import { countEvents, eventRow, senderRows } from './helpers/facts.ts';
 import { discordKeys, enableNamedSenders, namedSenders, zoomOracle, zoomSecrets } from './helpers/named-senders.ts';
 import {
-  allSchemeSecrets,
+  allSenderSecrets,
   githubHeaders,
   githubSender,
   type Sender,
@@ -36,7 +36,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const app = await buildTestApp(db, {
-  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSenderSecrets())), ...(await enableNamedSenders())]),
 });
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -50,11 +50,11 @@ function post(name: string, body: string, headers: Record<string, string>, to = 
   });
 }
 
-/** The first schemes' helpers (test/helpers/senders.ts) sign at TEST_NOW_SECONDS unless told otherwise. */
+/** The first senders' helpers (test/helpers/senders.ts) sign at TEST_NOW_SECONDS unless told otherwise. */
 const postAtTestNow = (name: string, body: string, headers: Record<string, string>) =>
   post(name, body, headers, app, TEST_NOW_MS);
 
-/** Signs `body` as `sender` would, with `eventId` where the scheme carries the id in a header. */
+/** Signs `body` as `sender` would, with `eventId` where the sender carries the id in a header. */
 async function send(sender: Sender, body: string, eventId = uniqueId('id')) {
   return postAtTestNow(sender.name, body, await sender.headers({ body, eventId }));
 }
@@ -197,7 +197,7 @@ describe('Stripe-Signature', () => {
     expect((await eventRow(sql, delivery.eventId, 'stripe'))?.status).toBe('ignored');
   });
 
-  it('ignores v0 and unknown schemes next to a valid v1', async () => {
+  it('ignores v0 and unknown signature versions next to a valid v1', async () => {
     const delivery = stripeSender.newEvent();
     const header = `${stripeHeader(delivery.body)},v0=${'0'.repeat(64)},v9=whatever`;
     expect(
@@ -299,7 +299,7 @@ describe('the signature cap holds for every description', () => {
 
 describe('Slack protocol messages', () => {
   it('answers a signed url_verification with its challenge and stores nothing', async () => {
-    const before = (await providerRows(sql, 'slack')).length;
+    const before = (await senderRows(sql, 'slack')).length;
     const challenge = '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P';
     const body = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge, type: 'url_verification' });
 
@@ -307,7 +307,7 @@ describe('Slack protocol messages', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(await response.text()).toBe(JSON.stringify({ challenge }));
-    expect((await providerRows(sql, 'slack')).length).toBe(before);
+    expect((await senderRows(sql, 'slack')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"url_verification"'))).toBe(true);
   });
 
@@ -320,7 +320,7 @@ describe('Slack protocol messages', () => {
   });
 
   it('acknowledges app_rate_limited without storing it', async () => {
-    const before = (await providerRows(sql, 'slack')).length;
+    const before = (await senderRows(sql, 'slack')).length;
     const body = JSON.stringify({
       token: 't',
       type: 'app_rate_limited',
@@ -329,7 +329,7 @@ describe('Slack protocol messages', () => {
     });
     const response = await send(slackSender, body);
     expect(await response.text()).toBe('{"received":true}');
-    expect((await providerRows(sql, 'slack')).length).toBe(before);
+    expect((await senderRows(sql, 'slack')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"app_rate_limited"'))).toBe(true);
   });
 
@@ -357,7 +357,7 @@ describe("Zoom's endpoint.url_validation", () => {
       zoomSecrets.credentials[0],
       nowSeconds(),
     );
-    const before = (await providerRows(sql, 'zoom')).length;
+    const before = (await senderRows(sql, 'zoom')).length;
     return { headers, before, response: await post('zoom', body, headers) };
   }
 
@@ -375,7 +375,7 @@ describe("Zoom's endpoint.url_validation", () => {
         .update('qgg8vlvZRS6UYooatFL8Aw')
         .digest('hex'),
     });
-    expect((await providerRows(sql, 'zoom')).length).toBe(before);
+    expect((await senderRows(sql, 'zoom')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"endpoint.url_validation"'))).toBe(true);
   });
 
@@ -386,7 +386,7 @@ describe("Zoom's endpoint.url_validation", () => {
     const { before, response } = await postValidation(body);
     expect(response.status).toBe(200);
     expect(await response.text()).not.toContain('encryptedToken');
-    const rows = await providerRows(sql, 'zoom');
+    const rows = await senderRows(sql, 'zoom');
     expect(rows.length).toBe(before + 1);
     expect(rows.at(-1)).toMatchObject({ event_type: 'endpoint.url_validation', status: 'ignored' });
   });
@@ -407,7 +407,7 @@ describe("Discord's ping", () => {
     const timestamp = String(nowSeconds());
     const signature = discordKeys[0].sign(`${timestamp}${ping}`);
     expect(await discordVerifyKey(ping, signature, timestamp, discordKeys[0].configured)).toBe(true);
-    const before = (await providerRows(sql, 'discord')).length;
+    const before = (await senderRows(sql, 'discord')).length;
 
     const response = await post('discord', ping, {
       'x-signature-timestamp': timestamp,
@@ -415,7 +415,7 @@ describe("Discord's ping", () => {
     });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');
-    expect((await providerRows(sql, 'discord')).length).toBe(before);
+    expect((await senderRows(sql, 'discord')).length).toBe(before);
     expect(app.logs.some((line) => line.includes('"reason":"ping"'))).toBe(true);
   });
 
@@ -452,10 +452,10 @@ describe('GitHub and Shopify metadata headers', () => {
   ] as const)('%s: an authentic body without %s is 400 and stores nothing', async (name, sender, header) => {
     const delivery = sender.newEvent();
     const headers = await sender.headers(delivery);
-    const before = (await providerRows(sql, name)).length;
+    const before = (await senderRows(sql, name)).length;
     const response = await postAtTestNow(name, delivery.body, { ...headers, [header]: '' });
     expect(response.status).toBe(400);
-    expect((await providerRows(sql, name)).length).toBe(before);
+    expect((await senderRows(sql, name)).length).toBe(before);
   });
 
   it('accepts Shopify’s un-prefixed header set', async () => {
@@ -667,7 +667,7 @@ describe('senders that cannot be enabled as configured', () => {
     expect(parseConfig({ SLACK_SIGNING_SECRET: 'a', SLACK_WEBHOOK_SECRET: 'b' }).senderSettings.slack?.secrets).toEqual(
       ['a'],
     );
-    expect(providerExtras(config)).toMatchObject({
+    expect(senderExtras(config)).toMatchObject({
       publicKeys: { discord: ['ab'.repeat(32)] },
       urls: { square: 'https://hooks.example.com/webhooks/square' },
     });

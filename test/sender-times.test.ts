@@ -10,9 +10,9 @@ import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { countEvents, eventRow } from './helpers/facts.ts';
 import {
-  allSchemeSecrets,
-  type SchemeName,
+  allSenderSecrets,
   type Sender,
+  type SenderName,
   shopifySender,
   slackEventCallback,
   slackSender,
@@ -23,7 +23,7 @@ import {
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  enabledSenders: await enableSenders({ ...allSchemeSecrets(), acme: ['test-acme-secret-current'] }),
+  enabledSenders: await enableSenders({ ...allSenderSecrets(), acme: ['test-acme-secret-current'] }),
 });
 
 /** The stored occurrence time, as the database holds it (null: stored without one). */
@@ -41,7 +41,7 @@ function errorLines(): string[] {
 
 async function send(sender: Sender, body: string, eventId: string, extra: Record<string, string> = {}) {
   const headers = { ...(await sender.headers({ body, eventId })), ...extra };
-  return test.request(`/webhooks/${sender.name as SchemeName}`, { method: 'POST', body, headers });
+  return test.request(`/webhooks/${sender.name as SenderName}`, { method: 'POST', body, headers });
 }
 
 const clerkMs = 1712345678901;
@@ -160,7 +160,7 @@ describe('times out of range', () => {
 
   it('the same, in async mode: 202 and the row stored without a time', async () => {
     const queued = await buildTestApp(db, {
-      enabledSenders: await enableSenders(allSchemeSecrets()),
+      enabledSenders: await enableSenders(allSenderSecrets()),
       config: { PROCESSING_MODE: 'async' },
     });
     const eventId = uniqueId('msg');

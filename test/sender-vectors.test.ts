@@ -1,6 +1,6 @@
 // The publishers' own vectors, reproduced byte for byte by our signed-content construction and
-// checked by each scheme's verify function; the oracles agree on them too. Plus the strict decoders
-// every scheme relies on. No HTTP and no database: the signature layer alone.
+// checked by each sender's verify function; the oracles agree on them too. Plus the strict decoders
+// every sender relies on. No HTTP and no database: the signature layer alone.
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
@@ -8,16 +8,16 @@ import { sha256Hex } from '../src/senders/content-digest.ts';
 import { secretBytes } from '../src/senders/described.ts';
 import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/senders/encoding.ts';
 import { importHmacKey, signHmac } from '../src/senders/hmac.ts';
+import { parseEntries } from '../src/senders/parsing.ts';
 import { allSenders } from '../src/senders/registry.ts';
-import { parseEntries } from '../src/senders/scheme.ts';
 import type { Sender, Verification } from '../src/senders/types.ts';
 
-function provider(name: string): Sender {
+function senderNamed(name: string): Sender {
   const found = allSenders.find((candidate) => candidate.name === name);
-  if (found === undefined) throw new Error(`no provider ${name}`);
+  if (found === undefined) throw new Error(`no sender ${name}`);
   return found;
 }
-const [standard, github, shopify, slack] = ['standard', 'github', 'shopify', 'slack'].map(provider) as [
+const [standard, github, shopify, slack] = ['standard', 'github', 'shopify', 'slack'].map(senderNamed) as [
   Sender,
   Sender,
   Sender,
@@ -33,9 +33,9 @@ function standardKeyBytes(secret: string): Bytes {
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const at = (nowSeconds: number) => ({ nowSeconds, toleranceSeconds: 300 });
 
-async function verify(provider: Sender, secret: string, body: string, headers: Record<string, string>, now = 0) {
-  const keys = await provider.importKeys([secret]);
-  return provider.verify({ body: utf8(body), headers: new Headers(headers) }, keys, at(now));
+async function verify(sender: Sender, secret: string, body: string, headers: Record<string, string>, now = 0) {
+  const keys = await sender.importKeys([secret]);
+  return sender.verify({ body: utf8(body), headers: new Headers(headers) }, keys, at(now));
 }
 
 /** One byte of the body changed: the answer that proves the first one came from the signature. */

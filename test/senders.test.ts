@@ -1,5 +1,5 @@
 // Every sender through the HTTP route, each against an oracle that is not ours, in one suite: the
-// five first schemes (Standard Webhooks, Stripe, GitHub, Shopify, Slack: test/helpers/senders.ts)
+// five first senders (Standard Webhooks, Stripe, GitHub, Shopify, Slack: test/helpers/senders.ts)
 // signed by the publisher's own library, with the malformed headers each can be sent; the others
 // (test/helpers/named-senders.ts) signed by node:crypto, which the publisher's SDK, or the example
 // it publishes, must accept. Each is stored once under its authenticated id, refused with the one
@@ -10,7 +10,7 @@ import { enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, TEST_SECRET, TOLERANCE_EDGES } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
-import { countEvents, eventRow, providerRows } from './helpers/facts.ts';
+import { countEvents, eventRow, senderRows } from './helpers/facts.ts';
 import {
   enableNamedSenders,
   hmacCredential,
@@ -19,12 +19,12 @@ import {
   type Outgoing,
   sha256Hex,
 } from './helpers/named-senders.ts';
-import { allSchemeSecrets, type SchemeName, type Sender, senders } from './helpers/senders.ts';
+import { allSenderSecrets, type Sender, type SenderName, senders } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
 
 const app = await buildTestApp(db, {
-  enabledSenders: new Map([...(await enableSenders(allSchemeSecrets())), ...(await enableNamedSenders())]),
+  enabledSenders: new Map([...(await enableSenders(allSenderSecrets())), ...(await enableNamedSenders())]),
 });
 
 const UNAUTHORIZED = 'application/json {"error":"unauthorized"}';
@@ -50,8 +50,8 @@ interface Played {
   named?: NamedSender;
 }
 
-/** Where each scheme's stored id comes from, and the type its helper's event is stored under. */
-const SCHEMES: Readonly<Record<SchemeName, { id: NamedSender['id']; eventType: string }>> = {
+/** Where each sender's stored id comes from, and the type its helper's event is stored under. */
+const STORED_AS: Readonly<Record<SenderName, { id: NamedSender['id']; eventType: string }>> = {
   standard: { id: 'signed-header', eventType: 'invoice.paid' },
   stripe: { id: 'payload', eventType: 'invoice.paid' },
   github: { id: 'unsigned-header', eventType: 'issues.opened' },
@@ -59,7 +59,7 @@ const SCHEMES: Readonly<Record<SchemeName, { id: NamedSender['id']; eventType: s
   slack: { id: 'payload', eventType: 'app_mention' },
 };
 
-function schemePlayed(sender: Sender): Played {
+function firstSenderPlayed(sender: Sender): Played {
   const secret = { current: sender.secrets[0], previous: sender.secrets[1], stranger: sender.strangerSecret };
   return {
     label: sender.name,
@@ -67,8 +67,8 @@ function schemePlayed(sender: Sender): Played {
     // Fixed: the helpers' headers change a signed time to TEST_NOW_SECONDS - 1, which must stay in tolerance.
     now: () => TEST_NOW_SECONDS,
     signsTime: sender.signsTimestamp,
-    id: SCHEMES[sender.name].id,
-    newEvent: () => ({ ...sender.newEvent(), eventType: SCHEMES[sender.name].eventType }),
+    id: STORED_AS[sender.name].id,
+    newEvent: () => ({ ...sender.newEvent(), eventType: STORED_AS[sender.name].eventType }),
     sign: (outgoing, key, at) =>
       sender.headers({ body: outgoing.body, eventId: outgoing.eventId ?? '' }, { secret: secret[key], timestamp: at }),
     broken: (outgoing, good) => {
@@ -123,7 +123,7 @@ function namedPlayed(sender: NamedSender): Played {
   };
 }
 
-const played = [...senders.map(schemePlayed), ...namedSenders.map(namedPlayed)];
+const played = [...senders.map(firstSenderPlayed), ...namedSenders.map(namedPlayed)];
 
 const storedId = (outgoing: Outgoing) => outgoing.eventId ?? sha256Hex(outgoing.body);
 
@@ -216,13 +216,13 @@ describe.each(played.map((sender) => [sender.label, sender] as const))('%s', (_l
   it('answers a changed body, a changed, missing or malformed signature with the one 401, storing nothing', async () => {
     const outgoing = sender.newEvent(sender.now());
     const good = await signed(outgoing);
-    const before = (await providerRows(sql, sender.name)).length;
+    const before = (await senderRows(sql, sender.name)).length;
     const variants = sender.broken(outgoing, good);
     const answers: Record<string, string> = {};
     for (const [name, [body, headers]] of Object.entries(variants))
       answers[name] = await answer(await post(body, headers));
     expect(answers).toEqual(Object.fromEntries(Object.keys(variants).map((name) => [name, UNAUTHORIZED])));
-    expect((await providerRows(sql, sender.name)).length).toBe(before);
+    expect((await senderRows(sql, sender.name)).length).toBe(before);
     // The same delivery with its headers intact goes through: the variants failed for their defect.
     expect((await post(outgoing.body, good)).status).toBe(200);
   });

@@ -72,7 +72,7 @@ describe('retention against the senders’ retry windows', () => {
     );
     const described = Object.fromEntries([...redeliveryBySender].map(([name, { windowDays }]) => [name, windowDays]));
     expect(documented).toEqual(described);
-    expect(Object.keys(described).sort()).toEqual(allSenders.map((provider) => provider.name).sort());
+    expect(Object.keys(described).sort()).toEqual(allSenders.map((sender) => sender.name).sort());
   });
 });
 

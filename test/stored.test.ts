@@ -1,5 +1,5 @@
 // Applying stored events (the async worker's and the operator replay's path): only from the states
-// asked for, once however many race, parked until the provider knows the schema, and failures moved
+// asked for, once however many race, parked until the sender knows the schema, and failures moved
 // on by the policy.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -20,9 +20,7 @@ const later = new Date(Date.UTC(2030, 0, 1));
 const context = (handlers: HandlerMap = defaultHandlers): StoredContext => ({
   db,
   handlers,
-  sendersByName: new Map(
-    allSenders.filter((provider) => provider.name === 'acme').map((provider) => [provider.name, provider]),
-  ),
+  sendersByName: new Map(allSenders.filter((sender) => sender.name === 'acme').map((sender) => [sender.name, sender])),
 });
 
 async function storeWith(handlers: HandlerMap, event: object): Promise<void> {
@@ -70,7 +68,7 @@ describe('applyStoredEvent', () => {
     expect(await eventRow(sql, event.id)).toEqual(before);
   });
 
-  it('keeps a parked event parked until the provider knows its schema version', async () => {
+  it('keeps a parked event parked until the sender knows its schema version', async () => {
     const subscription = uniqueId('sub');
     const event = acmeEvent({ api_version: '2031-01-01', data: { id: subscription, status: 'active' } });
     await storeWith(defaultHandlers, event);

@@ -7,11 +7,11 @@ import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET, uniqueId } fro
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { countEvents, eventRow, subscriptionRow } from './helpers/facts.ts';
-import { allSchemeSecrets, stripeEvent, stripeHeader } from './helpers/senders.ts';
+import { allSenderSecrets, stripeEvent, stripeHeader } from './helpers/senders.ts';
 
 const { sql, db } = await useTestDatabase();
 const test = await buildTestApp(db, {
-  enabledSenders: await enableSenders({ ...allSchemeSecrets(), acme: [TEST_SECRET] }),
+  enabledSenders: await enableSenders({ ...allSenderSecrets(), acme: [TEST_SECRET] }),
 });
 
 type Lifecycle = 'created' | 'updated' | 'deleted';

@@ -1,5 +1,5 @@
 // The engine's fast tests as `npm run mutate:engine` runs them (test/stryker.engine.config.mjs): the
-// files that exercise the sender descriptions without a database or a server. Providers are built
+// files that exercise the sender descriptions without a database or a server. Senders are built
 // inside these tests, not when a file loads, so Stryker can tell which test reaches which mutant.
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';

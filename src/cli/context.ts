@@ -14,7 +14,7 @@ import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../lib/operator-name.ts';
 import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
-import { allSenders } from '../senders/registry.ts';
+import { senderNames } from '../senders/registry.ts';
 
 import { EXIT, type ExitCode } from './exit.ts';
 
@@ -241,14 +241,14 @@ export interface CommandModule {
   define(command: Command, run: Runner): void;
 }
 
-/** The provider names the service knows: an argument or option naming another is a usage error (exit 2). */
-export const PROVIDER_NAMES: readonly string[] = allSenders.map((provider) => provider.name);
+/**
+ * The contract's `<provider>` argument and `--provider` option: a sender's name, one the service
+ * knows (naming another is a usage error, exit 2).
+ */
+export const senderArgument = (description = 'the route name') =>
+  new Argument('<provider>', description).choices(senderNames);
 
-export const providerArgument = (description = 'the route name') =>
-  new Argument('<provider>', description).choices(PROVIDER_NAMES);
-
-export const providerOption = (description: string) =>
-  new Option('--provider <name>', description).choices(PROVIDER_NAMES);
+export const senderOption = (description: string) => new Option('--provider <name>', description).choices(senderNames);
 
 /**
  * The `--operator` parser: the admin API's rule (src/lib/operator-name.ts), so a name refused there
@@ -263,7 +263,7 @@ export function operatorName(value: string): string {
 
 /**
  * `--operator` checked in the action rather than as a required option: commander checks required
- * options before arguments, and the provider or ids should be judged first.
+ * options before arguments, and the `<provider>` or ids should be judged first.
  */
 export function requireOperator(operator: string | undefined, verb: string): string {
   if (operator === undefined) throw new CliError(EXIT.usage, `${verb}: --operator NAME is required (it is recorded)`);

@@ -63,7 +63,7 @@ export const eventSubject = (table: { provider: AnyPgColumn; payload: AnyPgColum
     when 'acme' then ${table.payload} #>> '{data,id}'
   end)`;
 
-/** The inbox: one row per provider event; the primary key is the concurrency gate. */
+/** The inbox: one row per sender's event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
   'webhook_events',
   {
@@ -74,14 +74,14 @@ export const webhookEvents = pgTable(
     /** Null once retention has purged it; the key outlives the payload. */
     payload: jsonb(),
     receivedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
-    /** When the provider says the event happened (signed, where the scheme signs it); handlers need it on replay. */
+    /** When the sender says the event happened (signed, where the sender signs it); handlers need it on replay. */
     occurredAt: timestamp({ withTimezone: true }),
     completedAt: timestamp({ withTimezone: true }),
     /** Failed applications; a redelivery that takes a failed row back counts nothing. */
     attemptCount: integer().notNull().default(0),
     lastError: varchar({ length: LAST_ERROR_MAX }),
     /**
-     * SHA-256 (hex) of the signed bytes, for schemes that sign neither their delivery id nor a time
+     * SHA-256 (hex) of the signed bytes, for senders that sign neither their delivery id nor a time
      * (GitHub, Shopify): the same signed body is a duplicate whatever id it arrives under.
      */
     contentDigest: text(),
@@ -165,7 +165,7 @@ export const subscriptions = pgTable(
   {
     externalId: text().primaryKey(),
     status: subscriptionStatus().notNull(),
-    /** The provider's monotonic version of the resource: older versions never overwrite newer. */
+    /** The sender's monotonic version of the resource (the contract's `provider_version`): older versions never overwrite newer. */
     providerVersion: bigint({ mode: 'number' }).notNull(),
     updatedAt: timestamp({ withTimezone: true }).notNull(),
   },

@@ -1,4 +1,4 @@
-// Event type -> handler, per provider: an explicit map, never a function name built from payload
+// Event type -> handler, per sender: an explicit map, never a function name built from payload
 // text. A handler declares the payload schema it needs (checked before any database work) and applies
 // its change inside the caller's transaction.
 import { z } from 'zod';
@@ -22,7 +22,7 @@ export interface HandledEvent {
   /** The id it is stored under (a digest match keeps the first delivery's id). */
   eventId: string;
   eventType: string;
-  /** When the provider says it happened; null when the scheme does not say. */
+  /** When the sender says it happened; null when it does not say. */
   occurredAt: Date | null;
   /** W3C traceparent of the handler's span: what the messages it enqueues carry to consumers. */
   traceparent?: string | null;
@@ -38,7 +38,7 @@ export interface HandlerContext {
 }
 
 export interface EventHandler<Payload = unknown> {
-  /** Validates the payload beyond the provider's envelope; a failure answers 400. */
+  /** Validates the payload beyond the sender's envelope; a failure answers 400. */
   schema: z.ZodType<Payload>;
   apply(context: HandlerContext, payload: Payload): Promise<void>;
   /** The outbox destinations its messages go to (routedHandlers); the one `default` destination when absent. */

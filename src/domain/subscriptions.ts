@@ -1,4 +1,4 @@
-// The example domain: subscriptions kept in step with the provider. Every write is conditional, so
+// The example domain: subscriptions kept in step with the sender. Every write is conditional, so
 // replays, duplicates and out-of-order deliveries cannot move a subscription backwards.
 //
 // Changes made in one transaction in the same tick are written together: the group committer and the
@@ -18,7 +18,7 @@ import { insertMessagesFrom } from '../outbox/message-rows.ts';
 export interface SubscriptionChange {
   externalId: string;
   status: SubscriptionStatus;
-  /** The provider's monotonic version of the resource. */
+  /** The sender's monotonic version of the resource (the `provider_version` column). */
   providerVersion: number;
   occurredAt: Date;
 }
@@ -51,7 +51,7 @@ interface ChangeRow {
 
 /**
  * Applies the change when it is newer than what is stored, and never revives a canceled
- * subscription (canceled is terminal at every provider we model). True when a row changed; the
+ * subscription (canceled is terminal at every sender we model). True when a row changed; the
  * announcement is written in the same statement, only then.
  */
 export function applySubscriptionChange(

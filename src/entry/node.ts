@@ -26,7 +26,7 @@ import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { nodeDestinationPublishers } from '../outbox/publishers/node.ts';
 import { closePublishers } from '../outbox/relays.ts';
-import { providerExtras, providerSecrets } from '../sender-variables.ts';
+import { senderExtras, senderSecrets } from '../sender-variables.ts';
 import { configuredSenders, enableSenders } from '../senders/registry.ts';
 import { shedAtCapacity } from './setup/connection-shedding.ts';
 import { developmentSecret, developmentSecretUse, signedCurlExample } from './setup/dev-secret.ts';
@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   // OTEL_* (setup/tracing-sdk.ts): no endpoint, no SDK. A malformed protocol or OTEL_BSP_* stops start-up.
   const tracing = tracingFromEnv(process.env);
 
-  const secrets = { ...providerSecrets(config) };
+  const secrets = { ...senderSecrets(config) };
   const production = config.NODE_ENV === 'production';
   // Only variables that name a sender count: a misspelt one alone would enable nothing.
   const senders = configuredSenders(config.senderSettings);
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   const devSecret = devSecretUse.inUse ? await developmentSecret(config.DATA_DIR) : undefined;
   if (devSecret !== undefined) secrets.acme = [devSecret];
   // Before the database: a sender that cannot be enabled as configured stops start-up, naming it.
-  const enabledSenders = await enableSenders(secrets, providerExtras(config)).catch((error: unknown) => {
+  const enabledSenders = await enableSenders(secrets, senderExtras(config)).catch((error: unknown) => {
     throw new StartupError(`start-up failed: ${(error as Error).message}`);
   });
 

@@ -23,7 +23,7 @@ import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { portableDestinationPublishers, queueBindings } from '../outbox/publishers/portable.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
-import { providerExtras, providerSecrets } from '../sender-variables.ts';
+import { senderExtras, senderSecrets } from '../sender-variables.ts';
 import { configuredSenders, enableSenders } from '../senders/registry.ts';
 import { fetchTraceExporter, tracingWith } from './setup/tracing-sdk.ts';
 
@@ -98,7 +98,7 @@ async function buildRuntime(env: Env): Promise<Runtime> {
   if (configuredSenders(config.senderSettings).enablingVariables.length === 0) {
     throw new ConfigError(['no provider secret is set (e.g. ACME_WEBHOOK_SECRET: `wrangler secret put`)']);
   }
-  const enabledSenders = await enableSenders(providerSecrets(config), providerExtras(config));
+  const enabledSenders = await enableSenders(senderSecrets(config), senderExtras(config));
   // The same OTEL_* variables as on Node; a protocol other than http/protobuf or http/json, or a
   // malformed OTEL_BSP_*, makes the configuration unusable, naming the variable.
   const { tracer } = tracingWith(variables, fetchTraceExporter);

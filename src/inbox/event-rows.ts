@@ -17,7 +17,7 @@
 //
 // Why concurrent writers never apply an event twice (the argument every statement here relies on):
 // nothing is read before it is written. An INSERT … ON CONFLICT arbitrates on the primary key
-// (provider, event_id) and, where the scheme's id is not signed, on the partial unique index over
+// (provider, event_id) and, where the sender's id is not signed, on the partial unique index over
 // (provider, content_digest); when another transaction holds an uncommitted conflicting row the
 // INSERT waits for it: committed, nothing is inserted; rolled back, ours goes in. Every UPDATE names
 // the states it may leave in its WHERE clause (and the lease it must still hold), so when two race
@@ -44,7 +44,7 @@ import { LAST_ERROR_MAX, type WebhookEventStatus, webhookEvents } from '../db/sc
 import { DomainRejection } from '../lib/errors.ts';
 import type { AuthenticatedEvent } from '../senders/types.ts';
 
-/** An authenticated event and the provider it came from: what a row is made of. */
+/** An authenticated event and the sender it came from (its `provider`): what a row is made of. */
 export interface InboxEvent extends AuthenticatedEvent {
   provider: string;
   /**
@@ -87,7 +87,7 @@ export type Arrival =
 
 /**
  * The WHERE condition that finds a delivery's stored row: by the signed event id, or, where the
- * scheme's id header is not signed, by the digest of the signed bytes and the (equally unsigned) type
+ * sender's id header is not signed, by the digest of the signed bytes and the (equally unsigned) type
  * the row was stored with. Never by an unsigned header alone: a captured body sent under the id of
  * another delivery that failed must not take that row over, nor one sent under another type pick
  * another handler.
@@ -189,7 +189,7 @@ interface WrittenRow {
  * in any other state (a duplicate). Nobody sees a row before COMMIT, so an intermediate `processing`
  * write would only cost a round trip.
  *
- * The rows must not share a key (a provider's event id, or its content digest): the caller sends a
+ * The rows must not share a key (a sender's event id, or its content digest): the caller sends a
  * twin in a later statement, where it meets the committed first one. They are written in key order,
  * so two transactions that insert overlapping sets wait for each other instead of deadlocking.
  *
@@ -494,7 +494,7 @@ export interface FailurePolicy {
   retryAt: Date;
   /**
    * Failed applications after which the row is dead-lettered; a permanent failure (a DomainRejection)
-   * dead-letters at once. Absent: never dead-letter (the provider's or operator's retries decide).
+   * dead-letters at once. Absent: never dead-letter (the sender's or operator's retries decide).
    */
   maxAttempts?: number;
 }
@@ -555,7 +555,7 @@ const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 
  * left for the next run instead of waited for.
  */
 export const purgeStatements = {
-  // A row with a content digest stays (its payload nulled): the scheme signs no time, so a captured
+  // A row with a content digest stays (its payload nulled): its sender signs no time, so a captured
   // body stays valid forever, and only the stored digest keeps it from being applied a second time.
   // The event's delivery log (delivery-log.ts) goes with it, in the same statement.
   deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (

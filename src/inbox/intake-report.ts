@@ -1,4 +1,4 @@
-// What a delivery leaves behind besides its row: the answer the provider gets (the contract's table),
+// What a delivery leaves behind besides its row: the answer the sender gets (the contract's table),
 // its one log line and its counts. Labels and log fields are facts about the delivery, never its payload.
 import type { Context } from 'hono';
 import { type Clock, elapsedMs } from '../lib/clock.ts';
@@ -62,7 +62,7 @@ const senderMistakes: ReadonlySet<string> = new Set<AppError['code']>([
 /** A delivery with nothing set aside (every one but a batch with malformed events): shared, not made per delivery. */
 const NONE_SET_ASIDE: readonly string[] = [];
 
-/** Lines per provider and reason per minute before a sender's mistakes are only counted. */
+/** Lines per sender and reason per minute before a sender's mistakes are only counted. */
 export const REJECTION_LINES_PER_MINUTE = 10;
 
 /** Logs a sender's mistake through the sampler: its first lines, then one line saying how many were left out. */
@@ -81,9 +81,9 @@ function logSampled(deps: ReportDeps, level: 'warn' | 'info', message: string, f
 }
 
 /**
- * One delivery's report, filled in as the delivery goes: the provider first, then the reason it was
+ * One delivery's report, filled in as the delivery goes: the sender first, then the reason it was
  * refused or the event it carried. Restarted when the body has been read, so its duration is ours.
- * Nothing is logged until the route names an enabled provider: an unknown name is the sender's text,
+ * Nothing is logged until the route names an enabled sender: an unknown name is the sender's text,
  * and its 404 is only counted.
  */
 export class DeliveryReport {
@@ -100,7 +100,7 @@ export class DeliveryReport {
     this.#arrivedAt = deps.clock();
   }
 
-  /** The enabled provider the route named, once admitted. */
+  /** The name of the enabled sender the route named, once admitted (the log's `provider`). */
   get provider(): string | undefined {
     return this.#provider;
   }
@@ -111,7 +111,7 @@ export class DeliveryReport {
     return typeof traceId === 'string' ? traceId : undefined;
   }
 
-  /** The route named this enabled provider. */
+  /** The route named this enabled sender. */
   concerns(provider: string): void {
     this.#provider = provider;
     this.#fields = { provider, ...this.#fields };
@@ -173,7 +173,7 @@ export class DeliveryReport {
     }
   }
 
-  /** A protocol message the scheme answered itself (Slack's url_verification): nothing stored. */
+  /** A protocol message the sender's description answered itself (Slack's url_verification): nothing stored. */
   answeredWithoutStoring(reason: string): void {
     this.deps.logger.info('answered without storing', {
       ...this.#fields,

@@ -1,5 +1,5 @@
 // POST /webhooks/:provider: provider -> pause -> size -> content type -> signature -> payload -> one
-// transaction -> the answer that makes the provider do the right thing. Nothing is written before the
+// transaction -> the answer that makes the sender do the right thing. Nothing is written before the
 // payload is known to be authentic and valid (the pause is read from a cache, pause-gate.ts).
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -147,7 +147,7 @@ const DUPLICATE: Committed = { outcome: 'duplicate' };
  */
 const FINISHED: ReadonlySet<Answered> = new Set<Answered>(['completed', 'ignored', 'duplicate']);
 
-/** The delivery's server span, named for its route (the provider is an attribute once known: bounded by the registry). */
+/** The delivery's server span, named for its route (the sender's name is an attribute once known: bounded by the registry). */
 const DELIVERY_SPAN = 'POST /webhooks/:provider';
 
 function endDeliverySpan(span: Span, provider: string | undefined, status: number, error: unknown): void {
@@ -333,7 +333,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
       (event): InboxEvent => ({
         provider: sender.name,
         ...event,
-        // Whatever a scheme read, a time the database cannot hold is no time rather than a failed write.
+        // Whatever a description read, a time the database cannot hold is no time rather than a failed write.
         occurredAt: storableTime(event.occurredAt),
       }),
     );
@@ -364,7 +364,7 @@ export function intakeRoutes(deps: IntakeDeps): Hono<IntakeEnv> {
     if (backlog !== undefined && items.some((item) => item.arrival.status === 'received')) {
       await deadline.race(backlog.check(db));
     }
-    // The statement may still commit after the deadline answered 503: the provider's retry then meets
+    // The statement may still commit after the deadline answered 503: the sender's retry then meets
     // a duplicate (200), so an event is never lost, and never answered 2xx before it is stored.
     if (deps.groupCommit !== undefined) return committerFor(db, deps.groupCommit).submit({ items, deadline, span });
     return processDelivery(db, deadline, items, { span });

@@ -60,7 +60,7 @@ export interface StoredContext {
   /** A transaction too (a bulk job's batch): each event's apply is then a savepoint of it. */
   db: Executor;
   handlers: HandlerMap;
-  /** Providers by name, asked whether they now know a parked payload's schema version. */
+  /** Senders by name, asked whether they now know a parked payload's schema version. */
   sendersByName: ReadonlyMap<string, Pick<Sender, 'parkReasonOf'>>;
   /**
    * The async worker's: each application continues the trace stored with its row (an `apply` span,

@@ -94,7 +94,7 @@ export function inboxWorkerSettings(
 export interface InboxWorkerDeps {
   db: Database;
   handlers: HandlerMap;
-  /** Providers by name, for parked payloads' schema check; every known scheme when absent. */
+  /** Senders by name, for parked payloads' schema check; every known sender when absent. */
   sendersByName?: StoredContext['sendersByName'];
   clock: Clock;
   /** Makes this worker's id, written to `locked_by`. */

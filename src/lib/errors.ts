@@ -15,7 +15,7 @@ const errorCodes = {
   invalid_payload: { status: 400 },
   /** An operator request (admin API) with a missing, unknown or malformed field. */
   invalid_request: { status: 400 },
-  /** A domain handler failed; the provider's redelivery is the retry. */
+  /** A domain handler failed; the sender's redelivery is the retry. */
   processing_failed: { status: 500 },
   /** Database unreachable, deadline passed, backlog full: come back later. */
   unavailable: { status: 503 },
@@ -23,7 +23,7 @@ const errorCodes = {
 
 export type ErrorCode = keyof typeof errorCodes;
 
-/** Seconds a provider is asked to wait after a 503. */
+/** Seconds a sender is asked to wait after a 503. */
 export const RETRY_AFTER_SECONDS = 5;
 
 export class AppError extends HTTPException {

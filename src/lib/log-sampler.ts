@@ -1,5 +1,5 @@
 // A bound on what outsiders can make us log: the first few lines of each kind per window, then a
-// count. Kinds are bounded by the caller (a provider from the registry and a reason from a closed
+// count. Kinds are bounded by the caller (a sender's name from the registry and a reason from a closed
 // set), so the map stays small whatever is sent.
 
 export interface SampledLine {

@@ -112,12 +112,12 @@ function quantile(histogram: Histogram, bounds: readonly number[], q: number): n
   return bounds[bounds.length - 1] ?? 0;
 }
 
-/** Label bounds: every provider name, each with the event types its handler map names. */
+/** Label bounds: every sender's name (the `provider` label), each with the event types its handler map names. */
 export function labelBounds(
-  providerNames: Iterable<string>,
+  senderNames: Iterable<string>,
   handlers: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
 ): ReadonlyMap<string, ReadonlySet<string>> {
-  return new Map([...providerNames].map((name) => [name, new Set(Object.keys(handlers[name] ?? {}))]));
+  return new Map([...senderNames].map((name) => [name, new Set(Object.keys(handlers[name] ?? {}))]));
 }
 
 export class Metrics {
@@ -141,7 +141,7 @@ export class Metrics {
   readonly #labelTexts = new Map<string, string>();
 
   constructor(
-    /** Known provider names and, per provider, the event types that may appear as label values. */
+    /** Known sender names and, per sender, the event types that may appear as label values. */
     private readonly knownTypes: ReadonlyMap<string, ReadonlySet<string>>,
     private readonly clock: () => number = Date.now,
   ) {}

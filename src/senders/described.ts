@@ -28,7 +28,7 @@ import {
 } from './description.ts';
 import { afterPrefix, type Bytes, decodeBase64, decodeBase64Url, decodeHex, encodeHex, utf8 } from './encoding.ts';
 import { HMAC_BYTES, importHmacKey, signHmac } from './hmac.ts';
-import { anyObject, MAX_SIGNATURES, parseEntries, tokenHeader } from './scheme.ts';
+import { anyObject, MAX_SIGNATURES, parseEntries, tokenHeader } from './parsing.ts';
 import type {
   AuthenticatedEvent,
   BatchedEvent,
@@ -202,7 +202,7 @@ function readSignatures(spec: SignatureSpec, header: (name: string) => string | 
     for (const [entry, text] of entries) {
       if (entry === timestampEntry) read.timestamps.push(text);
       const method = spec.methods.find((candidate) => candidate.entry === entry);
-      // Versions this description does not speak are skipped: a scheme's later additions are not errors.
+      // Versions this description does not speak are skipped: a sender's later additions are not errors.
       if (method === undefined) continue;
       const signature = decodeSignature(text, spec.encoding, method);
       if (signature === null) return null;
@@ -226,7 +226,7 @@ type Header = (name: string) => string | null;
 type HmacMethod = Extract<SignatureMethod, { algorithm: 'HMAC' }>;
 type PublicKeyMethod = Exclude<SignatureMethod, HmacMethod>;
 
-/** What a description says, worked out once per provider rather than once per delivery. */
+/** What a description says, worked out once per sender rather than once per delivery. */
 interface Compiled {
   description: SenderDescription;
   parts: readonly Part[];
@@ -602,7 +602,7 @@ async function readDelivery(
   };
 }
 
-/** The provider that runs `description`. Problems with it surface when its keys are imported. */
+/** The sender that runs `description`. Problems with it surface when its keys are imported. */
 export function describedSender(description: SenderDescription): Sender {
   const compiled = compile(description);
   return {

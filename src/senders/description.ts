@@ -1,4 +1,4 @@
-// The declarative scheme's vocabulary: a sender described as data (which headers carry what, how
+// The descriptions' vocabulary: a sender described as data (which headers carry what, how
 // the signature is written, which bytes are signed in what order, where the time, the id and the
 // type are), the signed-content template and the bytes it makes, and the check that a description
 // can work at all. The engine that runs descriptions is described.ts (signing.ts signs by them, as

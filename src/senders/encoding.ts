@@ -10,7 +10,7 @@ export function utf8(text: string): Bytes {
   return encoder.encode(text) as Bytes;
 }
 
-/** `prefix` as UTF-8 followed by `body`: the signed content of timestamped schemes. */
+/** `prefix` as UTF-8 followed by `body`: the signed content of senders that sign a time. */
 export function prefixed(prefix: string, body: Bytes): Bytes {
   const head = utf8(prefix);
   const joined = new Uint8Array(head.byteLength + body.byteLength);

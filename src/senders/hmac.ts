@@ -3,7 +3,7 @@
 import { type Bytes, utf8 } from './encoding.ts';
 import type { VerifyKey } from './verify.ts';
 
-/** The digests HMAC schemes use; SHA-1 only where a sender still signs with it (Twilio). */
+/** The digests HMAC signatures use; SHA-1 only where a sender still signs with it (Twilio). */
 export type HmacHash = 'SHA-1' | 'SHA-256' | 'SHA-512';
 
 /** Bytes of each HMAC digest: a signature of another length is malformed, not merely wrong. */

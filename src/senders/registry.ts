@@ -7,7 +7,7 @@ import {
   type CredentialKind,
   enablingVariables,
   type KeysBySender,
-  type ProviderExtras,
+  type SenderExtras,
   type SenderSettings,
   type SettingsBySender,
   senderVariable,
@@ -20,6 +20,9 @@ import type { VerifyKey } from './verify.ts';
 
 /** Every sender this service speaks, enabled or not. */
 export const allSenders: readonly Sender[] = senderDescriptions.map(describedSender);
+
+/** Their names (the route segment and the `provider` column), in the registry's order. */
+export const senderNames: readonly string[] = allSenders.map((sender) => sender.name);
 
 /** The same by name: what reads a stored event back (the worker, a replay) asks its schema version of. */
 export const sendersByName: ReadonlyMap<string, Sender> = new Map(allSenders.map((sender) => [sender.name, sender]));
@@ -43,14 +46,10 @@ export function enabledSenderNames(
   settings: SettingsBySender,
   options: { developmentSecret?: boolean } = {},
 ): string[] {
-  return allSenders
-    .map((sender) => sender.name)
-    .filter((name) => {
-      const configured = settings[name];
-      return (
-        (configured !== undefined && enables(configured)) || (name === 'acme' && options.developmentSecret === true)
-      );
-    });
+  return senderNames.filter((name) => {
+    const configured = settings[name];
+    return (configured !== undefined && enables(configured)) || (name === 'acme' && options.developmentSecret === true);
+  });
 }
 
 /** The configured senders, split once by whether a sender has that name. */
@@ -69,7 +68,7 @@ export interface ConfiguredSenders {
  * Worker's, acme's development secret): only a variable naming a sender counts.
  */
 export function configuredSenders(settings: SettingsBySender): ConfiguredSenders {
-  const known = new Set(allSenders.map((sender) => sender.name));
+  const known = new Set(senderNames);
   const split = (isKnown: boolean) =>
     Object.fromEntries(Object.entries(settings).filter(([name]) => known.has(name) === isKnown));
   return { enablingVariables: enablingVariables(split(true)), unknownVariables: enablingVariables(split(false)) };
@@ -101,7 +100,7 @@ function variablesOf(sender: Sender): CredentialVariables {
  */
 export async function enableSenders(
   secrets: KeysBySender,
-  extras: ProviderExtras = {},
+  extras: SenderExtras = {},
 ): Promise<ReadonlyMap<string, EnabledSender>> {
   const enabled = new Map<string, EnabledSender>();
   for (const sender of allSenders) {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';
 import { valueAt } from './described.ts';
 import type { Redelivery, Sample, SampleContext, SenderDescription, SignatureMethod } from './description.ts';
-import { boundedString } from './scheme.ts';
+import { boundedString } from './parsing.ts';
 
 /**
  * A built-in sender: described, with a realistic delivery of its own for `webhook-inbox send` and
@@ -134,7 +134,7 @@ export const senderDescriptions: readonly BuiltInDescription[] = [
   {
     name: 'standard',
     redelivery: { windowDays: 2 },
-    // Svix, the scheme's largest sender (Clerk, Resend, …), names the same headers `svix-id`,
+    // Svix, the standard's largest sender (Clerk, Resend, …), names the same headers `svix-id`,
     // `svix-timestamp`, `svix-signature`: either set, one per delivery, never mixed.
     headerSets: ['webhook-', 'svix-'],
     signature: {

@@ -1,4 +1,4 @@
-// The interface every signature scheme implements. A scheme owns its headers, its signed content
+// The interface every sender implements. A sender owns its headers, its signed content
 // and where its event id lives; nothing outside src/senders knows any of that.
 import type { ExactJson } from '../lib/json.ts';
 import type { CredentialKind } from '../sender-variables.ts';
@@ -36,7 +36,7 @@ export interface AuthenticatedEvent {
   occurredAt: Date | null;
   /**
    * The whole parsed body, unknown fields included, every number exact. The body's own text is what
-   * is stored (the intake keeps it), so every scheme's payload must be the whole body it parsed.
+   * is stored (the intake keeps it), so every sender's payload must be the whole body it parsed.
    */
   payload: ExactJson;
   /** The payload follows a schema version this service does not know: park it, do not guess. */
@@ -47,7 +47,7 @@ export interface AuthenticatedEvent {
    */
   parkReason?: string;
   /**
-   * Hex SHA-256 of the signed bytes, for schemes whose event id is not signed (GitHub, Shopify): a
+   * Hex SHA-256 of the signed bytes, for senders whose event id is not signed (GitHub, Shopify): a
    * second key, so the same signed body is a duplicate whatever id it arrives under.
    */
   contentDigest?: string;
@@ -115,7 +115,7 @@ export type Verification =
   | { outcome: 'respond'; body: string; reason: string; status?: 200 | 204 };
 
 /**
- * Which kinds of credential a provider reads from configuration (a signed URL it reads is required
+ * Which kinds of credential a sender reads from configuration (a signed URL it reads is required
  * once it is enabled); src/sender-variables.ts names their variables.
  */
 export type Credentials = Readonly<Record<CredentialKind, boolean>>;
@@ -127,7 +127,7 @@ export interface Sender {
   readonly credentials?: Credentials;
   /**
    * Turns configured secrets and public keys into keys; called once per configuration, never per
-   * request. Rejects, naming the provider and never a value, when they cannot be used.
+   * request. Rejects, naming the sender and never a value, when they cannot be used.
    */
   importKeys(secrets: readonly string[], publicKeys?: readonly string[]): Promise<readonly VerifyKey[]>;
   verify(delivery: Delivery, keys: readonly VerifyKey[], time: VerificationTime): Promise<Verification>;

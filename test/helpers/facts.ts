@@ -27,8 +27,8 @@ export async function eventRow(sql: postgres.Sql, eventId: string, provider = 'a
   return rows[0];
 }
 
-/** Rows of one provider: everything deliveries to that route left behind. */
-export async function providerRows(sql: postgres.Sql, provider: string): Promise<EventRow[]> {
+/** Rows of one sender: everything deliveries to that route left behind. */
+export async function senderRows(sql: postgres.Sql, provider: string): Promise<EventRow[]> {
   return sql<EventRow[]>`select ${eventColumns(sql)} from webhook_events where provider = ${provider}
     order by received_at, event_id`;
 }

@@ -1,4 +1,4 @@
-// Each provider's sender as the tests play it: secrets, event factories and headers signed by the
+// Each sender as the tests play it: secrets, event factories and headers signed by the
 // publisher's own library (standardwebhooks, stripe, @octokit/webhooks-methods) or, for Shopify and
 // Slack, by node:crypto following their documentation. Never by the service's code, so a signing bug
 // of ours cannot hide behind the same bug in the test.
@@ -9,7 +9,7 @@ import Stripe from 'stripe';
 import type { KeysBySender } from '../../src/sender-variables.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './acme.ts';
 
-export type SchemeName = 'standard' | 'stripe' | 'github' | 'shopify' | 'slack';
+export type SenderName = 'standard' | 'stripe' | 'github' | 'shopify' | 'slack';
 
 /** What is sent: the exact body, and the id the event must be stored under. */
 export interface Delivery {
@@ -19,12 +19,12 @@ export interface Delivery {
 
 export interface SignOptions {
   secret?: string;
-  /** Unix seconds, for the schemes that sign a time. */
+  /** Unix seconds, for the senders that sign a time. */
   timestamp?: number;
 }
 
 export interface Sender {
-  name: SchemeName;
+  name: SenderName;
   /** [current, previous]: both configured, as during a rotation. */
   secrets: readonly [string, string];
   /** A well-formed secret that is not configured. */
@@ -268,7 +268,7 @@ export const slackSender: Sender = {
 
 export const senders: readonly Sender[] = [standardSender, stripeSender, githubSender, shopifySender, slackSender];
 
-/** Every scheme enabled with both of its secrets, acme with none. */
-export function allSchemeSecrets(): KeysBySender {
+/** Every sender here enabled with both of its secrets, acme with none. */
+export function allSenderSecrets(): KeysBySender {
   return Object.fromEntries(senders.map((sender) => [sender.name, sender.secrets]));
 }

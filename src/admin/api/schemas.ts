@@ -9,9 +9,6 @@ import { OPERATOR_NAME_MAX, operatorNameProblem } from '../../lib/operator-name.
 import { isStorableText } from '../../lib/text.ts';
 import { decodeCursor } from '../../ops/reads/cursor.ts';
 import { parseTimeBound } from '../../ops/reads/time-bound.ts';
-import { allSenders } from '../../senders/registry.ts';
-
-export const providerNames = allSenders.map((provider) => provider.name) as [string, ...string[]];
 
 /** Rows in a page unless `limit` says otherwise (the API's and the dashboard's lists). */
 export const DEFAULT_LIMIT = 50;

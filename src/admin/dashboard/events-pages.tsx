@@ -33,13 +33,13 @@ export interface EventsPageFilter extends ListPageFilter {
 
 export const EventsPage: FC<{
   filter: EventsPageFilter;
-  providerNames: readonly string[];
+  senderNames: readonly string[];
   counts: CountsByStatus;
   page: Page<EventListing>;
-}> = ({ filter, providerNames, counts, page }) => {
+}> = ({ filter, senderNames, counts, page }) => {
   const fields = (
     <>
-      <Select name="provider" label="Provider" options={providerNames} value={filter.provider} />
+      <Select name="provider" label="Provider" options={senderNames} value={filter.provider} />
       <label>
         Type
         <input name="type" value={filter.type ?? ''} placeholder="subscription.updated" />

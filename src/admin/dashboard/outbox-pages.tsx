@@ -76,7 +76,7 @@ export const MessagePage: FC<{
   /** Why it waits while pending at a destination that is not publishing (waitingOf); else null. */
   waiting: string | null;
 }> = ({ message, siblings, waiting }) => {
-  // The base key is provider:event_id:topic; provider names hold no colon, event ids may.
+  // The base key is provider:event_id:topic; sender names hold no colon, event ids may.
   const source = baseKeyOf(message).slice(0, -(message.topic.length + 1));
   const colon = source.indexOf(':');
   const provider = colon > 0 ? source.slice(0, colon) : undefined;

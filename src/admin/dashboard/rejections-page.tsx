@@ -5,7 +5,7 @@
 import type { FC } from 'hono/jsx';
 import { rejectionReasons } from '../../lib/rejection-reasons.ts';
 import type { RejectionCount, RejectionListing } from '../../ops/reads/rejections.ts';
-import { rejectionProviders } from '../api/rejections/schema.ts';
+import { rejectionSenders } from '../api/rejections/schema.ts';
 import { Select } from './list-page.tsx';
 import { iso, Status } from './rows.tsx';
 
@@ -125,7 +125,7 @@ export const RejectionsPage: FC<{
     <>
       <h1 tabindex={-1}>Refused deliveries</h1>
       <form method="get" action={REJECTIONS_PATH} class="filters" aria-label="filters">
-        <Select name="provider" label="Sender" options={rejectionProviders} value={filter.provider} />
+        <Select name="provider" label="Sender" options={rejectionSenders} value={filter.provider} />
         <Select name="reason" label="Reason" options={rejectionReasons} value={filter.reason} />
         <Select
           name="since"

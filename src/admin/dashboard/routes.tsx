@@ -35,7 +35,7 @@ import { readOverview, windowEndingAt } from '../../ops/reads/overview.ts';
 import { countRejections, listRejections } from '../../ops/reads/rejections.ts';
 import { timeRange } from '../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { allSenders } from '../../senders/registry.ts';
+import { senderNames } from '../../senders/registry.ts';
 import type { AdminDeps } from '../api/api.ts';
 import { configuredDestinations } from '../api/destinations/route.ts';
 import { eventsQuery } from '../api/events/schema.ts';
@@ -90,10 +90,10 @@ function parseQuery<Schema extends z.ZodType>(c: Context, schema: Schema): z.inf
 
 export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   const routes = new Hono<DatabaseEnv>();
-  // The provider filter offers the senders this service accepts (in the registry's order), not all it
+  // The sender filter (`provider`) offers the senders this service accepts (in the registry's order), not all it
   // could: a filter already set to another (events kept from before its secret was removed) stays.
-  const enabledNames = allSenders.map((provider) => provider.name).filter((name) => deps.enabledSenders.has(name));
-  const eventProviders = (selected: string | undefined) =>
+  const enabledNames = senderNames.filter((name) => deps.enabledSenders.has(name));
+  const senderChoices = (selected: string | undefined) =>
     selected === undefined || enabledNames.includes(selected) ? enabledNames : [...enabledNames, selected];
   const destinations = configuredDestinations(deps);
   const destinationNames = destinations.destinations.map((destination) => destination.name);
@@ -151,7 +151,7 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     const view = (
       <EventsPage
         filter={kept(filter)}
-        providerNames={eventProviders(filter.provider)}
+        senderNames={senderChoices(filter.provider)}
         counts={listing.counts}
         page={listing.page}
       />

@@ -3,7 +3,7 @@
 import { Option } from 'commander';
 import { type WebhookEventStatus, webhookEventStatuses } from '../../db/schema.ts';
 import { eventJson, listEvents } from '../../ops/reads/events.ts';
-import { type CommandModule, providerOption } from '../context.ts';
+import { type CommandModule, senderOption } from '../context.ts';
 import { listingOptions } from '../options.ts';
 import { formatTable } from '../table.ts';
 
@@ -14,7 +14,7 @@ export const eventsListCommand: CommandModule = {
       command
         .description('list inbox events, newest first (no payloads)')
         .addOption(new Option('--status <status>', 'only events in this status').choices(webhookEventStatuses))
-        .addOption(providerOption('only events of this provider'))
+        .addOption(senderOption('only events of this provider'))
         .option('--type <type>', 'only events of this type')
         .option('--id <prefix>', 'only events whose id starts with this')
         .option(

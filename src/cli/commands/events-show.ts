@@ -6,7 +6,7 @@
 import { DELIVERY_LOG_CAP, deliveriesOf } from '../../inbox/delivery-log.ts';
 import { exactJsonText } from '../../lib/json-out.ts';
 import { deliveryJson, eventJson, getEvent, repeatsText } from '../../ops/reads/events.ts';
-import { type CommandModule, EXIT, providerArgument } from '../context.ts';
+import { type CommandModule, EXIT, senderArgument } from '../context.ts';
 import { formatTable, terminalJson, terminalText } from '../table.ts';
 
 export const eventsShowCommand: CommandModule = {
@@ -14,7 +14,7 @@ export const eventsShowCommand: CommandModule = {
   define: (command, run) =>
     command
       .description("show one event's state, attempts, last error, timestamps and delivery log")
-      .addArgument(providerArgument())
+      .addArgument(senderArgument())
       .argument('<event-id>', 'the event id')
       .option('--payload', 'include the stored payload (null once retention purged it)')
       .option('--json', 'print one JSON document')

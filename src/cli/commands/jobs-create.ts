@@ -13,7 +13,7 @@ import {
   specWarnings,
 } from '../../ops/jobs/job-kinds.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
-import { type CliContext, CliError, type CommandModule, EXIT, providerOption, requireOperator } from '../context.ts';
+import { type CliContext, CliError, type CommandModule, EXIT, requireOperator, senderOption } from '../context.ts';
 import { operatorOption, windowOptions } from '../options.ts';
 import { waitForJob } from './jobs-run.ts';
 import { requireDestination } from './outbox-list.ts';
@@ -125,7 +125,7 @@ export const jobsReplayCommand = bulkCommand<{
   filters: (command) =>
     command
       .addOption(new Option('--status <status>', 'the events to replay').choices(REPLAYABLE_STATUSES).default('failed'))
-      .addOption(providerOption('only events of this provider'))
+      .addOption(senderOption('only events of this provider'))
       .option('--type <type>', 'only events of this type')
       .option('--subject <id>', "only events about this sender's object"),
   spec: (_context, { status, provider, type, subject, id, since, until }) => ({

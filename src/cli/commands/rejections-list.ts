@@ -3,7 +3,7 @@
 // The same rows as GET /admin/api/rejections: never a body, credentials already redacted.
 import { Option } from 'commander';
 import { rejectionJson } from '../../admin/api/rejections/route.ts';
-import { rejectionProviders } from '../../admin/api/rejections/schema.ts';
+import { rejectionSenders } from '../../admin/api/rejections/schema.ts';
 import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { type RejectionReason, rejectionReasons } from '../../lib/rejection-reasons.ts';
 import { listRejections } from '../../ops/reads/rejections.ts';
@@ -17,7 +17,7 @@ export const rejectionsListCommand: CommandModule = {
     listingOptions(
       command
         .description(`list the most recent refused deliveries (the newest ${REJECTION_RING_SIZE} are kept)`)
-        .addOption(new Option('--provider <name>', 'only refusals of this sender').choices(rejectionProviders))
+        .addOption(new Option('--provider <name>', 'only refusals of this sender').choices(rejectionSenders))
         .addOption(new Option('--reason <reason>', 'only refusals for this reason').choices(rejectionReasons)),
       { window: 'refused', max: REJECTION_RING_SIZE },
     ).action(

@@ -6,7 +6,7 @@
 import { configuredHandlers } from '../../domain/handlers.ts';
 import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/actions/replay.ts';
 import { type EventDetail, getEvent } from '../../ops/reads/events.ts';
-import { CliError, type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
+import { CliError, type CommandModule, EXIT, requireOperator, senderArgument } from '../context.ts';
 import { operatorOption } from '../options.ts';
 import { formatTable, terminalText } from '../table.ts';
 
@@ -22,7 +22,7 @@ export const replayCommand: CommandModule = {
         'apply failed, parked or dead-lettered events again through the domain path; completed or ignored ' +
           'ones are left as they are; every replay is recorded in operator_actions',
       )
-      .addArgument(providerArgument())
+      .addArgument(senderArgument())
       .argument('<event-id...>', 'event ids, as `events list` shows them')
       .addOption(operatorOption('recorded with each replay'))
       .option('--yes', 'do not ask for confirmation (needed when stdin is not a terminal)')

@@ -16,7 +16,7 @@ import {
 } from '../../entry/setup/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
 import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/sender-setup/simulator.ts';
-import { providerSecrets, senderVariable } from '../../sender-variables.ts';
+import { senderSecrets, senderVariable } from '../../sender-variables.ts';
 import { importPrivateKey } from '../../senders/asymmetric.ts';
 import { privateKeyAlgorithm, takesSecret } from '../../senders/signing.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
@@ -61,11 +61,11 @@ async function deliver(url: string, outgoing: SimulatedDelivery, headers: Record
 }
 
 /**
- * The secret to sign with: the provider's variable, else (acme, nothing configured, not production)
+ * The secret to sign with: the sender's variable, else (acme, nothing configured, not production)
  * the development secret `npm start` made, exactly when `npm start` would have enabled it.
  */
 async function signingSecret(config: Config, provider: string): Promise<string> {
-  const secrets = providerSecrets(config);
+  const secrets = senderSecrets(config);
   const configured = secrets[provider]?.[0];
   if (configured !== undefined) return configured;
   const variable = senderVariable(provider, 'secret');

@@ -6,7 +6,7 @@
 import { InvalidArgumentError } from 'commander';
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
-import { CliError, type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
+import { CliError, type CommandModule, EXIT, requireOperator, senderArgument } from '../context.ts';
 import { enabledSenders } from '../enabled-senders.ts';
 import { noteOption, operatorOption } from '../options.ts';
 import { terminalText } from '../table.ts';
@@ -41,7 +41,7 @@ export const sendersPauseCommand: CommandModule = {
         'pause a sender: its deliveries are refused with 503 + Retry-After, so it retries them later; ' +
           'recorded in operator_actions. Without --for or --until it lasts until `senders resume`',
       )
-      .addArgument(providerArgument())
+      .addArgument(senderArgument())
       .addOption(operatorOption())
       .option('--for <duration>', 'end the pause after this long: 30m, 1h, 2d (at most 7d)', pauseLength)
       .option('--until <time>', 'end the pause at this time (ISO 8601 with its offset)', pauseEnd)

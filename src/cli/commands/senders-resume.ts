@@ -3,7 +3,7 @@
 // that was not paused changes nothing and says so (exit 0); one neither enabled nor paused exits 3.
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { resumeSender } from '../../ops/pauses/sender-pauses.ts';
-import { type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
+import { type CommandModule, EXIT, requireOperator, senderArgument } from '../context.ts';
 import { enabledSenders } from '../enabled-senders.ts';
 import { operatorOption } from '../options.ts';
 
@@ -12,7 +12,7 @@ export const sendersResumeCommand: CommandModule = {
   define: (command, run) =>
     command
       .description("resume a paused sender: its deliveries (the sender's retries) are accepted again")
-      .addArgument(providerArgument())
+      .addArgument(senderArgument())
       .addOption(operatorOption())
       .option('--json', 'print the result as one JSON document')
       .action(

@@ -25,7 +25,7 @@ export interface ReplayContext {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
-  /** Providers asked whether they know a parked payload's schema now; every sender by default. */
+  /** Senders asked whether they know a parked payload's schema now; every sender by default. */
   sendersByName?: StoredContext['sendersByName'];
   /** Counts each replay by the status it left (the CLI, a short process, has none). */
   metrics?: Pick<Metrics, 'countReplay'>;
@@ -114,7 +114,7 @@ export async function replayEvents(context: ReplayContext, request: ReplayReques
   const stored: StoredContext = {
     db: context.db,
     handlers: context.handlers,
-    // Every provider, secret or not: one switched off since can still have its events replayed.
+    // Every sender, secret or not: one switched off since can still have its events replayed.
     sendersByName: context.sendersByName ?? sendersByName,
   };
   const events: ReplayedEvent[] = [];

@@ -223,7 +223,7 @@ export function listJobFailures(db: Executor, jobId: string): Promise<JobFailure
 
 /**
  * The event a failed item names (its target, `provider/event_id`), or undefined for a message: a
- * provider name holds no `/`, so the first one ends it.
+ * sender's name holds no `/`, so the first one ends it.
  */
 export function failedEventKey(failure: Pick<JobFailure, 'targetKind' | 'target'>) {
   if (failure.targetKind !== 'event') return undefined;

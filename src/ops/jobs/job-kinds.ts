@@ -162,8 +162,8 @@ export const JOB_KINDS: { readonly [K in BulkJobKind]: JobKind<JobFilters[K]> } 
     async batch(context, filter) {
       const { tx, job } = context;
       const page = await listEvents(tx, { ...filter, cursor: cursorOf(context.after), limit: context.batchSize });
-      const byProvider = new Map<string, typeof page.rows>();
-      for (const row of page.rows) byProvider.set(row.provider, [...(byProvider.get(row.provider) ?? []), row]);
+      const bySender = new Map<string, typeof page.rows>();
+      for (const row of page.rows) bySender.set(row.provider, [...(bySender.get(row.provider) ?? []), row]);
       const failures: ItemFailure[] = [];
       const replayContext = {
         db: tx,
@@ -172,7 +172,7 @@ export const JOB_KINDS: { readonly [K in BulkJobKind]: JobKind<JobFilters[K]> } 
         logger: context.logger,
         metrics: context.metrics,
       };
-      for (const [provider, rows] of byProvider) {
+      for (const [provider, rows] of bySender) {
         let eventIds = rows.map((row) => row.eventId);
         const target = (eventId: string) => `${provider}/${eventId}`;
         while (eventIds.length > 0) {

@@ -2,6 +2,7 @@
 // event with its messages and deliveries, and a replay's answer.
 import { z } from '@hono/zod-openapi';
 import { webhookEventStatuses } from '../../../db/schema.ts';
+import { senderNames } from '../../../senders/registry.ts';
 import { outboxMessageSchema } from '../outbox/schema.ts';
 import {
   cursor,
@@ -10,7 +11,6 @@ import {
   nullableTimestamp,
   pathParam,
   payloadFlag,
-  providerNames,
   textFilter,
   timeBound,
   timestamp,
@@ -19,7 +19,7 @@ import {
 export const eventsQuery = z
   .object({
     status: z.enum(webhookEventStatuses).optional(),
-    provider: z.enum(providerNames).optional(),
+    provider: z.enum(senderNames).optional(),
     type: textFilter(255, 'event type, exactly'),
     id: textFilter(255, 'event ids starting with this'),
     subject: textFilter(

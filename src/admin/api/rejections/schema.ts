@@ -4,21 +4,18 @@ import { z } from '@hono/zod-openapi';
 import { REJECTION_RING_SIZE } from '../../../inbox/rejection-log.ts';
 import { UNKNOWN_SENDER } from '../../../inbox/rejections.ts';
 import { rejectionReasons } from '../../../lib/rejection-reasons.ts';
-import { allSenders } from '../../../senders/registry.ts';
+import { senderNames } from '../../../senders/registry.ts';
 import { timeBound, timestamp } from '../schemas.ts';
 
 /** A sender's name as refusals are recorded under it: a route's name, or the one for routes that name none. */
-export const rejectionProviders: [string, ...string[]] = [
-  UNKNOWN_SENDER,
-  ...allSenders.map((provider) => provider.name),
-];
+export const rejectionSenders: [string, ...string[]] = [UNKNOWN_SENDER, ...senderNames];
 
 /** Refusals listed unless `limit` says otherwise. */
 export const REJECTIONS_DEFAULT_LIMIT = 50;
 
 export const filterFields = {
   provider: z
-    .enum(rejectionProviders)
+    .enum(rejectionSenders)
     .optional()
     .openapi({ description: `the sender; \`${UNKNOWN_SENDER}\` for routes that named no enabled sender` }),
   reason: z.enum(rejectionReasons).optional(),

@@ -1,4 +1,4 @@
-// bench:verify's synthetic deliveries: one 2 KiB body per scheme, signed with node:crypto (not the
+// bench:verify's synthetic deliveries: one 2 KiB body per sender, signed with node:crypto (not the
 // service's code) the way each sender signs. Kept apart from the bench so test/bench-inputs.test.ts
 // checks the very deliveries the bench times against the senders' own verify().
 import { createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
@@ -23,7 +23,7 @@ const hmac = (key: string | Buffer, ...parts: Array<string | Buffer>) => {
   return mac.digest();
 };
 
-export interface VerifyScheme {
+export interface BenchDelivery {
   /** The secret, or for a sender signing with a private key, its public key as configured. */
   secret: string;
   publicKey?: true;
@@ -31,25 +31,25 @@ export interface VerifyScheme {
   headers: Record<string, string>;
 }
 
-/** Every scheme bench:verify measures, keyed by provider name, signed for `nowSeconds`. */
-export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> {
+/** Every sender bench:verify measures, by name, its delivery signed for `nowSeconds`. */
+export function benchDeliveries(nowSeconds: number): Record<string, BenchDelivery> {
   const timestamp = String(nowSeconds);
   const standardKey = randomBytes(24);
   const ed25519 = generateKeyPairSync('ed25519');
   const p256 = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  const scheme = (
+  const signed = (
     secret: string,
     body: Buffer,
     headers: (body: Buffer) => Record<string, string>,
     publicKey?: true,
-  ): VerifyScheme => ({ secret, body, headers: headers(body), ...(publicKey ? { publicKey } : {}) });
+  ): BenchDelivery => ({ secret, body, headers: headers(body), ...(publicKey ? { publicKey } : {}) });
   const acmeSecret = 'bench-acme-secret';
   const stripeSecret = 'whsec_bench0123456789abcdef';
   const githubSecret = 'bench-github-secret';
   const shopifySecret = 'bench-shopify-secret';
   const slackSecret = 'bench-slack-signing-secret';
   return {
-    acme: scheme(
+    acme: signed(
       acmeSecret,
       bodyOf({
         id: 'evt_1',
@@ -64,7 +64,7 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
         'x-acme-signature': hmac(acmeSecret, `${timestamp}.`, body).toString('hex'),
       }),
     ),
-    standard: scheme(
+    standard: signed(
       `whsec_${standardKey.toString('base64')}`,
       bodyOf({ type: 'invoice.paid', timestamp: new Date(nowSeconds * 1000).toISOString(), data: {} }),
       (body) => ({
@@ -73,24 +73,24 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
         'webhook-signature': `v1,${hmac(standardKey, `msg_1.${timestamp}.`, body).toString('base64')}`,
       }),
     ),
-    stripe: scheme(
+    stripe: signed(
       stripeSecret,
       bodyOf({ id: 'evt_1', object: 'event', type: 'invoice.paid', created: nowSeconds, data: { object: {} } }),
       (body) => ({
         'stripe-signature': `t=${timestamp},v1=${hmac(stripeSecret, `${timestamp}.`, body).toString('hex')}`,
       }),
     ),
-    github: scheme(githubSecret, bodyOf({ action: 'opened', issue: { number: 1 } }), (body) => ({
+    github: signed(githubSecret, bodyOf({ action: 'opened', issue: { number: 1 } }), (body) => ({
       'x-hub-signature-256': `sha256=${hmac(githubSecret, body).toString('hex')}`,
       'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958',
       'x-github-event': 'issues',
     })),
-    shopify: scheme(shopifySecret, bodyOf({ id: 820982911946154500, email: 'jon@example.com' }), (body) => ({
+    shopify: signed(shopifySecret, bodyOf({ id: 820982911946154500, email: 'jon@example.com' }), (body) => ({
       'x-shopify-hmac-sha256': hmac(shopifySecret, body).toString('base64'),
       'x-shopify-webhook-id': 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043',
       'x-shopify-topic': 'orders/create',
     })),
-    slack: scheme(
+    slack: signed(
       slackSecret,
       bodyOf({ type: 'event_callback', event_id: 'Ev1', event_time: nowSeconds, event: { type: 'message' } }),
       (body) => ({
@@ -99,7 +99,7 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
       }),
     ),
     // The asymmetric ones, for their cost beside HMAC: Ed25519 and ECDSA P-256 verification.
-    discord: scheme(
+    discord: signed(
       Buffer.from(ed25519.publicKey.export({ format: 'jwk' }).x ?? '', 'base64url').toString('hex'),
       bodyOf({ version: 1, application_id: '1', type: 1, event: { type: 'APPLICATION_AUTHORIZED' } }),
       (body) => ({
@@ -111,7 +111,7 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
       true,
     ),
     // SendGrid posts a batch: an array of events, each with its own `sg_event_id`.
-    sendgrid: scheme(
+    sendgrid: signed(
       p256.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
       batchOf({ sg_event_id: 'sg_evt_1', event: 'delivered', timestamp: nowSeconds, email: 'a@example.com' }),
       (body) => ({
@@ -127,10 +127,10 @@ export function verifySchemes(nowSeconds: number): Record<string, VerifyScheme> 
   };
 }
 
-/** The request the provider's verify() sees for `scheme`. */
-export function verifyDelivery(scheme: VerifyScheme): Delivery {
+/** The request the sender's verify() sees for `input`. */
+export function verifyDelivery(input: BenchDelivery): Delivery {
   return {
-    body: new Uint8Array(scheme.body),
-    headers: new Headers({ 'content-type': 'application/json', ...scheme.headers }),
+    body: new Uint8Array(input.body),
+    headers: new Headers({ 'content-type': 'application/json', ...input.headers }),
   };
 }
