@@ -1,6 +1,6 @@
 // `npm run mutate`: StrykerJS over the modules that keep the service's promises (docs/development.md,
 // "Mutation testing"). A tool for engineers, not a CI step. One module at a time:
-//   npm run mutate -- --mutate src/providers/described.ts
+//   npm run mutate -- --mutate src/senders/described.ts
 // At the top level because that is where `stryker run` looks for it, so the command needs no path.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -20,8 +20,8 @@ export default {
   // for this machine; they are reported as ignored, not as survivors.
   ignoreStatic: true,
   mutate: [
-    'src/providers/senders.ts',
-    'src/providers/described.ts',
+    'src/senders/senders.ts',
+    'src/senders/described.ts',
     'src/inbox/committer.ts',
     'src/inbox/event-rows.ts',
     'src/inbox/worker.ts',

@@ -19,7 +19,7 @@ import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
 import { defaultGaugeSources } from '../src/ops/routes/metrics.ts';
-import { batchProviders, batchSenders } from './lib/batch-senders.ts';
+import { batchSenders, enabledBatchSenders } from './lib/batch-senders.ts';
 import { freshDatabase } from './lib/database.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runContext, writeResult } from './lib/results.ts';
@@ -47,7 +47,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const database = await freshDatabase(mkdtempSync(join(tmpdir(), 'bench-batches-')));
 const handle = connectDatabase({ url: database.url, maxConnections: 10, statementTimeoutMs: DEADLINE_MS });
 try {
-  const enabledSenders = await batchProviders();
+  const enabledSenders = await enabledBatchSenders();
   const appWith = (handlers: HandlerMap) =>
     createApp({
       db: handle.db,

@@ -6,8 +6,8 @@
 // only with BENCH_STRICT=1). Environment: BENCH_VERIFY_MS (2000 measured per scheme and in-flight
 // count), BENCH_VERIFY_WARMUP_MS (300).
 import { availableParallelism } from 'node:os';
-import { allSenders } from '../src/providers/registry.ts';
-import type { VerificationTime } from '../src/providers/types.ts';
+import { allSenders } from '../src/senders/registry.ts';
+import type { VerificationTime } from '../src/senders/types.ts';
 import { intFromEnv } from './lib/env.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { formatTable, round } from './lib/stats.ts';

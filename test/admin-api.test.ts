@@ -306,7 +306,7 @@ describe('outbox listings', () => {
 
 describe('counts by status on a list', () => {
   it('honour every filter of the list but its status, on the first page only', async () => {
-    // One type, two providers, two days: each filter removes rows of some status.
+    // One type, two senders, two days: each filter removes rows of some status.
     const type = `counted.${Date.now()}`;
     const rows: Array<[string, string, string]> = [
       ['acme', 'failed', '2026-04-02T10:00:00Z'],

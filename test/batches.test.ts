@@ -349,7 +349,7 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
       const failing = new Set([failingId]);
       const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers(failing), groupCommit });
       const first = await post(test, sender.body(batch.map((event) => event.text)));
-      // 500: every batch sender retries it (docs/providers.md, what each sender does with each answer).
+      // 500: every batch sender retries it (docs/senders.md, what each sender does with each answer).
       expect({ status: first.status, body: await first.text() }).toEqual({
         status: 500,
         body: '{"error":"processing_failed"}',

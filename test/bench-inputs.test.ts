@@ -6,11 +6,11 @@
 import { and, sql as drizzleSql, eq, like } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { signedAcmeEvent } from '../bench/lib/acme.ts';
-import { batchProviders, batchSenders } from '../bench/lib/batch-senders.ts';
+import { batchSenders, enabledBatchSenders } from '../bench/lib/batch-senders.ts';
 import type { PreparedRequest } from '../bench/lib/load.ts';
 import { verifyDelivery, verifySchemes } from '../bench/lib/verify-schemes.ts';
 import { webhookEvents } from '../src/db/schema.ts';
-import { allSenders, enableSenders } from '../src/providers/registry.ts';
+import { allSenders, enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -87,7 +87,7 @@ describe('the intake benches: signed acme events', () => {
 });
 
 // No handlers: bench:batches times the deliveries stored as `ignored` as well as handled.
-const batchApp = await buildTestApp(db, { enabledSenders: await batchProviders(), handlers: {} });
+const batchApp = await buildTestApp(db, { enabledSenders: await enabledBatchSenders(), handlers: {} });
 
 describe('bench:batches deliveries', () => {
   it.each(batchSenders.map((sender) => [sender.name, sender] as const))(

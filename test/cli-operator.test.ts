@@ -12,7 +12,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { migrateDatabase } from '../src/db/migrate.ts';
 import { startEmbeddedPostgres } from '../src/entry/setup/embedded-postgres.ts';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';

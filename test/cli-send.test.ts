@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';

@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/setup/dev-secret.ts';
-import { checkSenderLimits } from '../src/ops/senders/sender-limits.ts';
-import { configuredSenders, redeliveryBySender } from '../src/providers/registry.ts';
+import { checkSenderLimits } from '../src/ops/sender-setup/sender-limits.ts';
 import { providerSecrets } from '../src/sender-variables.ts';
+import { configuredSenders, redeliveryBySender } from '../src/senders/registry.ts';
 import { configProblems } from './helpers/config-problems.ts';
 
 describe('parseConfig', () => {

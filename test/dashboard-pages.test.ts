@@ -1,6 +1,6 @@
 // The dashboard's pages as served HTML (no browser): what their legends and filters offer.
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
 

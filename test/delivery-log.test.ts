@@ -21,7 +21,7 @@ import {
 import { purgeByRetention } from '../src/inbox/retention.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../src/lib/metrics.ts';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp as buildApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';

@@ -5,13 +5,13 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseJsonText } from '../src/lib/json.ts';
-import { describedSender, secretBytes, valueAt } from '../src/providers/described.ts';
-import type { SenderDescription } from '../src/providers/description.ts';
-import { utf8 } from '../src/providers/encoding.ts';
-import { allSenders } from '../src/providers/registry.ts';
-import { MAX_SIGNATURES } from '../src/providers/scheme.ts';
-import { senderDescriptions } from '../src/providers/senders.ts';
-import type { Sender, Verification } from '../src/providers/types.ts';
+import { describedSender, secretBytes, valueAt } from '../src/senders/described.ts';
+import type { SenderDescription } from '../src/senders/description.ts';
+import { utf8 } from '../src/senders/encoding.ts';
+import { allSenders } from '../src/senders/registry.ts';
+import { MAX_SIGNATURES } from '../src/senders/scheme.ts';
+import { senderDescriptions } from '../src/senders/senders.ts';
+import type { Sender, Verification } from '../src/senders/types.ts';
 import { TEST_NOW_SECONDS } from './helpers/acme.ts';
 import { namedSenders, sha256Hex } from './helpers/named-senders.ts';
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent } from '../src/inbox/stored.ts';
 import { LosslessNumber } from '../src/lib/json.ts';
-import { allSenders, enableSenders } from '../src/providers/registry.ts';
+import { allSenders, enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

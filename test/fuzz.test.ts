@@ -3,7 +3,7 @@
 // A failure prints fast-check's seed and path; replay it with FUZZ_SEED=<seed> npm test.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { allSenders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -9,7 +9,7 @@ import type { Transaction } from '../src/db/client.ts';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { IntakeCommitter } from '../src/inbox/committer.ts';
 import { Deadline } from '../src/inbox/deadline.ts';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, PREVIOUS_SECRET, signedHeaders, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { connectDatabase } from '../src/db/client.ts';
 import { defineHandler } from '../src/domain/handlers.ts';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';

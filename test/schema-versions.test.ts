@@ -1,9 +1,9 @@
-// Which senders park an event of a schema version the code does not know (docs/providers.md, "Which
+// Which senders park an event of a schema version the code does not know (docs/senders.md, "Which
 // senders park"): acme alone. Stripe's api_version is the endpoint's, chosen by its user, and the
 // subscription mapping reads only fields every version shares, so an unknown one is applied
 // (docs/domain.md). Stripe's thin events are not snapshot events and are refused.
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { PublicKeyFormat } from '../src/providers/asymmetric.ts';
-import { enableSenders } from '../src/providers/registry.ts';
-import { senderDescriptions } from '../src/providers/senders.ts';
-import { privateKeyAlgorithm, takesSecret } from '../src/providers/signing.ts';
 import { senderVariable } from '../src/sender-variables.ts';
+import type { PublicKeyFormat } from '../src/senders/asymmetric.ts';
+import { enableSenders } from '../src/senders/registry.ts';
+import { senderDescriptions } from '../src/senders/senders.ts';
+import { privateKeyAlgorithm, takesSecret } from '../src/senders/signing.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { runCli } from './helpers/cli.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -108,9 +108,9 @@ const BATCH_SENDERS = senderDescriptions
   .map(({ name }) => name);
 
 describe('send signs as every sender, and the service accepts each', () => {
-  it('knows every sender docs/providers.md lists, and tells those that sign a URL or hold a public key', () => {
+  it('knows every sender docs/senders.md lists, and tells those that sign a URL or hold a public key', () => {
     // The table of senders, not a count: adding a sender touches its description and its test only.
-    const documented = [...readFileSync('docs/providers.md', 'utf8').matchAll(/^\| `([a-z0-9]+)` \| `[A-Z0-9_]+`/gm)];
+    const documented = [...readFileSync('docs/senders.md', 'utf8').matchAll(/^\| `([a-z0-9]+)` \| `[A-Z0-9_]+`/gm)];
     expect(senderDescriptions.map(({ name }) => name)).toEqual(documented.map((row) => row[1]));
     expect(urlSenders.map(({ name }) => name)).toEqual(expect.arrayContaining(['hubspot', 'square', 'twilio']));
     expect(keySenders.map(({ name }) => name)).toEqual(

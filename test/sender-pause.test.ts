@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/client.ts';
 import { PAUSE_CHECK_TTL_MS, senderPauseGate } from '../src/inbox/pause-gate.ts';
 import { pauseExpiry } from '../src/ops/maintenance/background-steps.ts';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { type AcmeEventShape, acmeEvent, signedHeaders, TEST_NOW_MS, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { ARTIFACTS, hasChromium, launchChromium, openPage, serveLocally } from './helpers/browser.ts';

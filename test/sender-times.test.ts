@@ -4,7 +4,7 @@
 // them is ever a 503 or an error-level log line. Also Svix's names for Standard Webhooks' headers.
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -6,7 +6,7 @@
 // 401 when anything signed is changed, missing or malformed, keeps rotation and the time tolerance
 // (or, signing no time, verifies a day later), and is 404 while unset. acme: test/signature.test.ts.
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { TEST_NOW_SECONDS, TEST_SECRET, TOLERANCE_EDGES } from './helpers/acme.ts';
 import { buildTestApp, type TestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -179,7 +179,7 @@ describe.each(played.map((sender) => [sender.label, sender] as const))('%s', (_l
       attempt_count: 0,
       event_type: outgoing.eventType,
       // Backed by the body digest where the id is not signed or no time is (for an event of a batch,
-      // the digest of its id): see docs/providers.md.
+      // the digest of its id): see docs/senders.md.
       content_digest:
         sender.id === 'unsigned-header' || !sender.signsTime
           ? sha256Hex(sender.id === 'event' ? storedId(outgoing) : outgoing.body)

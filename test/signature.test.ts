@@ -1,7 +1,7 @@
 // Signature and timestamp checks over the exact received bytes: every failure answers the same
 // 401 bytes and leaves no row; rotation accepts any configured secret.
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import {
   acmeEvent,
   PREVIOUS_SECRET,

@@ -1,11 +1,11 @@
-// The simulator behind `webhook-inbox send` signs by the senders' descriptions (providers/signing.ts):
+// The simulator behind `webhook-inbox send` signs by the senders' descriptions (senders/signing.ts):
 // for the six original senders its headers must be, byte for byte, those of each publisher's own
 // library (or, for acme, Shopify and Slack, node:crypto following their documentation).
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { type SigningKey, simulatedSenders } from '../src/ops/senders/simulator.ts';
-import { senderDescriptions } from '../src/providers/senders.ts';
-import { signAsSender } from '../src/providers/signing.ts';
+import { type SigningKey, simulatedSenders } from '../src/ops/sender-setup/simulator.ts';
+import { senderDescriptions } from '../src/senders/senders.ts';
+import { signAsSender } from '../src/senders/signing.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET } from './helpers/acme.ts';
 import { type NamedSender, namedSenders } from './helpers/named-senders.ts';
 import {

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allSenders, redeliveryBySender } from '../src/providers/registry.ts';
+import { allSenders, redeliveryBySender } from '../src/senders/registry.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { type Running, startListeningService, startService } from './helpers/process.ts';
 import { githubSender } from './helpers/senders.ts';
@@ -63,9 +63,9 @@ describe('retention against the senders’ retry windows', () => {
     expect(output).toContain('stripe (3)');
   });
 
-  it('keeps every sender’s window in docs/providers.md, and its description’s figure, in step', () => {
+  it('keeps every sender’s window in docs/senders.md, and its description’s figure, in step', () => {
     const documented = Object.fromEntries(
-      [...readFileSync('docs/providers.md', 'utf8').matchAll(/^\| `([a-z0-9]+)` \| (\d+) \| /gm)].map((match) => [
+      [...readFileSync('docs/senders.md', 'utf8').matchAll(/^\| `([a-z0-9]+)` \| (\d+) \| /gm)].map((match) => [
         match[1],
         Number(match[2]),
       ]),

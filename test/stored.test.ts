@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { defaultHandlers, defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent, type StoredContext } from '../src/inbox/stored.ts';
 import { AppError, DomainRejection } from '../src/lib/errors.ts';
-import { allSenders } from '../src/providers/registry.ts';
+import { allSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';

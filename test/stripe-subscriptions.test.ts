@@ -2,7 +2,7 @@
 // Stripe's statuses folded into ours, and the ordering rule (event `created`, then lifecycle step)
 // holding whatever order the deliveries arrive in.
 import { describe, expect, it } from 'vitest';
-import { enableSenders } from '../src/providers/registry.ts';
+import { enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, TEST_NOW_SECONDS, TEST_SECRET, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

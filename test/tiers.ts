@@ -63,7 +63,7 @@ export const NODE_LINE_FILES: Readonly<Record<string, string>> = {
   'test/security.test.ts': "the line's HTTP server",
   'test/limits.test.ts': "the line's HTTP server and body streams",
   'test/signature.test.ts': "the line's Web Crypto",
-  'test/provider-vectors.test.ts': "the line's Web Crypto (HMAC, Ed25519, ECDSA) on published vectors",
+  'test/sender-vectors.test.ts': "the line's Web Crypto (HMAC, Ed25519, ECDSA) on published vectors",
   'test/senders.test.ts': "every sender's scheme on the line's Web Crypto",
   'test/postgres-patch.test.ts': "the patched postgres.js over the line's sockets",
   'test/outbox-target.test.ts': "the line's fetch and undici",

@@ -3,10 +3,10 @@
 // really throws for that key, then that the signature, genuine for the key's material, is refused:
 // by verifyWithAnyKey for HMAC, Ed25519 and ECDSA keys, and over HTTP, where nothing may be stored.
 import { describe, expect, it } from 'vitest';
-import { type Bytes, utf8 } from '../src/providers/encoding.ts';
-import { importHmacKey, signHmac } from '../src/providers/hmac.ts';
-import { enableSenders } from '../src/providers/registry.ts';
-import { type VerifyKey, verifyWithAnyKey } from '../src/providers/verify.ts';
+import { type Bytes, utf8 } from '../src/senders/encoding.ts';
+import { importHmacKey, signHmac } from '../src/senders/hmac.ts';
+import { enableSenders } from '../src/senders/registry.ts';
+import { type VerifyKey, verifyWithAnyKey } from '../src/senders/verify.ts';
 import { acmeEvent, signedHeaders, TEST_SECRET } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { useTestDatabase } from './helpers/database.ts';

@@ -9,7 +9,7 @@ export default defineConfig({
     root: fileURLToPath(new URL('..', import.meta.url)),
     include: [
       'test/described-engine.test.ts',
-      'test/provider-vectors.test.ts',
+      'test/sender-vectors.test.ts',
       'test/config.test.ts',
       'test/simulator.test.ts',
     ],

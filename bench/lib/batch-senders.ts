@@ -3,7 +3,7 @@
 // (node:crypto, not the service's code). Kept apart from the bench so test/bench-inputs.test.ts posts
 // the very deliveries the bench times through the service.
 import { createHash, createHmac, generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { enableSenders } from '../../src/providers/registry.ts';
+import { enableSenders } from '../../src/senders/registry.ts';
 
 const URL_SIGNED = 'https://hooks.example.com/webhooks/';
 
@@ -145,8 +145,8 @@ export const batchSenders: readonly BatchSender[] = [
   },
 ];
 
-/** The service's providers for every batch sender, configured as the bench signs. */
-export function batchProviders(): ReturnType<typeof enableSenders> {
+/** Every batch sender enabled in the service, configured as the bench signs. */
+export function enabledBatchSenders(): ReturnType<typeof enableSenders> {
   return enableSenders(
     Object.fromEntries(batchSenders.filter((s) => s.name !== 'sendgrid').map((s) => [s.name, [secret]])),
     {

@@ -25,7 +25,7 @@ export type Step = (typeof STEPS)[number];
 
 /** Source files (prefixes) and the step they serve; files absent here are walked past (their callers decide). */
 const BY_FILE: readonly (readonly [string, Step])[] = [
-  ['src/providers/', 'verification'],
+  ['src/senders/', 'verification'],
   ['src/inbox/pause-gate.ts', 'pause and backlog gates'],
   ['src/inbox/accept.ts', 'pause and backlog gates'],
   ['src/inbox/event-rows.ts', 'claim (inbox insert, group commit)'],

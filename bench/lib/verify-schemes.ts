@@ -1,8 +1,8 @@
 // bench:verify's synthetic deliveries: one 2 KiB body per scheme, signed with node:crypto (not the
 // service's code) the way each sender signs. Kept apart from the bench so test/bench-inputs.test.ts
-// checks the very deliveries the bench times against the providers' own verify().
+// checks the very deliveries the bench times against the senders' own verify().
 import { createHmac, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import type { Delivery } from '../../src/providers/types.ts';
+import type { Delivery } from '../../src/senders/types.ts';
 
 export const BODY_BYTES = 2048;
 

@@ -12,9 +12,9 @@ import type { RandomSource } from '../lib/backoff.ts';
 import { type Clock, newHexId } from '../lib/clock.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { operatorNameProblem } from '../lib/operator-name.ts';
-import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
+import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
-import { allSenders } from '../providers/registry.ts';
+import { allSenders } from '../senders/registry.ts';
 
 import { EXIT, type ExitCode } from './exit.ts';
 

@@ -42,3 +42,21 @@ export async function recordOperatorActions(tx: Executor, at: Date, actions: rea
   const rows = actions.map((action) => ({ ...operatorAction.parse(action), at }));
   await tx.insert(operatorActions).values(rows);
 }
+
+/**
+ * One row per target for the same action of one operator (a batch of retries, a job's copies): the
+ * shared fields once, and what is each target's own (its id, its detail) from `each`.
+ */
+export function recordOnEach<Target>(
+  tx: Executor,
+  at: Date,
+  targets: readonly Target[],
+  shared: Omit<OperatorAction, 'target'>,
+  each: (target: Target) => Pick<OperatorAction, 'target' | 'detail'>,
+): Promise<void> {
+  return recordOperatorActions(
+    tx,
+    at,
+    targets.map((target) => ({ ...shared, ...each(target) })),
+  );
+}

@@ -58,7 +58,7 @@ const STEPS_PER_SECOND = 4;
  * Stripe gives a subscription no version, so the event's `created` (Stripe's clock, whole seconds) is
  * the version, times four plus the lifecycle step: `created` then `updated` in the same second (a
  * subscription activated at once) apply in order whatever order they arrive in. Two `updated` in one
- * second tie, and the first to arrive wins; docs/providers.md says so.
+ * second tie, and the first to arrive wins; docs/senders.md says so.
  *
  * Rows are `stripe:<sub id>`: the subscriptions table has one namespace, and a Stripe id must not
  * meet an acme row of the same name, whose versions count differently.

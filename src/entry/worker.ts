@@ -19,12 +19,12 @@ import { labelBounds, Metrics } from '../lib/metrics.ts';
 import type { Tracer } from '../lib/tracing.ts';
 import { cronSteps } from '../ops/maintenance/background-steps.ts';
 import { runMaintenance } from '../ops/maintenance/cron.ts';
-import { checkSenderLimits } from '../ops/senders/sender-limits.ts';
+import { checkSenderLimits } from '../ops/sender-setup/sender-limits.ts';
 import { configuredRouting } from '../outbox/destinations.ts';
 import { portableDestinationPublishers, queueBindings } from '../outbox/publishers/portable.ts';
 import type { QueueProducer } from '../outbox/publishers/queues.ts';
-import { configuredSenders, enableSenders } from '../providers/registry.ts';
 import { providerExtras, providerSecrets } from '../sender-variables.ts';
+import { configuredSenders, enableSenders } from '../senders/registry.ts';
 import { fetchTraceExporter, tracingWith } from './setup/tracing-sdk.ts';
 
 /**
@@ -168,7 +168,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   try {
     runtime = await loadRuntime(env);
   } catch (error) {
-    // Misconfigured: 503 asks providers to retry, so nothing is lost while the bindings are fixed.
+    // Misconfigured: 503 asks senders to retry, so nothing is lost while the bindings are fixed.
     reportUnusable(error);
     return new AppError('unavailable').getResponse();
   }

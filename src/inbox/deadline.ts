@@ -1,4 +1,4 @@
-// The request's own deadline (HANDLER_DEADLINE_MS), kept below the providers' timeouts so we fail
+// The request's own deadline (HANDLER_DEADLINE_MS), kept below the senders' timeouts so we fail
 // cleanly instead of being cut off mid-commit. A plain timer and a flag: an AbortController with
 // listeners per request showed up in the intake profile for no extra benefit.
 import type { Database, Transaction } from '../db/client.ts';

@@ -42,7 +42,7 @@ import {
 import { executePrepared } from '../db/prepared.ts';
 import { LAST_ERROR_MAX, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
-import type { AuthenticatedEvent } from '../providers/types.ts';
+import type { AuthenticatedEvent } from '../senders/types.ts';
 
 /** An authenticated event and the provider it came from: what a row is made of. */
 export interface InboxEvent extends AuthenticatedEvent {

@@ -8,7 +8,7 @@ import type { HandlerMap } from '../domain/handlers.ts';
 import { AppError, DomainRejection } from '../lib/errors.ts';
 import { parseJsonText } from '../lib/json.ts';
 import { noTracing, type Span, type Tracer } from '../lib/tracing.ts';
-import type { Sender } from '../providers/types.ts';
+import type { Sender } from '../senders/types.ts';
 import {
   type AppliedRow,
   type AppliedStatus,
@@ -216,32 +216,5 @@ export async function applyStoredEvent(
     } catch (failure) {
       throw failure instanceof AlongsideFailed ? failure.original : failure;
     }
-  }
-}
-
-export type StoredBatchResult =
-  | { applied: true; results: ReadonlyMap<string, StoredResult> }
-  /** Rolled back: nothing in the batch happened. */
-  | { applied: false; error: unknown };
-
-/**
- * Several events claimed under `leaseOwner`'s committed lease (claimDue) applied in one transaction,
- * one statement each plus three for the lot (lock, status, commit), instead of five round trips and
- * a commit per event. (The worker no longer commits a claim first: it claims, applies and completes
- * in one transaction, worker.ts takeBatch.)
- * Each event still commits with its own domain change; the batch only shares the commit. Any failure
- * rolls the whole batch back and says so: the caller then applies each event on its own with
- * applyStoredEvent, which records the one that fails (and only that one) in its own transaction.
- * Keys missing from the answer were no longer held under `leaseOwner` (skipped).
- */
-export async function applyStoredBatch(
-  context: StoredContext,
-  keys: readonly StoredEventKey[],
-  leaseOwner: string,
-): Promise<StoredBatchResult> {
-  try {
-    return { applied: true, results: await applyLocked(context, keys, { from: ['processing'], leaseOwner }) };
-  } catch (error) {
-    return { applied: false, error };
   }
 }

@@ -19,7 +19,7 @@ import type { Logger } from '../lib/logger.ts';
 import { drainBatches, type QueueSettings, retryAfterPass, type StopReason } from '../lib/loops.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { noTracing, type Tracer } from '../lib/tracing.ts';
-import { sendersByName } from '../providers/registry.ts';
+import { sendersByName } from '../senders/registry.ts';
 import {
   type ClaimedEvent,
   type DueRow,

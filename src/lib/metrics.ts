@@ -1,6 +1,6 @@
 // Prometheus metrics: counters and a latency histogram kept in this process (per isolate on
 // Workers), and gauges read from the database at scrape time. Labels are bounded by construction:
-// providers from the registry, event types from the handler map (else `other`), outbox topics (named
+// senders from the registry, event types from the handler map (else `other`), outbox topics (named
 // by the code's handlers, capped), never an event id. Written here rather than with prom-client,
 // which needs Node's runtime and would not run in workerd; the Node entry attaches prom-client's
 // process metrics as an extra source (`attach`). The latency histogram is also kept per minute for a
@@ -125,7 +125,7 @@ export class Metrics {
   readonly #rejections = new Map<string, number>();
   readonly #repeatedDeliveries = new Map<string, number>();
   readonly #latency = new Map<string, Histogram>();
-  /** All providers' latencies by minute (ms since the epoch / 60000), for the last day. */
+  /** All senders' latencies by minute (ms since the epoch / 60000), for the last day. */
   readonly #latencyByMinute = new Map<number, Histogram>();
   readonly #publishes = new Map<string, number>();
   readonly #topics = new Set<string>();

@@ -3,7 +3,7 @@
 // records. Reading messages is src/ops/reads/outbox-view.ts.
 
 import { inArray } from 'drizzle-orm';
-import { recordOperatorActions } from '../db/audit.ts';
+import { recordOnEach } from '../db/audit.ts';
 import type { Executor } from '../db/client.ts';
 import { type OutboxStatus, outboxMessages } from '../db/schema.ts';
 import { resurrectDead } from './message-rows.ts';
@@ -56,21 +56,9 @@ export async function retryDeadMessages(db: Executor, request: RetryRequest): Pr
           : await tx.select({ id: table.id, status: table.status }).from(table).where(inArray(table.id, others));
       const missing = others.filter((id) => !found.some((row) => row.id === id));
       if (missing.length > 0) throw new RetryRolledBack(missing);
-      if (retried.length > 0) {
-        await recordOperatorActions(
-          tx,
-          request.now,
-          retried.map((id) => ({
-            operator: request.operator,
-            action: 'retry',
-            targetKind: 'outbox',
-            target: id,
-            beforeStatus: 'dead',
-            afterStatus: 'pending',
-            jobId: request.jobId ?? null,
-          })),
-        );
-      }
+      const retry = { action: 'retry', targetKind: 'outbox', beforeStatus: 'dead', afterStatus: 'pending' } as const;
+      const by = { operator: request.operator, jobId: request.jobId ?? null };
+      await recordOnEach(tx, request.now, retried, { ...retry, ...by }, (id) => ({ target: id }));
       return { kind: 'retried' as const, ids: retried, skipped: found };
     });
   } catch (error) {

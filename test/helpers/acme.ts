@@ -1,8 +1,8 @@
 // Signing exact bytes the way an acme sender does, and event factories with ids of their own.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { encodeHex, prefixed } from '../../src/providers/encoding.ts';
-import { importHmacKey, signHmac } from '../../src/providers/hmac.ts';
+import { encodeHex, prefixed } from '../../src/senders/encoding.ts';
+import { importHmacKey, signHmac } from '../../src/senders/hmac.ts';
 
 export const TEST_SECRET = 'test-acme-secret-current';
 export const PREVIOUS_SECRET = 'test-acme-secret-previous';

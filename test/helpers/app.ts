@@ -10,7 +10,7 @@ import { defaultHandlers } from '../../src/domain/handlers.ts';
 import { createLogger } from '../../src/lib/logger.ts';
 import { labelBounds, Metrics } from '../../src/lib/metrics.ts';
 import { defaultGaugeSources } from '../../src/ops/routes/metrics.ts';
-import { enableSenders } from '../../src/providers/registry.ts';
+import { enableSenders } from '../../src/senders/registry.ts';
 import { PREVIOUS_SECRET, TEST_NOW_MS, TEST_SECRET } from './acme.ts';
 
 export interface TestApp {

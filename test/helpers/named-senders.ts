@@ -37,7 +37,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import twilioWebhooks from 'twilio/lib/webhooks/webhooks';
 import { WebflowClient } from 'webflow-api';
-import { type EnabledSender, enableSenders } from '../../src/providers/registry.ts';
+import { type EnabledSender, enableSenders } from '../../src/senders/registry.ts';
 import { uniqueId } from './acme.ts';
 
 /** One key of a sender: what is configured here, and how the sender signs with it. */
@@ -98,7 +98,7 @@ export interface NamedSender {
   oracle?(outgoing: Outgoing, headers: Record<string, string>, credential: Credential): Promise<boolean>;
   /** Where the publisher has no SDK that verifies: the example its own library's tests publish. */
   vector?: Vector;
-  /** What the oracle is, as docs/providers.md names it. */
+  /** What the oracle is, as docs/senders.md names it. */
   oracleName: string;
 }
 

@@ -9,7 +9,7 @@ import { OPERATOR_NAME_MAX, operatorNameProblem } from '../../lib/operator-name.
 import { isStorableText } from '../../lib/text.ts';
 import { decodeCursor } from '../../ops/reads/cursor.ts';
 import { parseTimeBound } from '../../ops/reads/time-bound.ts';
-import { allSenders } from '../../providers/registry.ts';
+import { allSenders } from '../../senders/registry.ts';
 
 export const providerNames = allSenders.map((provider) => provider.name) as [string, ...string[]];
 
@@ -95,5 +95,28 @@ export const countsComplete = z.boolean().optional().openapi({
   description:
     'present and false when counting stopped at 10,000 rows (with an id or subject filter: all matching rows; in the outbox, under a filter: per status): the figures then mean "at least"',
 });
+
+/** A path parameter of one to `max` characters (with its `description` where its name does not say it). */
+export const pathParam = (name: string, max: number, description?: string) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .openapi({ param: { name, in: 'path' }, ...(description === undefined ? {} : { description }) });
+
+/** The query of an answer that holds a stored payload: the payload only when asked for. */
+export const payloadQuery = z.object({ payload: payloadFlag }).strict();
+
+/**
+ * A listing's page (events, outbox): its rows under `key`, the cursor of the next page and, on the
+ * first page, the counts by status.
+ */
+export const listPage = <Key extends string, Row extends z.ZodType>(key: Key, row: Row) =>
+  z.object({
+    ...({ [key]: row.array() } as { [K in Key]: z.ZodArray<Row> }),
+    next_cursor: nextCursor,
+    counts: listCounts,
+    counts_complete: countsComplete,
+  });
 
 export const documentAnswer = z.record(z.string(), z.unknown()).openapi({ description: 'OpenAPI 3.1' });

@@ -16,6 +16,7 @@ import { REJECTION_RING_SIZE } from '../../inbox/rejection-log.ts';
 import { refusedField } from '../../lib/errors.ts';
 import { getBulkJob, listBulkJobs, listJobFailures } from '../../ops/jobs/bulk-jobs.ts';
 import { activePauses, listSenders } from '../../ops/pauses/sender-pauses.ts';
+import { readListing } from '../../ops/reads/cursor.ts';
 import {
   destinationWaits,
   isConfiguredDestination,
@@ -34,7 +35,7 @@ import { readOverview, windowEndingAt } from '../../ops/reads/overview.ts';
 import { countRejections, listRejections } from '../../ops/reads/rejections.ts';
 import { timeRange } from '../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { allSenders } from '../../providers/registry.ts';
+import { allSenders } from '../../senders/registry.ts';
 import type { AdminDeps } from '../api/api.ts';
 import { configuredDestinations } from '../api/destinations/route.ts';
 import { eventsQuery } from '../api/events/schema.ts';
@@ -144,14 +145,16 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
   routes.get('/events', async (c) => {
     const parsed = parseQuery(c, eventsQuery);
     if ('refused' in parsed) return refused(c, '/admin/events', parsed.refused);
-    const { cursor, ...filter } = parsed;
-    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
-    const [listed, counts] = await Promise.all([
-      listEvents(c.get('db'), { ...selection, cursor }),
-      countEventsByStatus(c.get('db'), selection),
-    ]);
+    const { cursor: _, ...filter } = parsed;
+    // Counted on every page: the page shows the counts of its whole filter.
+    const listing = await readListing(c.get('db'), parsed, deps.clock(), listEvents, countEventsByStatus);
     const view = (
-      <EventsPage filter={kept(filter)} providerNames={eventProviders(filter.provider)} counts={counts} page={listed} />
+      <EventsPage
+        filter={kept(filter)}
+        providerNames={eventProviders(filter.provider)}
+        counts={listing.counts}
+        page={listing.page}
+      />
     );
     return page(c, 'Events', '/admin/events', view);
   });
@@ -181,18 +184,14 @@ export function dashboardRoutes(deps: AdminDeps): Hono<DatabaseEnv> {
     if (parsed.destination !== undefined && !isConfiguredDestination(destinations, parsed.destination)) {
       return refused(c, '/admin/outbox', { field: 'destination', unknown: false });
     }
-    const { cursor, ...filter } = parsed;
-    const selection = { ...filter, ...timeRange(filter, deps.clock()) };
-    const [listed, counts] = await Promise.all([
-      listOutbox(c.get('db'), { ...selection, cursor }),
-      countOutboxByStatus(c.get('db'), selection),
-    ]);
-    const waits = await destinationWaits(c.get('db'), listed.rows);
+    const { cursor: _, ...filter } = parsed;
+    const listing = await readListing(c.get('db'), parsed, deps.clock(), listOutbox, countOutboxByStatus);
+    const waits = await destinationWaits(c.get('db'), listing.page.rows);
     const view = (
       <OutboxPage
         filter={kept(filter)}
-        counts={counts}
-        page={listed}
+        counts={listing.counts}
+        page={listing.page}
         destinationNames={destinationNames}
         waits={waits}
       />

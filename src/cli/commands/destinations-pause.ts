@@ -3,23 +3,16 @@
 // nothing while it is paused (its messages wait, attempts untouched) and publish them once it is
 // resumed; both recorded in operator_actions. A name that is not a configured destination
 // (OUTBOX_DESTINATIONS, or `default` for OUTBOX_TARGET_URL) exits 3.
-import { InvalidArgumentError } from 'commander';
 import { destinationStateJson } from '../../admin/api/destinations/route.ts';
 import {
   type DestinationPauseContext,
   pauseDestination,
   resumeDestination,
 } from '../../ops/pauses/destination-pauses.ts';
-import { pauseNoteProblem } from '../../ops/pauses/sender-pauses.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
-import { type CliContext, type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
+import { type CliContext, type CommandModule, EXIT, requireOperator } from '../context.ts';
+import { noteOption, operatorOption } from '../options.ts';
 import { terminalText } from '../table.ts';
-
-function note(value: string): string {
-  const problem = pauseNoteProblem(value.trim());
-  if (problem !== undefined) throw new InvalidArgumentError(problem);
-  return value.trim();
-}
 
 function pauseContext(context: CliContext): DestinationPauseContext {
   const configured = new Set(configuredRouting(context.config).destinations.map(({ name }) => name));
@@ -40,8 +33,8 @@ export const destinationsPauseCommand: CommandModule = {
           'until `destinations resume`; recorded in operator_actions',
       )
       .argument('<name>', 'the destination (a name of OUTBOX_DESTINATIONS, or default)')
-      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
-      .option('--note <text>', 'why, for the other operators', note)
+      .addOption(operatorOption())
+      .addOption(noteOption())
       .option('--json', 'print the result as one JSON document')
       .action(
         run(async (context, name: string, options: { operator?: string; note?: string; json?: boolean }) => {
@@ -67,7 +60,7 @@ export const destinationsResumeCommand: CommandModule = {
     command
       .description("resume a paused outbox destination: its waiting messages are published at the relays' next drain")
       .argument('<name>', 'the destination (a name of OUTBOX_DESTINATIONS, or default)')
-      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
+      .addOption(operatorOption())
       .option('--json', 'print the result as one JSON document')
       .action(
         run(async (context, name: string, options: { operator?: string; json?: boolean }) => {

@@ -13,16 +13,8 @@ import {
   specWarnings,
 } from '../../ops/jobs/job-kinds.ts';
 import { configuredRouting } from '../../outbox/destinations.ts';
-import {
-  type CliContext,
-  CliError,
-  type CommandModule,
-  EXIT,
-  operatorName,
-  providerOption,
-  requireOperator,
-} from '../context.ts';
-import { timeOption } from './events-list.ts';
+import { type CliContext, CliError, type CommandModule, EXIT, providerOption, requireOperator } from '../context.ts';
+import { operatorOption, windowOptions } from '../options.ts';
 import { waitForJob } from './jobs-run.ts';
 import { requireDestination } from './outbox-list.ts';
 
@@ -39,15 +31,8 @@ interface CommonOptions {
 
 /** The options every bulk action takes besides its list's own filters. */
 function withCommonOptions(command: Command, timeColumn: string): Command {
-  return command
-    .option('--id <prefix>', 'only ids starting with this')
-    .option(
-      '--since <when>',
-      `${timeColumn} at or after: ISO 8601 time or a duration (15m, 6h, 2d)`,
-      timeOption(Date.now),
-    )
-    .option('--until <when>', `${timeColumn} before: ISO 8601 time or a duration`, timeOption(Date.now))
-    .option('--operator <name>', 'who is doing this (required; recorded with the job and each item)', operatorName)
+  return windowOptions(command.option('--id <prefix>', 'only ids starting with this'), timeColumn)
+    .addOption(operatorOption('recorded with the job and each item'))
     .option('--dry-run', 'print how many rows match and do nothing')
     .option('--yes', 'do not ask for confirmation (needed when stdin is not a terminal)')
     .option('--wait', 'run the job here until it is finished, printing its progress')

@@ -11,7 +11,8 @@ import {
   listBulkJobs,
   listJobFailures,
 } from '../../ops/jobs/bulk-jobs.ts';
-import { type CommandModule, EXIT, integerIn, operatorName, requireOperator } from '../context.ts';
+import { type CommandModule, EXIT, integerIn, requireOperator } from '../context.ts';
+import { operatorOption } from '../options.ts';
 import { formatTable, terminalJson, terminalText } from '../table.ts';
 
 /** The printable form of an id argument: it may be anything the operator typed. */
@@ -92,7 +93,7 @@ export const jobsCancelCommand: CommandModule = {
   define: (command, run) =>
     command
       .argument('<job-id>', 'the job id')
-      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
+      .addOption(operatorOption())
       .option('--json', 'print the job after as one JSON document')
       .action(
         run(async (context, id: string, options: { operator?: string; json?: boolean }) => {

@@ -4,7 +4,8 @@
 import { InvalidArgumentError } from 'commander';
 import { retryOutbox } from '../../ops/actions/retry.ts';
 import { isMessageId } from '../../outbox/operator.ts';
-import { type CommandModule, EXIT, operatorName, requireOperator } from '../context.ts';
+import { type CommandModule, EXIT, requireOperator } from '../context.ts';
+import { operatorOption } from '../options.ts';
 
 // Checked while parsing, before any database work: a bad argument is a usage error (exit 2).
 function messageIds(value: string, previous: string[] = []): string[] {
@@ -18,7 +19,7 @@ export const outboxRetryCommand: CommandModule = {
     command
       .description('send dead outbox messages back to pending (attempts 0, due now); recorded in operator_actions')
       .argument('<id...>', 'message ids (uuid)', messageIds)
-      .option('--operator <name>', 'who is doing this (required; recorded with each retry)', operatorName)
+      .addOption(operatorOption('recorded with each retry'))
       .option('--json', 'print the result as one JSON document')
       .action(
         run(async (context, ids: string[], options: { operator?: string; json?: boolean }) => {

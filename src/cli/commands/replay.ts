@@ -6,7 +6,8 @@
 import { configuredHandlers } from '../../domain/handlers.ts';
 import { REPLAYABLE, type ReplayedEvent, replayEvents } from '../../ops/actions/replay.ts';
 import { type EventDetail, getEvent } from '../../ops/reads/events.ts';
-import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
+import { CliError, type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
+import { operatorOption } from '../options.ts';
 import { formatTable, terminalText } from '../table.ts';
 
 /** `provider/id, …` for human output, each id escaped (src/cli/table.ts). */
@@ -23,7 +24,7 @@ export const replayCommand: CommandModule = {
       )
       .addArgument(providerArgument())
       .argument('<event-id...>', 'event ids, as `events list` shows them')
-      .option('--operator <name>', 'who is doing this (required; recorded with each replay)', operatorName)
+      .addOption(operatorOption('recorded with each replay'))
       .option('--yes', 'do not ask for confirmation (needed when stdin is not a terminal)')
       .option('--json', 'print the outcome as one JSON document')
       .action(

@@ -15,10 +15,10 @@ import {
   existingDevelopmentSecret,
 } from '../../entry/setup/dev-secret.ts';
 import { forEachBounded } from '../../lib/loops.ts';
-import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/senders/simulator.ts';
-import { importPrivateKey } from '../../providers/asymmetric.ts';
-import { privateKeyAlgorithm, takesSecret } from '../../providers/signing.ts';
+import { type SigningKey, type SimulatedDelivery, simulatedSenders } from '../../ops/sender-setup/simulator.ts';
 import { providerSecrets, senderVariable } from '../../sender-variables.ts';
+import { importPrivateKey } from '../../senders/asymmetric.ts';
+import { privateKeyAlgorithm, takesSecret } from '../../senders/signing.ts';
 import { CliError, type CommandModule, EXIT, integerIn } from '../context.ts';
 
 interface SendOptions {

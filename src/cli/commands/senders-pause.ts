@@ -5,9 +5,10 @@
 // in this environment exits 3.
 import { InvalidArgumentError } from 'commander';
 import { senderJson } from '../../admin/api/senders/route.ts';
-import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseNoteProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
-import { CliError, type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
+import { PAUSE_MAX_MINUTES, pauseEndProblem, pauseSender } from '../../ops/pauses/sender-pauses.ts';
+import { CliError, type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenders } from '../enabled-senders.ts';
+import { noteOption, operatorOption } from '../options.ts';
 import { terminalText } from '../table.ts';
 
 const MINUTES_PER: Readonly<Record<string, number>> = { m: 1, h: 60, d: 24 * 60 };
@@ -32,12 +33,6 @@ function pauseEnd(value: string): Date {
   return date;
 }
 
-function note(value: string): string {
-  const problem = pauseNoteProblem(value.trim());
-  if (problem !== undefined) throw new InvalidArgumentError(problem);
-  return value.trim();
-}
-
 export const sendersPauseCommand: CommandModule = {
   path: ['senders', 'pause'],
   define: (command, run) =>
@@ -47,10 +42,10 @@ export const sendersPauseCommand: CommandModule = {
           'recorded in operator_actions. Without --for or --until it lasts until `senders resume`',
       )
       .addArgument(providerArgument())
-      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
+      .addOption(operatorOption())
       .option('--for <duration>', 'end the pause after this long: 30m, 1h, 2d (at most 7d)', pauseLength)
       .option('--until <time>', 'end the pause at this time (ISO 8601 with its offset)', pauseEnd)
-      .option('--note <text>', 'why, for the other operators', note)
+      .addOption(noteOption())
       .option('--json', 'print the result as one JSON document')
       .action(
         run(

@@ -3,8 +3,9 @@
 // that was not paused changes nothing and says so (exit 0); one neither enabled nor paused exits 3.
 import { senderJson } from '../../admin/api/senders/route.ts';
 import { resumeSender } from '../../ops/pauses/sender-pauses.ts';
-import { type CommandModule, EXIT, operatorName, providerArgument, requireOperator } from '../context.ts';
+import { type CommandModule, EXIT, providerArgument, requireOperator } from '../context.ts';
 import { enabledSenders } from '../enabled-senders.ts';
+import { operatorOption } from '../options.ts';
 
 export const sendersResumeCommand: CommandModule = {
   path: ['senders', 'resume'],
@@ -12,7 +13,7 @@ export const sendersResumeCommand: CommandModule = {
     command
       .description("resume a paused sender: its deliveries (the sender's retries) are accepted again")
       .addArgument(providerArgument())
-      .option('--operator <name>', 'who is doing this (required; recorded)', operatorName)
+      .addOption(operatorOption())
       .option('--json', 'print the result as one JSON document')
       .action(
         run(async (context, provider: string, options: { operator?: string; json?: boolean }) => {

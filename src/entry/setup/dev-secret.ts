@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../../config.ts';
-import { simulatedSenders } from '../../ops/senders/simulator.ts';
-import { configuredSenders } from '../../providers/registry.ts';
+import { simulatedSenders } from '../../ops/sender-setup/simulator.ts';
+import { configuredSenders } from '../../senders/registry.ts';
 
 /** The file under DATA_DIR that holds the development secret. */
 export const developmentSecretFile = (dataDir: string): string => join(dataDir, 'acme-development-secret');

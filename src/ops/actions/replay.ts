@@ -13,7 +13,7 @@ import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { sendersByName } from '../../providers/registry.ts';
+import { sendersByName } from '../../senders/registry.ts';
 import { type EventDetail, getEvent } from '../reads/events.ts';
 
 /** The states a replay takes an event from; anything else is left as it is (and still recorded). */

@@ -8,7 +8,7 @@
 
 import { and, count, desc, eq, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { recordOperatorActions } from '../../db/audit.ts';
+import { recordOnEach } from '../../db/audit.ts';
 import type { Executor } from '../../db/client.ts';
 import { outboxMessageCounts, outboxMessages, webhookEvents } from '../../db/schema.ts';
 import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../../outbox/destinations.ts';
@@ -164,20 +164,10 @@ export async function sendMessages(
       : [];
   });
   const written = await copyMessages(tx, wanted, request.to.name);
-  if (written.length > 0) {
-    await recordOperatorActions(
-      tx,
-      request.at,
-      written.map((row) => ({
-        operator: request.operator,
-        action: 'send',
-        targetKind: 'outbox',
-        target: row.id,
-        afterStatus: 'pending',
-        jobId: request.jobId,
-        detail: { from: row.from, destination: request.to.name },
-      })),
-    );
-  }
+  const send = { operator: request.operator, action: 'send', targetKind: 'outbox', afterStatus: 'pending' } as const;
+  await recordOnEach(tx, request.at, written, { ...send, jobId: request.jobId }, (row) => ({
+    target: row.id,
+    detail: { from: row.from, destination: request.to.name },
+  }));
   return { copied: written.length, skipped: messages.length - written.length };
 }

@@ -14,7 +14,7 @@ import {
   writeDestinationPause,
   writeDestinationResume,
 } from '../../outbox/destination-state.ts';
-import { pauseNoteProblem } from './sender-pauses.ts';
+import { logResume, pauseNoteProblem } from './sender-pauses.ts';
 
 export interface DestinationPauseContext {
   db: Database;
@@ -66,11 +66,6 @@ export async function resumeDestination(
   if (resumed === undefined) {
     return { kind: 'not_paused', destination: await destinationState(context.db, request.name) };
   }
-  context.logger.info('operator destination resume', {
-    operator: request.operator,
-    destination: request.name,
-    before: 'paused',
-    after: 'active',
-  });
+  logResume(context.logger, 'operator destination resume', request.operator, { destination: request.name });
   return { kind: 'resumed', destination: resumed };
 }

@@ -13,7 +13,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { assertOperatorName } from '../../lib/operator-name.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { redeliveryBySender } from '../../providers/registry.ts';
+import { redeliveryBySender } from '../../senders/registry.ts';
 
 /**
  * The longest pause: a week, GitLab's redelivery window and longer than any other sender keeps
@@ -38,7 +38,7 @@ export interface SenderPause {
   note: string | null;
 }
 
-/** Where a sender publishes no retry window, Stripe's three days (docs/providers.md, "Retry windows"). */
+/** Where a sender publishes no retry window, Stripe's three days (docs/senders.md, "Retry windows"). */
 const ASSUMED_WINDOW_DAYS = 3;
 
 /** Minutes after its first attempt that a sender still retries (or lets a delivery be redelivered). */
@@ -293,6 +293,16 @@ export async function pauseSender(context: SenderPauseContext, request: PauseReq
 
 export type ResumeResult = { kind: 'resumed'; pause: SenderPause } | { kind: 'not_paused' } | { kind: 'not_found' };
 
+/** The log line of an operator's resume, a sender's or a destination's: who, which, paused to active. */
+export function logResume(
+  logger: Logger,
+  line: string,
+  operator: string,
+  resumed: { provider: string } | { destination: string },
+): void {
+  logger.info(line, { operator, ...resumed, before: 'paused', after: 'active' });
+}
+
 /**
  * Resumes a paused sender: `not_paused` (nothing changed, nothing recorded) when no pause is in
  * effect, `not_found` when the sender is not enabled and not paused either. A sender disabled while
@@ -307,12 +317,7 @@ export async function resumeSender(
   const ended = await context.db.transaction((tx) => writeResume(tx, request, now));
   if (ended === undefined)
     return context.enabled.has(request.provider) ? { kind: 'not_paused' } : { kind: 'not_found' };
-  context.logger.info('operator resume', {
-    operator: request.operator,
-    provider: request.provider,
-    before: 'paused',
-    after: 'active',
-  });
+  logResume(context.logger, 'operator resume', request.operator, { provider: request.provider });
   return { kind: 'resumed', pause: ended };
 }
 

@@ -5,8 +5,10 @@
 // does not decode is a bad value, never a query.
 import { type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import type { Executor } from '../../db/client.ts';
 import { isStorableText } from '../../lib/text.ts';
-import { EARLIEST_MS, LATEST_MS } from './time-bound.ts';
+import type { CountsByStatus } from './counts.ts';
+import { EARLIEST_MS, LATEST_MS, timeRange } from './time-bound.ts';
 
 export interface PageKey {
   /** Microseconds since the epoch, as PostgreSQL's own digits. */
@@ -113,4 +115,52 @@ export function pageOf<Row extends { atMicros: string }>(
     nextCursor:
       rows.length > limit && last !== undefined ? encodeCursor({ atMicros: last.atMicros, keys: keys(last) }) : null,
   };
+}
+
+/** What both listings (events, outbox) share of their filters: the time window and the page. */
+export interface ListWindow {
+  /** At or after (received, created). */
+  since?: Date | undefined;
+  /** Before. */
+  until?: Date | undefined;
+  /** Where the previous page ended (its `nextCursor`). */
+  cursor?: string | undefined;
+  limit: number;
+}
+
+/** A listing's filter as typed (its time bounds as words), with those bounds read as instants. */
+export type ReadFilter<Typed> = Omit<Typed, 'since' | 'until'> & { since: Date | undefined; until: Date | undefined };
+
+type TypedRange = { since?: string | undefined; until?: string | undefined };
+type ListingRead<Typed, Result> = (db: Executor, filter: ReadFilter<Typed>) => Promise<Result>;
+
+/**
+ * One listing read as the admin API and the dashboard read both (events, outbox): the typed time
+ * bounds read against `nowMs`, then the page and, where `count` is given, the counts by status of
+ * the same filter (its cursor and page size narrow only the page), read side by side.
+ */
+export function readListing<Typed extends TypedRange, Row>(
+  db: Executor,
+  typed: Typed,
+  nowMs: number,
+  list: ListingRead<Typed, Page<Row>>,
+  count: ListingRead<Typed, CountsByStatus>,
+): Promise<{ page: Page<Row>; counts: CountsByStatus }>;
+export function readListing<Typed extends TypedRange, Row>(
+  db: Executor,
+  typed: Typed,
+  nowMs: number,
+  list: ListingRead<Typed, Page<Row>>,
+  count: ListingRead<Typed, CountsByStatus> | undefined,
+): Promise<{ page: Page<Row>; counts: CountsByStatus | undefined }>;
+export async function readListing<Typed extends TypedRange, Row>(
+  db: Executor,
+  typed: Typed,
+  nowMs: number,
+  list: ListingRead<Typed, Page<Row>>,
+  count: ListingRead<Typed, CountsByStatus> | undefined,
+): Promise<{ page: Page<Row>; counts: CountsByStatus | undefined }> {
+  const filter = { ...typed, ...timeRange(typed, nowMs) } as ReadFilter<Typed>;
+  const [page, counts] = await Promise.all([list(db, filter), count?.(db, filter)]);
+  return { page, counts };
 }

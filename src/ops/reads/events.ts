@@ -13,7 +13,7 @@ import { storedJson } from '../../lib/json-out.ts';
 import { isStorableText } from '../../lib/text.ts';
 import { countOutboxMessages, oldestPendingCreatedAt } from '../../outbox/stats.ts';
 import { type CountsByStatus, countMatching } from './counts.ts';
-import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
+import { after, type ListWindow, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 import { countEventsFromCounters } from './event-counts.ts';
 
 export interface EventListing {
@@ -35,7 +35,8 @@ export interface EventDetail extends EventListing {
   payload?: ExactJson | null;
 }
 
-export interface EventFilter {
+/** Its window (ListWindow) is of the time received. */
+export interface EventFilter extends ListWindow {
   status?: WebhookEventStatus | undefined;
   provider?: string | undefined;
   type?: string | undefined;
@@ -43,13 +44,6 @@ export interface EventFilter {
   id?: string | undefined;
   /** The sender's own id of what the event is about (eventSubject), exactly. */
   subject?: string | undefined;
-  /** Received at or after. */
-  since?: Date | undefined;
-  /** Received before. */
-  until?: Date | undefined;
-  /** Where the previous page ended (its `nextCursor`). */
-  cursor?: string | undefined;
-  limit: number;
 }
 
 const t = webhookEvents;

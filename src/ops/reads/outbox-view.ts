@@ -14,7 +14,7 @@ import { DEFAULT_DESTINATION } from '../../outbox/destinations.ts';
 import { isMessageId } from '../../outbox/operator.ts';
 import { countOutboxMessages, countOutboxMessagesByDestination } from '../../outbox/stats.ts';
 import { type CountsByStatus, countPerStatus } from './counts.ts';
-import { after, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
+import { after, type ListWindow, micros, type Page, pageOf, resumeFrom, startsWith } from './cursor.ts';
 
 export interface OutboxListing {
   id: string;
@@ -36,19 +36,14 @@ export interface OutboxDetail extends OutboxListing {
   payload?: ExactJson | null;
 }
 
-export interface OutboxFilter {
+/** Its window (ListWindow) is of the time created. */
+export interface OutboxFilter extends ListWindow {
   status?: OutboxStatus | undefined;
   topic?: string | undefined;
   /** A configured destination's name (the caller checks it is one). */
   destination?: string | undefined;
   /** Message ids starting with this (an exact id finds that message). */
   id?: string | undefined;
-  /** Created at or after. */
-  since?: Date | undefined;
-  /** Created before. */
-  until?: Date | undefined;
-  cursor?: string | undefined;
-  limit: number;
 }
 
 const t = outboxMessages;

@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi';
 import { destinationCircuits } from '../../../db/schema.ts';
 import { destinationStates } from '../../../ops/reads/destinations-view.ts';
-import { operatorBody } from '../schemas.ts';
+import { operatorBody, pathParam } from '../schemas.ts';
 import { pauseNote } from '../senders/schema.ts';
 
 const timestamp = z.string().nullable().openapi({ format: 'date-time' });
@@ -54,13 +54,7 @@ export const destinationSchema = z
 
 export const destinationsAnswer = z.object({ destinations: destinationSchema.array() });
 
-export const destinationParams = z.object({
-  name: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'name', in: 'path' }, description: 'a configured outbox destination' }),
-});
+export const destinationParams = z.object({ name: pathParam('name', 64, 'a configured outbox destination') });
 
 export const destinationPauseBody = z
   .object({

@@ -13,20 +13,13 @@ import { AppError } from '../../../lib/errors.ts';
 import type { Logger } from '../../../lib/logger.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { replayEvents } from '../../../ops/actions/replay.ts';
+import { readListing } from '../../../ops/reads/cursor.ts';
 import { countEventsByStatus, deliveryJson, eventJson, getEvent, listEvents } from '../../../ops/reads/events.ts';
 import { messagesOfEvent, outboxJson } from '../../../ops/reads/outbox-view.ts';
-import { timeRange } from '../../../ops/reads/time-bound.ts';
 import { actingOperator, logPayloadRead } from '../../operators.ts';
 import { exactJson, json, notFound, operatorRequest, refused, withCounts } from '../openapi-parts.ts';
-import {
-  eventAnswer,
-  eventKeyQuery,
-  eventParams,
-  eventQuery,
-  eventsPage,
-  eventsQuery,
-  replayAnswer,
-} from './schema.ts';
+import { payloadQuery } from '../schemas.ts';
+import { eventAnswer, eventKeyQuery, eventParams, eventsPage, eventsQuery, replayAnswer } from './schema.ts';
 
 const routes = {
   listEvents: createRoute({
@@ -40,7 +33,7 @@ const routes = {
     method: 'get',
     path: '/events/{provider}/{eventId}',
     summary: 'One event: state, attempts, last error, timestamps, and the outbox messages it produced',
-    request: { params: eventParams, query: eventQuery },
+    request: { params: eventParams, query: payloadQuery },
     responses: { 200: json(eventAnswer, 'the event'), 404: notFound, ...refused },
   }),
   showEventByQuery: createRoute({
@@ -80,11 +73,9 @@ export function registerEventRoutes(api: OpenAPIHono<DatabaseEnv>, deps: EventRo
 
   api.openapi(routes.listEvents, async (c) => {
     const query = c.req.valid('query');
-    const filter = { ...query, ...timeRange(query, deps.clock()) };
-    const [page, counts] = await Promise.all([
-      listEvents(c.get('db'), filter),
-      query.cursor === undefined ? countEventsByStatus(c.get('db'), filter) : undefined,
-    ]);
+    // Counted on the first page only.
+    const count = query.cursor === undefined ? countEventsByStatus : undefined;
+    const { page, counts } = await readListing(c.get('db'), query, deps.clock(), listEvents, count);
     return c.json({ events: page.rows.map(eventJson), next_cursor: page.nextCursor, ...withCounts(counts) }, 200);
   });
 

@@ -4,12 +4,11 @@ import { z } from '@hono/zod-openapi';
 import { webhookEventStatuses } from '../../../db/schema.ts';
 import { outboxMessageSchema } from '../outbox/schema.ts';
 import {
-  countsComplete,
   cursor,
   limit,
-  listCounts,
-  nextCursor,
+  listPage,
   nullableTimestamp,
+  pathParam,
   payloadFlag,
   providerNames,
   textFilter,
@@ -34,20 +33,7 @@ export const eventsQuery = z
   })
   .strict();
 
-export const eventParams = z.object({
-  provider: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'provider', in: 'path' } }),
-  eventId: z
-    .string()
-    .min(1)
-    .max(255)
-    .openapi({ param: { name: 'eventId', in: 'path' } }),
-});
-
-export const eventQuery = z.object({ payload: payloadFlag }).strict();
+export const eventParams = z.object({ provider: pathParam('provider', 64), eventId: pathParam('eventId', 255) });
 
 /** An event named in the query rather than the path: the form for ids URL parsers rewrite (`.`, `..`). */
 export const eventKeyQuery = z
@@ -78,9 +64,7 @@ export const eventSchema = z
   })
   .openapi('Event');
 
-export const eventsPage = z
-  .object({ events: eventSchema.array(), next_cursor: nextCursor, counts: listCounts, counts_complete: countsComplete })
-  .openapi('EventsPage');
+export const eventsPage = listPage('events', eventSchema).openapi('EventsPage');
 
 export const deliverySchema = z
   .object({

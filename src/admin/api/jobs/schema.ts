@@ -7,7 +7,7 @@ import { type BulkJobKind, bulkJobKinds, bulkJobStatuses, JOB_FAILURES_KEPT } fr
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../../../ops/jobs/job-kinds.ts';
 import { eventsQuery } from '../events/schema.ts';
 import { outboxQuery } from '../outbox/schema.ts';
-import { operatorBody } from '../schemas.ts';
+import { operatorBody, pathParam } from '../schemas.ts';
 
 const replayableStatus = z
   .enum(REPLAYABLE_STATUSES as [ReplayableStatus, ...ReplayableStatus[]])
@@ -139,13 +139,7 @@ export const jobsQuery = z
   })
   .strict();
 
-export const jobParams = z.object({
-  id: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
+export const jobParams = z.object({ id: pathParam('id', 64) });
 
 export const jobsAnswer = z.object({ jobs: jobSchema.array() });
 export const jobFailure = z

@@ -10,6 +10,7 @@ import { AppError } from '../../../lib/errors.ts';
 import type { Logger } from '../../../lib/logger.ts';
 import type { Metrics } from '../../../lib/metrics.ts';
 import { retryOutbox } from '../../../ops/actions/retry.ts';
+import { readListing } from '../../../ops/reads/cursor.ts';
 import { destinationWaits, isConfiguredDestination, waitingOf } from '../../../ops/reads/destinations-view.ts';
 import {
   countOutboxByStatus,
@@ -19,12 +20,12 @@ import {
   outcomeJson,
   siblingsOf,
 } from '../../../ops/reads/outbox-view.ts';
-import { timeRange } from '../../../ops/reads/time-bound.ts';
 import { isMessageId } from '../../../outbox/operator.ts';
 import { actingOperator, logPayloadRead } from '../../operators.ts';
 import { configuredDestinations, type DestinationViewDeps } from '../destinations/route.ts';
 import { exactJson, invalidRequest, json, notFound, operatorRequest, refused, withCounts } from '../openapi-parts.ts';
-import { messageAnswer, messageParams, messageQuery, outboxPage, outboxQuery, retryAnswer } from './schema.ts';
+import { payloadQuery } from '../schemas.ts';
+import { messageAnswer, messageParams, outboxPage, outboxQuery, retryAnswer } from './schema.ts';
 
 const routes = {
   listOutbox: createRoute({
@@ -38,7 +39,7 @@ const routes = {
     method: 'get',
     path: '/outbox/{id}',
     summary: 'One outbox message',
-    request: { params: messageParams, query: messageQuery },
+    request: { params: messageParams, query: payloadQuery },
     responses: { 200: json(messageAnswer, 'the message'), 404: notFound, ...refused },
   }),
   retry: createRoute({
@@ -68,11 +69,9 @@ export function registerOutboxRoutes(api: OpenAPIHono<DatabaseEnv>, deps: Outbox
     if (query.destination !== undefined && !isConfiguredDestination(destinations, query.destination)) {
       throw invalidRequest('destination');
     }
-    const filter = { ...query, ...timeRange(query, deps.clock()) };
-    const [page, counts] = await Promise.all([
-      listOutbox(c.get('db'), filter),
-      query.cursor === undefined ? countOutboxByStatus(c.get('db'), filter) : undefined,
-    ]);
+    // Counted on the first page only.
+    const count = query.cursor === undefined ? countOutboxByStatus : undefined;
+    const { page, counts } = await readListing(c.get('db'), query, deps.clock(), listOutbox, count);
     // A pending message of a destination that is not publishing says why it waits.
     const waits = await destinationWaits(c.get('db'), page.rows);
     const messages = page.rows.map((row) => ({ ...outboxJson(row), waiting: waitingOf(row, waits) }));

@@ -3,17 +3,7 @@
 import { z } from '@hono/zod-openapi';
 import { outboxStatuses } from '../../../db/schema.ts';
 import { isMessageId } from '../../../outbox/operator.ts';
-import {
-  countsComplete,
-  cursor,
-  limit,
-  listCounts,
-  nextCursor,
-  nullableTimestamp,
-  payloadFlag,
-  textFilter,
-  timeBound,
-} from '../schemas.ts';
+import { cursor, limit, listPage, nullableTimestamp, pathParam, textFilter, timeBound } from '../schemas.ts';
 
 export const outboxQuery = z
   .object({
@@ -28,15 +18,7 @@ export const outboxQuery = z
   })
   .strict();
 
-export const messageParams = z.object({
-  id: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
-
-export const messageQuery = z.object({ payload: payloadFlag }).strict();
+export const messageParams = z.object({ id: pathParam('id', 64) });
 
 export const outboxMessageSchema = z
   .object({
@@ -59,14 +41,7 @@ export const outboxMessageSchema = z
   })
   .openapi('OutboxMessage');
 
-export const outboxPage = z
-  .object({
-    messages: outboxMessageSchema.array(),
-    next_cursor: nextCursor,
-    counts: listCounts,
-    counts_complete: countsComplete,
-  })
-  .openapi('OutboxPage');
+export const outboxPage = listPage('messages', outboxMessageSchema).openapi('OutboxPage');
 
 export const messageAnswer = z.object({
   message: outboxMessageSchema,

@@ -4,7 +4,7 @@ import { z } from '@hono/zod-openapi';
 import { REJECTION_RING_SIZE } from '../../../inbox/rejection-log.ts';
 import { UNKNOWN_SENDER } from '../../../inbox/rejections.ts';
 import { rejectionReasons } from '../../../lib/rejection-reasons.ts';
-import { allSenders } from '../../../providers/registry.ts';
+import { allSenders } from '../../../senders/registry.ts';
 import { timeBound, timestamp } from '../schemas.ts';
 
 /** A sender's name as refusals are recorded under it: a route's name, or the one for routes that name none. */

@@ -13,7 +13,7 @@ import {
   type SenderPauseContext,
   type SenderState,
 } from '../../../ops/pauses/sender-pauses.ts';
-import type { EnabledSender } from '../../../providers/registry.ts';
+import type { EnabledSender } from '../../../senders/registry.ts';
 import { actingOperator } from '../../operators.ts';
 import { json, notFound, refused } from '../openapi-parts.ts';
 import { operatorBody } from '../schemas.ts';

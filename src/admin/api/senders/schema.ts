@@ -2,15 +2,9 @@
 // enabled senders with their pauses. The operator rule is the shared one (../schemas.ts).
 import { z } from '@hono/zod-openapi';
 import { PAUSE_MAX_MINUTES, PAUSE_NOTE_MAX, pauseNoteProblem } from '../../../ops/pauses/sender-pauses.ts';
-import { operatorBody } from '../schemas.ts';
+import { operatorBody, pathParam } from '../schemas.ts';
 
-export const senderParams = z.object({
-  provider: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ param: { name: 'provider', in: 'path' } }),
-});
+export const senderParams = z.object({ provider: pathParam('provider', 64) });
 
 /** A pause's note (a sender's or a destination's): one line, why, for the other operators. */
 export const pauseNote = z

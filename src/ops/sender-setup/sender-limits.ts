@@ -5,9 +5,9 @@
 // gives each retry window) and ask the registry which senders are enabled; every entry runs them
 // right after parseConfig.
 import { type Config, ConfigError, type ConfigSources } from '../../config.ts';
-import { enabledSenderNames, redeliveryBySender } from '../../providers/registry.ts';
-import { senderDescriptions } from '../../providers/senders.ts';
 import { senderVariable } from '../../sender-variables.ts';
+import { enabledSenderNames, redeliveryBySender } from '../../senders/registry.ts';
+import { senderDescriptions } from '../../senders/senders.ts';
 
 /** Senders that append a query of their own to the configured URL and sign the result (Twilio). */
 const APPENDS_QUERY = new Set(

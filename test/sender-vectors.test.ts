@@ -4,13 +4,13 @@
 import { sign as signGitHub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { sha256Hex } from '../src/providers/content-digest.ts';
-import { secretBytes } from '../src/providers/described.ts';
-import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/providers/encoding.ts';
-import { importHmacKey, signHmac } from '../src/providers/hmac.ts';
-import { allSenders } from '../src/providers/registry.ts';
-import { parseEntries } from '../src/providers/scheme.ts';
-import type { Sender, Verification } from '../src/providers/types.ts';
+import { sha256Hex } from '../src/senders/content-digest.ts';
+import { secretBytes } from '../src/senders/described.ts';
+import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/senders/encoding.ts';
+import { importHmacKey, signHmac } from '../src/senders/hmac.ts';
+import { allSenders } from '../src/senders/registry.ts';
+import { parseEntries } from '../src/senders/scheme.ts';
+import type { Sender, Verification } from '../src/senders/types.ts';
 
 function provider(name: string): Sender {
   const found = allSenders.find((candidate) => candidate.name === name);

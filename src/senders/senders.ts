@@ -1,7 +1,7 @@
 // Every sender this service understands, as data: each entry says which headers carry what, how the
 // signature is written and what it covers, and where the id, the type and the time are; how long
 // the sender delivers an event again (retention and pauses are judged by it); and a realistic
-// delivery of its own. The one engine in described.ts runs them all; docs/providers.md tells an
+// delivery of its own. The one engine in described.ts runs them all; docs/senders.md tells an
 // operator where each value comes from on the sender's side. Ordered as the table of senders there.
 import { z } from 'zod';
 import { MAX_UNIX_SECONDS } from '../lib/occurrence.ts';

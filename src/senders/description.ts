@@ -132,7 +132,7 @@ export interface SenderDescription {
   /**
    * What the sender does with a delivery that was refused (or never answered): how long it delivers
    * the event again, and whether by itself. Retention and a sender's pause are judged by it. Every
-   * described sender has one (senders.ts); docs/providers.md ("Retry windows") gives the sources.
+   * described sender has one (senders.ts); docs/senders.md ("Retry windows") gives the sources.
    */
   redelivery?: Redelivery;
 }

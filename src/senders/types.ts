@@ -1,5 +1,5 @@
 // The interface every signature scheme implements. A scheme owns its headers, its signed content
-// and where its event id lives; nothing outside src/providers knows any of that.
+// and where its event id lives; nothing outside src/senders knows any of that.
 import type { ExactJson } from '../lib/json.ts';
 import type { CredentialKind } from '../sender-variables.ts';
 import type { Bytes } from './encoding.ts';

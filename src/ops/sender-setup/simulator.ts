@@ -1,12 +1,12 @@
-// The provider simulator behind `webhook-inbox send`, one for every sender and the same for each:
-// the sender's description (src/providers/senders.ts) has a realistic delivery of its own (`sample`)
-// and says where the id and type go, and providers/signing.ts signs by it as the sender does.
+// The sender simulator behind `webhook-inbox send`, one for every sender and the same for each:
+// the sender's description (src/senders/senders.ts) has a realistic delivery of its own (`sample`)
+// and says where the id and type go, and senders/signing.ts signs by it as the sender does.
 // Adding a sender adds nothing here.
 import { type ExactJson, LosslessNumber, parseJsonText } from '../../lib/json.ts';
-import { valueAt } from '../../providers/described.ts';
-import type { Path, Sample } from '../../providers/description.ts';
-import { type BuiltInDescription, senderDescriptions } from '../../providers/senders.ts';
-import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../../providers/signing.ts';
+import { valueAt } from '../../senders/described.ts';
+import type { Path, Sample } from '../../senders/description.ts';
+import { type BuiltInDescription, senderDescriptions } from '../../senders/senders.ts';
+import { type Outgoing, type SigningKey, type SigningTarget, signAsSender } from '../../senders/signing.ts';
 
 export type { Outgoing, SigningKey, SigningTarget };
 
