@@ -131,15 +131,18 @@ describe('events', () => {
   it('filters by type, id prefix and time range, and pages by cursor to the last row', async () => {
     // Rows of their own type, received at known instants one second apart (same millisecond twice,
     // differing in microseconds only, so a cursor rounded to milliseconds would lose one).
+    // Queue rows among them (received, processing): the listing indexes leave those out, so a page
+    // merges them in from the (status, received_at) index, in the same order.
     const type = `paging.${Date.now()}`;
     const base = Date.parse('2026-03-01T10:00:00Z');
+    const statuses = ['completed', 'received', 'processing', 'completed', 'failed', 'received', 'processing'];
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) {
       const id = `evt_page_${type}_${i}`;
       ids.push(id);
       const micros = i === 6 ? 5 : 0;
       await sql`insert into webhook_events (provider, event_id, event_type, status, payload, received_at)
-        values ('acme', ${id}, ${type}, 'completed', '{}'::jsonb,
+        values ('acme', ${id}, ${type}, ${statuses[i] ?? 'completed'}, '{}'::jsonb,
           to_timestamp(${Math.floor((base + Math.min(i, 5) * 1000) / 1000)}) + ${micros} * interval '1 microsecond')`;
     }
     const seen: string[] = [];

@@ -63,6 +63,30 @@ export const eventSubject = (table: { provider: AnyPgColumn; payload: AnyPgColum
     when 'acme' then ${table.payload} #>> '{data,id}'
   end)`;
 
+/**
+ * The statuses the operator's listing indexes leave out: the queue, async mode's rows from their
+ * acceptance until their application. Accepting a burst then writes none of those index entries (the
+ * acceptance insert is the one write on the path a sender waits for; each entry added to it cost the
+ * acceptance rate, docs/benchmarks.md); a row enters them when it is applied, an update that writes a
+ * new entry in every index anyway. Listings find queue rows through the (status, received_at) index,
+ * one range per status (src/ops/reads/events.ts).
+ */
+export const QUEUE_STATUSES = ['received', 'processing'] as const;
+
+/** The condition of a row the listing indexes hold: not in the queue (QUEUE_STATUSES). */
+export const listedInIndexes = (table: { status: AnyPgColumn }): SQL =>
+  sql`${table.status} not in ('received', 'processing')`;
+
+/**
+ * Every row, as ranges an index can read: the rows the listing indexes hold, then the queue's, one
+ * status each (a range of the (status, received_at) index). A read over every status without a
+ * status of its own reads each range, ANDed with its own condition, and adds or merges them.
+ */
+export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
+  listedInIndexes(table),
+  ...QUEUE_STATUSES.map((status) => sql`${table.status} = ${status}`),
+];
+
 /** The inbox: one row per sender's event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
   'webhook_events',
@@ -99,16 +123,21 @@ export const webhookEvents = pgTable(
   (table) => [
     primaryKey({ columns: [table.provider, table.eventId] }),
     index('webhook_events_status_received_idx').on(table.status, table.receivedAt),
-    // The operator's listings, newest first, each filter a range of its own index (docs/scaling.md).
-    index('webhook_events_received_idx').on(table.receivedAt),
+    // The operator's listings, newest first, each filter a range of its own index (docs/scaling.md),
+    // the queue left out (listedInIndexes).
+    index('webhook_events_listed_received_idx').on(table.receivedAt).where(listedInIndexes(table)),
     // With the listing's tie-breakers, so a filtered page is read in order and stops after its rows.
-    index('webhook_events_provider_received_idx').on(table.provider, table.receivedAt, table.eventId),
-    index('webhook_events_type_received_idx').on(table.eventType, table.receivedAt, table.provider, table.eventId),
+    index('webhook_events_listed_provider_received_idx')
+      .on(table.provider, table.receivedAt, table.eventId)
+      .where(listedInIndexes(table)),
+    index('webhook_events_listed_type_received_idx')
+      .on(table.eventType, table.receivedAt, table.provider, table.eventId)
+      .where(listedInIndexes(table)),
     // `?id=` is a prefix: text_pattern_ops lets LIKE 'prefix%' be a range whatever the collation.
     index('webhook_events_event_id_prefix_idx').on(table.eventId.op('text_pattern_ops')),
-    index('webhook_events_subject_idx')
+    index('webhook_events_listed_subject_idx')
       .on(eventSubject(table), table.receivedAt)
-      .where(sql`${eventSubject(table)} is not null`),
+      .where(sql`${eventSubject(table)} is not null and ${listedInIndexes(table)}`),
     // webhook_events_done_minutes_later_idx, the overview's backlog, is in drizzle/0004_event_counts_triggers.sql:
     // its predicate is a function declared there, with statistics the planner needs to choose it.
     // Retention's two walks, oldest first: rows it may delete, payloads it may null.

@@ -7,7 +7,7 @@
 // Each connection adds to counters of its own slot; ops/maintenance/counters-fold.ts merges them, off the intake's path.
 import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { webhookEventCounts, webhookEvents } from '../../db/schema.ts';
+import { listingRanges, webhookEventCounts, webhookEvents } from '../../db/schema.ts';
 import { countsByStatus } from './counts.ts';
 
 const e = webhookEvents;
@@ -60,12 +60,18 @@ const at = (ms: number) => new Date(ms).toISOString();
 function pieceCount(piece: Piece, selection: CountedSelection): SQL {
   const { from, to, seconds } = piece;
   if (seconds === undefined) {
-    return sql`select ${e.status}::text as status, count(*) as n from ${e} where ${and(
+    const where = and(
       selection.provider === undefined ? undefined : eq(e.provider, selection.provider),
       selection.type === undefined ? undefined : eq(e.eventType, selection.type),
       from === undefined ? undefined : gte(e.receivedAt, sql`${at(from)}::timestamptz`),
       to === undefined ? undefined : lt(e.receivedAt, sql`${at(to)}::timestamptz`),
-    )} group by 1`;
+    );
+    // Each range of rows through its own index (listingRanges): the listing indexes hold no queue row.
+    const ranges = listingRanges(e).map(
+      (range) => sql`select ${e.status} as status from ${e} where ${and(range, where)}`,
+    );
+    return sql`select status::text as status, count(*) as n from (${sql.join(ranges, sql` union all `)}) as arrived
+      group by 1`;
   }
   const bySender = seconds !== 60;
   return sql`select ${c.status}::text as status, sum(${c.n}) as n from ${c} where ${and(

@@ -3,8 +3,9 @@
 // its payload only when asked, and counts by status. Reads only: every change goes through replay
 // (src/ops/actions/replay.ts).
 import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
+import { unionAll } from 'drizzle-orm/pg-core';
 import type { Executor } from '../../db/client.ts';
-import { eventSubject, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
+import { eventSubject, listingRanges, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
 import { isoOrNull } from '../../lib/clock.ts';
 import type { ExactJson } from '../../lib/json.ts';
@@ -61,6 +62,15 @@ const listingColumns = {
 /** The filters of a listing without its page position: what its rows and its status counts share. */
 export type EventSelection = Omit<EventFilter, 'cursor' | 'limit'>;
 
+/**
+ * Where the rows of a status (or of every status) are found: the listing indexes hold every row but
+ * the queue's (listedInIndexes), and the queue's are a range of the (status, received_at) index per
+ * status. A query over all of them reads each range and merges them.
+ */
+function statusRanges(status: WebhookEventStatus | undefined): SQL[] {
+  return status === undefined ? listingRanges(t) : [eq(t.status, status)];
+}
+
 /** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
 function selected(filter: EventSelection): SQL | undefined {
   return and(
@@ -84,18 +94,31 @@ function selected(filter: EventSelection): SQL | undefined {
  */
 export async function listEvents(db: Executor, filter: EventFilter): Promise<Page<EventListing>> {
   const position = resumeFrom(filter.cursor, 2);
-  const page = db
-    .select({ provider: t.provider, eventId: t.eventId, receivedAt: t.receivedAt })
-    .from(t)
-    .where(
-      and(
-        selected(filter),
-        position === undefined ? undefined : after(t.receivedAt, [t.provider, t.eventId], position),
-      ),
-    )
-    .orderBy(desc(t.receivedAt), desc(t.provider), desc(t.eventId))
-    .limit(filter.limit + 1)
-    .as('page');
+  const newestFirst = () => [desc(t.receivedAt), desc(t.provider), desc(t.eventId)];
+  const keysWhere = (where: SQL) =>
+    db
+      .select({ provider: t.provider, eventId: t.eventId, receivedAt: t.receivedAt })
+      .from(t)
+      .where(
+        and(
+          where,
+          selected({ ...filter, status: undefined }),
+          position === undefined ? undefined : after(t.receivedAt, [t.provider, t.eventId], position),
+        ),
+      )
+      .orderBy(...newestFirst())
+      .limit(filter.limit + 1);
+  const [first, second, ...rest] = statusRanges(filter.status).map(keysWhere);
+  if (first === undefined) throw new Error('a listing reads at least one range');
+  // One range per index, each in the list's order; merged, the planner reads each only as far as the page.
+  const page = (
+    second === undefined
+      ? first
+      : unionAll(first, second, ...rest)
+          // The union's own columns, by their names in the table.
+          .orderBy(sql`received_at desc`, sql`provider desc`, sql`event_id desc`)
+          .limit(filter.limit + 1)
+  ).as('page');
   const rows = await db
     .select({ ...listingColumns, atMicros: micros(t.receivedAt) })
     .from(t)
@@ -113,7 +136,13 @@ export async function countEventsByStatus(db: Executor, filter: EventSelection):
   if (filter.id === undefined && filter.subject === undefined) {
     return { byStatus: await countEventsFromCounters(db, filter), atLeast: [] };
   }
-  return countMatching(db, t, t.status, selected({ ...filter, status: undefined }));
+  // A range at a time (their statuses never overlap), each through the filter's index.
+  const where = selected({ ...filter, status: undefined });
+  const counted = await Promise.all(listingRanges(t).map((range) => countMatching(db, t, t.status, and(range, where))));
+  return {
+    byStatus: Object.assign({}, ...counted.map((counts) => counts.byStatus)),
+    atLeast: counted.flatMap((counts) => counts.atLeast),
+  };
 }
 
 /**
@@ -121,8 +150,10 @@ export async function countEventsByStatus(db: Executor, filter: EventSelection):
  * it is created. It reads the filter's index, every matching entry of it.
  */
 export async function countEventsExactly(db: Executor, filter: EventSelection): Promise<number> {
-  const [row] = await db.select({ n: count() }).from(t).where(selected(filter));
-  return row?.n ?? 0;
+  const where = selected({ ...filter, status: undefined });
+  const ranges = statusRanges(filter.status).map((range) => db.select({ n: count() }).from(t).where(and(range, where)));
+  const counted = await Promise.all(ranges);
+  return counted.reduce((total, [row]) => total + (row?.n ?? 0), 0);
 }
 
 /** The payload as jsonb's text, read exactly by storedJson (the driver's JSON.parse would round big numbers). */
