@@ -437,8 +437,12 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const goodIds = ids.filter((id) => !failingIds.includes(id));
     expect(await applications(sender.name, ids)).toEqual(once(goodIds));
     const statuses = await statusesOf(sender.name, ids);
-    expect(failingIds.map((id) => statuses[id]?.status)).toEqual(['failed', 'failed']);
+    const failedRow = { status: 'failed', attempt_count: 1, last_error: 'Error: ledger down' };
+    expect(failingIds.map((id) => statuses[id])).toEqual([failedRow, failedRow]);
     expect(goodIds.map((id) => statuses[id]?.status)).toEqual(goodIds.map(() => 'completed'));
+    // The 500's line counts the first failing event's attempt.
+    const failure = test.logs.map((line) => JSON.parse(line)).find((line) => line.outcome === 'processing_failed');
+    expect(failure).toMatchObject({ msg: 'event not accepted', attempt: 1, error: 'Error: ledger down' });
   });
 
   it('stores each event as its own `received` row in async mode, and a retry queues nothing twice', async () => {
