@@ -139,13 +139,22 @@ describe('answers before the signature check', () => {
     expect(pulled).toBeLessThan(10);
   });
 
-  it('415 for a body sent without a content type', async () => {
+  it('415 for a body sent without a content type, and the log line says which content type was refused', async () => {
+    const fresh = await buildTestApp(db);
     const body = new TextEncoder().encode(JSON.stringify(acmeEvent()));
     const headers: Record<string, string> = { ...(await signedHeaders(body)) };
     delete headers['content-type'];
-    const response = await test.request('/webhooks/acme', { method: 'POST', body, headers });
+    const response = await fresh.request('/webhooks/acme', { method: 'POST', body, headers });
     expect(response.status).toBe(415);
     expect(await response.text()).toBe('{"error":"unsupported_media_type"}');
+    const text = await fresh.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { ...headers, 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    const refused = fresh.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'event not accepted');
+    expect(refused.map((line) => line.content_type)).toEqual([null, 'text/plain']);
   });
 
   it('answers 400 to an upload that breaks before its body arrived, and logs it as abandoned', async () => {
