@@ -323,6 +323,35 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     ]);
   });
 
+  it("names an event its schema refuses as a whole `(the event)`, and a 400 for a batch of refused events names the first one's field", async () => {
+    const schema = z
+      .looseObject({ note: z.string().max(10).optional() })
+      .refine((payload) => payload.note !== 'refuse me');
+    const { test, log } = await appWithRefusals({ handlers: countingHandlers(undefined, schema) });
+    const [good, whole, long, longer] = events(4);
+    if (good === undefined || whole === undefined || long === undefined || longer === undefined) {
+      throw new Error('four events');
+    }
+    const noted = (event: BatchEvent, note: string) => `${event.text.slice(0, -1)},"note":${JSON.stringify(note)}}`;
+    const first = traced();
+    const response = await post(test, sender.body([noted(whole, 'refuse me'), good.text]), {
+      traceparent: first.traceparent,
+    });
+    expect(await response.text()).toBe('{"received":true}');
+    const second = traced();
+    const refusedAll = await post(test, sender.body([noted(long, 'x'.repeat(11)), noted(longer, 'y'.repeat(12))]), {
+      traceparent: second.traceparent,
+    });
+    expect(refusedAll.status).toBe(400);
+    await log.flush(db);
+    expect(await refusalsOf(test, sender.name, first.traceId)).toEqual([
+      { status: 200, reason: 'invalid_event', detail: `${whole.id}: (the event)` },
+    ]);
+    expect(await refusalsOf(test, sender.name, second.traceId)).toEqual([
+      { status: 400, reason: 'invalid_payload', detail: 'note' },
+    ]);
+  });
+
   it('refuses (400) a batch none of whose events is well-formed, and stores nothing of it', async () => {
     const test = await buildTestApp(db, { enabledSenders, handlers: countingHandlers() });
     const before = (await senderRows(sql, sender.name)).length;
@@ -408,8 +437,12 @@ describe.each(batchSenders.map((sender) => [sender.name, sender] as const))('%s'
     const goodIds = ids.filter((id) => !failingIds.includes(id));
     expect(await applications(sender.name, ids)).toEqual(once(goodIds));
     const statuses = await statusesOf(sender.name, ids);
-    expect(failingIds.map((id) => statuses[id]?.status)).toEqual(['failed', 'failed']);
+    const failedRow = { status: 'failed', attempt_count: 1, last_error: 'Error: ledger down' };
+    expect(failingIds.map((id) => statuses[id])).toEqual([failedRow, failedRow]);
     expect(goodIds.map((id) => statuses[id]?.status)).toEqual(goodIds.map(() => 'completed'));
+    // The 500's line counts the first failing event's attempt.
+    const failure = test.logs.map((line) => JSON.parse(line)).find((line) => line.outcome === 'processing_failed');
+    expect(failure).toMatchObject({ msg: 'event not accepted', attempt: 1, error: 'Error: ledger down' });
   });
 
   it('stores each event as its own `received` row in async mode, and a retry queues nothing twice', async () => {

@@ -3,7 +3,8 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
-import type { HandlerMap } from '../src/domain/handlers.ts';
+import { z } from 'zod';
+import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { newCounter } from './helpers/counter.ts';
@@ -223,5 +224,38 @@ describe('POST /webhooks/acme, synchronous mode', () => {
     });
     expect(test.logs[0]).not.toContain('someone@example.com');
     expect(test.logs[0]).not.toContain('test-acme-secret');
+  });
+
+  it('counts a duplicate as one, in a transaction per delivery as under group commit', async () => {
+    const test = await buildTestApp(db, { groupCommit: undefined, answeredDeliveries: false });
+    const event = acmeEvent({ type: 'subscription.created' });
+    expect((await deliver(test, event)).status).toBe(200);
+    expect(await (await deliver(test, event)).text()).toBe('{"received":true,"duplicate":true}');
+    const metrics = await (await test.request('/metrics', { method: 'GET' })).text();
+    expect(metrics).toContain(
+      'webhook_events_total{provider="acme",event_type="subscription.created",outcome="duplicate"} 1\n',
+    );
+  });
+
+  it('answers 503 when a handler loses the database, and records no failure on its row', async () => {
+    const lost = defineHandler({
+      schema: z.unknown(),
+      apply() {
+        throw Object.assign(new Error('connection gone'), { code: 'CONNECTION_CLOSED' });
+      },
+    });
+    const test = await buildTestApp(db, {
+      groupCommit: undefined,
+      handlers: { acme: { 'subscription.updated': lost } },
+    });
+    const event = acmeEvent();
+    const response = await deliver(test, event);
+    expect({ status: response.status, body: await response.text() }).toEqual({
+      status: 503,
+      body: '{"error":"unavailable"}',
+    });
+    expect(await countEvents(sql, event.id)).toBe(0);
+    const line = test.logs.map((text) => JSON.parse(text)).find((fields) => fields.msg === 'event not accepted');
+    expect(line).toMatchObject({ outcome: 'unavailable', reason: 'database_unavailable' });
   });
 });

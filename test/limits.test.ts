@@ -18,6 +18,25 @@ const LOCK_KEY = 3_303_303;
 const test = await buildTestApp(db, { config: { MAX_BODY_BYTES: 1024 } });
 const empty = await useEmptyDatabase();
 
+/** A body of 1,000 chunks of 512 blanks, streamed as the app reads it: how many chunks it pulled. */
+async function postStreamed(headers: Record<string, string>) {
+  let pulled = 0;
+  const endless = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled += 1;
+      controller.enqueue(new Uint8Array(512).fill(0x20));
+      if (pulled > 1000) controller.close();
+    },
+  });
+  const response = await test.request('/webhooks/acme', {
+    method: 'POST',
+    body: endless,
+    headers,
+    duplex: 'half',
+  } as RequestInit);
+  return { response, pulled };
+}
+
 describe('answers before the signature check', () => {
   it('404 for a sender that does not exist or is not enabled', async () => {
     const disabled = await buildTestApp(db, { enabledSenders: await enableSenders({}) });
@@ -46,20 +65,7 @@ describe('answers before the signature check', () => {
   });
 
   it('413 for a body without a length as soon as the stream passes the cap', async () => {
-    let pulled = 0;
-    const endless = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulled += 1;
-        controller.enqueue(new Uint8Array(512).fill(0x20));
-        if (pulled > 1000) controller.close();
-      },
-    });
-    const response = await test.request('/webhooks/acme', {
-      method: 'POST',
-      body: endless,
-      headers: { 'content-type': 'application/json' },
-      duplex: 'half',
-    } as RequestInit);
+    const { response, pulled } = await postStreamed({ 'content-type': 'application/json' });
     expect(response.status).toBe(413);
     expect(pulled).toBeLessThan(10);
     expect(await countEvents(sql)).toBe(0);
@@ -83,6 +89,90 @@ describe('answers before the signature check', () => {
       headers: { ...signed, 'content-type': 'Application/JSON; charset=utf-8' },
     });
     expect(charset.status).toBe(200);
+    // Blanks around the media type, before its parameters, are not part of it.
+    const spaced = JSON.stringify(acmeEvent());
+    const blanks = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body: spaced,
+      headers: { ...(await signedHeaders(spaced)), 'content-type': 'application/json ; charset=utf-8' },
+    });
+    expect(blanks.status).toBe(200);
+  });
+
+  it('takes a declared length of exactly MAX_BODY_BYTES, and refuses one byte more', async () => {
+    const event = acmeEvent();
+    const unpadded = JSON.stringify({ ...event, pad: '' }).length;
+    for (const [size, status] of [
+      [1024, 200],
+      [1025, 413],
+    ] as const) {
+      const body = JSON.stringify({ ...event, id: uniqueId('evt'), pad: 'x'.repeat(size - unpadded) });
+      expect(body.length).toBe(size);
+      const response = await test.request('/webhooks/acme', {
+        method: 'POST',
+        body,
+        headers: { ...(await signedHeaders(body)), 'content-length': String(body.length) },
+      });
+      expect(response.status, String(size)).toBe(status);
+    }
+  });
+
+  it('logs the limit a 413 hit', async () => {
+    const body = JSON.stringify(acmeEvent({ data: { id: 'sub_1', status: 'active', pad: 'x'.repeat(2000) } }));
+    const response = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { ...(await signedHeaders(body)), 'content-length': String(body.length) },
+    });
+    expect(response.status).toBe(413);
+    const refused = test.logs.map((line) => JSON.parse(line)).filter((line) => line.outcome === 'payload_too_large');
+    expect(refused.at(-1)).toMatchObject({ msg: 'event not accepted', provider: 'acme', limit_bytes: 1024 });
+  });
+
+  it('counts a body that declares a length and is chunked all the same, and refuses it past the cap', async () => {
+    const { response, pulled } = await postStreamed({
+      'content-type': 'application/json',
+      'content-length': '10',
+      'transfer-encoding': 'chunked',
+    });
+    expect(response.status).toBe(413);
+    expect(pulled).toBeLessThan(10);
+  });
+
+  it('415 for a body sent without a content type, and the log line says which content type was refused', async () => {
+    const fresh = await buildTestApp(db);
+    const body = new TextEncoder().encode(JSON.stringify(acmeEvent()));
+    const headers: Record<string, string> = { ...(await signedHeaders(body)) };
+    delete headers['content-type'];
+    const response = await fresh.request('/webhooks/acme', { method: 'POST', body, headers });
+    expect(response.status).toBe(415);
+    expect(await response.text()).toBe('{"error":"unsupported_media_type"}');
+    const text = await fresh.request('/webhooks/acme', {
+      method: 'POST',
+      body,
+      headers: { ...headers, 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    const refused = fresh.logs.map((line) => JSON.parse(line)).filter((line) => line.msg === 'event not accepted');
+    expect(refused.map((line) => line.content_type)).toEqual([null, 'text/plain']);
+  });
+
+  it('answers 400 to an upload that breaks before its body arrived, and logs it as abandoned', async () => {
+    const broken = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.error(new Error('connection reset by the sender'));
+      },
+    });
+    const response = await test.request('/webhooks/acme', {
+      method: 'POST',
+      body: broken,
+      headers: { 'content-type': 'application/json', 'content-length': '100' },
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toBe('{"error":"invalid_payload"}');
+    const abandoned = test.logs.map((line) => JSON.parse(line)).filter((line) => line.reason === 'body_unreadable');
+    expect(abandoned.at(-1)).toMatchObject({ msg: 'delivery abandoned before its body arrived', provider: 'acme' });
   });
 });
 

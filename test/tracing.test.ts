@@ -9,7 +9,8 @@ import { StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { defaultHandlers } from '../src/domain/handlers.ts';
+import { z } from 'zod';
+import { defaultHandlers, defineHandler } from '../src/domain/handlers.ts';
 import { tracingFromEnv } from '../src/entry/setup/tracing-node.ts';
 import { DEFAULT_SERVICE_NAME, type TracingEnv, tracesUrl } from '../src/entry/setup/tracing-sdk.ts';
 import { createLogger } from '../src/lib/logger.ts';
@@ -208,6 +209,37 @@ describe('tracing on', () => {
     expect(delivery.attributes['http.response.status_code']).toBe(401);
     expect(only(sender.traceId, 'verify').attributes['webhook.verification']).toBe('unauthorized');
     expect(spansOf(sender.traceId).map((span) => span.name)).not.toContain('claim');
+  });
+
+  it("fails the server span of a delivery answered 5xx, and only that one: a refusal is the sender's", async () => {
+    const tracer = tracingTo({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+    const failing = defineHandler({
+      schema: z.unknown(),
+      apply() {
+        throw new Error('handler down');
+      },
+    });
+    const test = await buildTestApp(db, { tracer, handlers: { acme: { 'subscription.updated': failing } } });
+    const failed = senderTrace();
+    expect((await deliverTraced(test, failed.traceparent)).response.status).toBe(500);
+    const refused = senderTrace();
+    const body = JSON.stringify(acmeEvent());
+    const headers = { ...(await signedHeaders(body, { secret: 'not-the-secret' })), traceparent: refused.traceparent };
+    expect((await test.request('/webhooks/acme', { method: 'POST', body, headers })).status).toBe(401);
+    await tracer.flush();
+    const ERROR = 2;
+    const failedSpan = only(failed.traceId, 'POST /webhooks/:provider');
+    expect(failedSpan.statusCode).toBe(ERROR);
+    expect(failedSpan.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 500 });
+    expect(only(refused.traceId, 'POST /webhooks/:provider').statusCode).not.toBe(ERROR);
+  });
+
+  it('takes a traceparent that is not one as none: the delivery is stored under a trace of its own', async () => {
+    const test = await buildTestApp(db);
+    const { event, response } = await deliverTraced(test, 'not-a-traceparent');
+    expect(response.status).toBe(200);
+    const line = test.logs.map((text) => JSON.parse(text)).find((fields) => fields.event_id === event.id);
+    expect(line?.trace_id).toMatch(/^[0-9a-f]{32}$/);
   });
 });
 

@@ -166,6 +166,7 @@ async function runDelivery(
   if (failed === undefined) return results;
   run.attempts = [];
   for (const [index, failure] of failed) {
+    // Stryker disable next-line OptionalChaining: `failed` holds indices of `items` only
     const event = items[index]?.event;
     if (event !== undefined) run.attempts.push(await recordDeliveryFailure(tx, event, failure.lastError));
   }
@@ -202,6 +203,7 @@ export async function processDelivery(
       commit = delivery.child('commit', { 'inbox.batch.size': 1 });
       return results;
     });
+    // Stryker disable next-line OptionalChaining: set by the transaction's callback, which ran to its end to get here
     commit?.end();
     return committed;
   } catch (error) {
@@ -212,6 +214,7 @@ export async function processDelivery(
     if (failing !== undefined && items.length > 1) {
       throw await storeAroundFailures(db, items, run, new Map([[failing, failure]]));
     }
+    // Stryker disable next-line OptionalChaining: a delivery has one event at least, and `failing` is an index of its items
     throw await recordAlone(db, items[failing ?? 0]?.event, failure);
   }
 }
@@ -236,6 +239,7 @@ async function recordAlone(db: Database, event: InboxEvent | undefined, failure:
   } catch (recordError) {
     return new AppError('unavailable', { cause: recordError, why: { reason: 'database_unavailable' } });
   }
+  // Stryker disable next-line OptionalChaining: every caller passes an event of the delivery, which has one at least
   return new ProcessingFailure(attempt, failure.cause, failure.lastError, event?.eventType);
 }
 
@@ -265,8 +269,10 @@ async function storeAroundFailures(
         const committed = failed.has(index) ? undefined : results[at++];
         if (committed !== undefined) stored.set(item.event, committed);
       }
+      // Stryker disable next-line OptionalChaining: `firstAt` is an index of `items`
       const { eventType } = items[firstAt]?.event ?? {};
       return new ProcessingFailure(
+        // Stryker disable next-line OptionalChaining: a run around failures always sets `run.attempts`
         run.attempts?.[0] ?? 0,
         firstFailure.cause,
         firstFailure.lastError,
