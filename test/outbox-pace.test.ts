@@ -4,6 +4,7 @@
 // own waits and by the test between passes (the schedule's 0.8–1.2 s, at once after a pass that spent
 // its budget), so the figure does not depend on the machine.
 import { afterEach, describe, expect, it } from 'vitest';
+import { createPacer, PACE_MARGIN, PACE_MIN_RATE, PACE_RAISE_AFTER_MS, PACE_RAISE_FACTOR } from '../src/outbox/pace.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages } from './helpers/outbox.ts';
 import { startSink } from './helpers/sink.ts';
@@ -86,5 +87,58 @@ describe('a target that rate-limits at 20/s with 429 + Retry-After: 1', () => {
     expect(relay.logs.filter((line) => line.includes('"outbox destination asked to slow down, pacing"')).length).toBe(
       1,
     );
+  });
+});
+
+describe('the pacer alone', () => {
+  const policy = { baseMs: 1000, maxMs: 60_000 };
+  const pacer = () => createPacer(policy, () => 0.5);
+
+  it('learns the rate the target took in the second before a 429, and a later wave of the same ones only raises it', () => {
+    const p = pacer();
+    expect(p.ratePerSecond).toBeUndefined();
+    expect(p.claimLimit(500)).toBe(500);
+    // A publish exactly a window old no longer counts; the ten within it do.
+    p.published(0);
+    for (let i = 1; i <= 10; i++) p.published(9_000 + i * 50);
+    expect(p.refused(10_000, 1000)).toEqual({ began: true, delayMs: 1000 });
+    expect(p.ratePerSecond).toBeCloseTo(10 * PACE_MARGIN);
+    // Metered: a second's worth per claim, at least one.
+    expect(p.claimLimit(500)).toBe(Math.ceil(10 * PACE_MARGIN));
+    expect(p.claimLimit(3)).toBe(3);
+    // The rest of the wave (still within its wait) measures fewer and lowers nothing.
+    expect(p.refused(10_010, 1000).began).toBe(false);
+    expect(p.ratePerSecond).toBeCloseTo(10 * PACE_MARGIN);
+  });
+
+  it('halves a learned rate at a 429 with nothing taken before it, never below the slowest rate', () => {
+    const p = pacer();
+    for (let i = 0; i < 4; i++) p.published(i * 10);
+    p.refused(100, 1000);
+    expect(p.ratePerSecond).toBeCloseTo(4 * PACE_MARGIN);
+    p.refused(5_000, 1000);
+    expect(p.ratePerSecond).toBeCloseTo(2 * PACE_MARGIN);
+    for (let wave = 0; wave < 10; wave++) p.refused(10_000 + wave * 5_000, 1000);
+    expect(p.ratePerSecond).toBe(PACE_MIN_RATE);
+    expect(p.claimLimit(500)).toBe(1);
+  });
+
+  it('waits out the longer of two waits, spaces starts 1/rate apart, and raises the rate after a steady spell', () => {
+    const p = pacer();
+    for (let i = 0; i < 20; i++) p.published(i * 40);
+    p.refused(1_000, 2_000);
+    // A shorter Retry-After later in the wave does not cut the wait short.
+    expect(p.refused(1_500, 100)).toEqual({ began: false, delayMs: 1_500 });
+    expect(p.waiting(2_999)).toBe(true);
+    expect(p.waiting(3_000)).toBe(false);
+    const rate = p.ratePerSecond ?? 0;
+    expect(p.nextStartMs(3_000)).toBe(3_000);
+    p.take(3_000);
+    expect(p.nextStartMs(3_000)).toBeCloseTo(3_000 + 1000 / rate);
+    // Raised only once a whole PACE_RAISE_AFTER_MS passed without a 429.
+    p.nextStartMs(1_500 + PACE_RAISE_AFTER_MS - 1);
+    expect(p.ratePerSecond).toBe(rate);
+    p.nextStartMs(1_500 + PACE_RAISE_AFTER_MS);
+    expect(p.ratePerSecond).toBeCloseTo(rate * PACE_RAISE_FACTOR);
   });
 });
