@@ -506,6 +506,29 @@ describe('group commit, lanes and batch bounds', () => {
     }
   });
 
+  it('past two busy lanes, opens another only for a whole batch waiting', async () => {
+    const sizes: number[] = [];
+    // maxBatch 8 and four lanes allowed: the second lane opens for two waiting, a third only for eight.
+    const committer = new IntakeCommitter(db, { maxBatch: 8, lanes: 4, onBatch: (size) => sizes.push(size) });
+    const hold = deferred();
+    const held = [submission(hold.promise), submission(hold.promise), submission(hold.promise)];
+    const free = Array.from({ length: 8 }, () => submission());
+    try {
+      const answers = held.map((s) => committer.submit(s));
+      expect(sizes).toEqual([1, 2]); // both lanes held by their handlers
+      const early = free.slice(0, 7).map((s) => committer.submit(s));
+      expect(sizes).toEqual([1, 2]); // seven waiting: not a whole batch, no third lane
+      const last = committer.submit(free[7] as ReturnType<typeof submission>);
+      expect(sizes).toEqual([1, 2, 8]); // a whole batch waiting: the third lane takes it
+      await Promise.all([...early, last]);
+      hold.resolve();
+      expect(await Promise.all(answers)).toEqual(held.map(() => [{ outcome: 'completed', attempt: 1 }]));
+    } finally {
+      hold.resolve();
+      for (const s of [...held, ...free]) s.deadline.clear();
+    }
+  });
+
   it('puts at most maxBatch deliveries in one batch', async () => {
     const sizes: number[] = [];
     const committer = new IntakeCommitter(db, { maxBatch: 2, lanes: 1, onBatch: (size) => sizes.push(size) });

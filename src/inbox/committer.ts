@@ -4,7 +4,8 @@
 // starts one at once, so a quiet service answers as fast as without batching; while one is in
 // flight, what arrives waits for it and then goes together (one BEGIN, one insert statement, one
 // COMMIT and one WAL flush for the lot instead of per event). Another lane (a connection's worth of
-// transactions) opens only when the queue is long enough to fill a good share of a batch, or once its
+// transactions) opens only when the queue is long enough to fill a good share of a batch (a whole
+// batch once two lanes are busy: PIPELINED_LANES), or once its
 // oldest delivery has waited longer than a healthy batch takes (STALLED_LANE_MS): so the batches stay
 // large while a lone slow batch (a lock wait) holds up neither a busy intake nor the few deliveries
 // queued behind it. A batch with nothing to apply (async mode's `received` rows) is a single
@@ -75,6 +76,9 @@ const MAX_CONFLICT_RETRIES = 3;
  */
 const STALLED_LANE_MS = 100;
 
+/** Lanes that open for a share of a batch; past them, only a whole batch waiting or a stall opens one. */
+const PIPELINED_LANES = 2;
+
 /** The span of a member submitted without one: records nothing. */
 const untraced = noTracing.start('untraced');
 
@@ -110,8 +114,15 @@ export class IntakeCommitter {
     return submission.deadline.race(settled, () => queued.decided);
   }
 
-  /** Deliveries waiting that open another lane while one is busy: a quarter of a batch. */
+  /**
+   * Deliveries waiting that open another lane: a quarter of a batch while one lane is busy, a whole
+   * batch once PIPELINED_LANES are. Two lanes keep the database busy (one batch commits while the next
+   * runs its statements); more concurrent batches of the same inserts contend for the same index pages
+   * (the newest entries of every timestamp-keyed index) and cost PostgreSQL more per event than they
+   * gain: measured, `npm run bench:ab` with DB_POOL_MAX=3 (two lanes) against the default nine.
+   */
   get #spillAt(): number {
+    if (this.#running >= PIPELINED_LANES) return this.options.maxBatch;
     return Math.max(1, Math.floor(this.options.maxBatch / 4));
   }
 
