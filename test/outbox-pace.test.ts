@@ -99,7 +99,7 @@ describe('the pacer alone', () => {
     expect(p.ratePerSecond).toBeUndefined();
     expect(p.claimLimit(500)).toBe(500);
     // A publish exactly a window old no longer counts; the ten within it do.
-    p.published(0);
+    p.published(9_000);
     for (let i = 1; i <= 10; i++) p.published(9_000 + i * 50);
     expect(p.refused(10_000, 1000)).toEqual({ began: true, delayMs: 1000 });
     expect(p.ratePerSecond).toBeCloseTo(10 * PACE_MARGIN);
@@ -109,6 +109,27 @@ describe('the pacer alone', () => {
     // The rest of the wave (still within its wait) measures fewer and lowers nothing.
     expect(p.refused(10_010, 1000).began).toBe(false);
     expect(p.ratePerSecond).toBeCloseTo(10 * PACE_MARGIN);
+    // Publishes of the wave that settled after its first 429 raise the rate another 429 of it measures…
+    p.published(10_020);
+    p.published(10_030);
+    expect(p.refused(10_040, 1000).began).toBe(false);
+    expect(p.ratePerSecond).toBeCloseTo(12 * PACE_MARGIN);
+    // …and one that measures fewer (the oldest have left the window) keeps the higher rate.
+    expect(p.refused(10_480, 1000).began).toBe(false);
+    expect(p.ratePerSecond).toBeCloseTo(12 * PACE_MARGIN);
+  });
+
+  it('keeps a start already spaced past the end of a shorter wait', () => {
+    const p = pacer();
+    for (let i = 0; i < 4; i++) p.published(i * 10);
+    p.refused(100, 1000); // 3.8 a second learned, waiting until 1,100
+    expect(p.nextStartMs(1_100)).toBe(1_100);
+    p.take(1_100);
+    const spaced = 1_100 + 1000 / (4 * PACE_MARGIN);
+    // A 429 whose Retry-After ends before that start does not bring it forward.
+    p.refused(1_101, 1);
+    expect(p.waiting(1_102)).toBe(false);
+    expect(p.nextStartMs(1_110)).toBeCloseTo(spaced);
   });
 
   it('halves a learned rate at a 429 with nothing taken before it, never below the slowest rate', () => {
