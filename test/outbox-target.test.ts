@@ -64,6 +64,28 @@ describe('OUTBOX_TARGET_URL', () => {
     });
   });
 
+  it('words each refusal with the variable, the problem and the form that fixes it', () => {
+    const says = (words: string) => `invalid configuration: OUTBOX_TARGET_URL: ${words}`;
+    expect(refusal('hooks.example.com/in')).toBe(says('not a URL'));
+    expect(refusal('amqp://guest:hunter2@127.0.0.1:5672')).toBe(
+      says('amqp:// targets need ?exchange= (amqp://user:pass@host:port[/vhost]?exchange=NAME)'),
+    );
+    expect(refusal('rediss://127.0.0.1:6379')).toBe(
+      says('rediss:// targets need ?stream= (redis://[user:pass@]host:port[/db]?stream=KEY)'),
+    );
+    expect(refusal('redis://127.0.0.1:6379?stream=s&dedup_window_s=1.5')).toBe(
+      says('dedup_window_s must be a whole number of seconds, at least 1'),
+    );
+    expect(refusal('nats://127.0.0.1:4222?stream=S&subject_prefix=no-dot')).toBe(
+      says('subject_prefix must be dot-separated tokens ending in a dot, e.g. "webhook-inbox."'),
+    );
+    expect(refusal('kafka://127.0.0.1:9092?topic=x')).toBe(
+      says('unknown scheme "kafka" (http, https, nats, amqp, amqps, redis, rediss)'),
+    );
+    // A window of one second is the shortest there is, and allowed.
+    expect(parseOutboxTarget('redis://127.0.0.1:6379?stream=s&dedup_window_s=1')).toMatchObject({ dedupWindowS: 1 });
+  });
+
   it('refuses a broker target without its stream or exchange, naming the form and never the URL', () => {
     expect(refusal('nats://relay:hunter2@127.0.0.1:4222')).toBe(
       'invalid configuration: OUTBOX_TARGET_URL: nats:// targets need ?stream= (nats://[user:pass@]host:port?stream=NAME[&subject_prefix=P])',
