@@ -119,6 +119,25 @@ describe('the pacer alone', () => {
     expect(p.ratePerSecond).toBeCloseTo(12 * PACE_MARGIN);
   });
 
+  it("takes a new wave's measure even when it is lower, and learns from a later 429 of a wave whose first measured nothing", () => {
+    const p = pacer();
+    for (let i = 0; i < 10; i++) p.published(i * 50);
+    p.refused(600, 1000);
+    expect(p.ratePerSecond).toBeCloseTo(10 * PACE_MARGIN);
+    // The next wave, after the wait: two taken in its second, so two is the rate now.
+    p.published(1_700);
+    p.published(1_800);
+    expect(p.refused(2_000, 1000).began).toBe(true);
+    expect(p.ratePerSecond).toBeCloseTo(2 * PACE_MARGIN);
+
+    const fresh = pacer();
+    fresh.refused(0, 1000); // nothing taken before it: no rate yet
+    expect(fresh.ratePerSecond).toBeUndefined();
+    fresh.published(10); // one of the wave settles after its first 429
+    expect(fresh.refused(20, 1000).began).toBe(false);
+    expect(fresh.ratePerSecond).toBeCloseTo(PACE_MARGIN);
+  });
+
   it('keeps a start already spaced past the end of a shorter wait', () => {
     const p = pacer();
     for (let i = 0; i < 4; i++) p.published(i * 10);
