@@ -47,7 +47,22 @@ describe('OUTBOX_TARGET_URL', () => {
         subjectPrefix: 'acme.events.',
       },
     );
-    expect(parseOutboxTarget('nats://127.0.0.1:4222?stream=OUTBOX')).toMatchObject({ subjectPrefix: 'webhook-inbox.' });
+    // Without credentials: no user or password at all, not empty ones.
+    expect(parseOutboxTarget('nats://127.0.0.1:4222?stream=OUTBOX')).toEqual({
+      kind: 'nats',
+      server: 'nats://127.0.0.1:4222',
+      stream: 'OUTBOX',
+      subjectPrefix: 'webhook-inbox.',
+    });
+    expect(parseOutboxTarget('https://hooks.example.com/in')).toEqual({
+      kind: 'http',
+      url: 'https://hooks.example.com/in',
+    });
+    expect(parseOutboxTarget('amqps://user:pass@rabbit.example.com/prod?exchange=outbox')).toEqual({
+      kind: 'amqp',
+      url: 'amqps://user:pass@rabbit.example.com/prod',
+      exchange: 'outbox',
+    });
     expect(parseOutboxTarget('amqp://guest:guest@127.0.0.1:5672/prod?exchange=outbox&heartbeat=30')).toEqual({
       kind: 'amqp',
       url: 'amqp://guest:guest@127.0.0.1:5672/prod?heartbeat=30',
