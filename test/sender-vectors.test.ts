@@ -6,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/senders/content-digest.ts';
 import { secretBytes } from '../src/senders/described.ts';
-import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/senders/encoding.ts';
+import { type Bytes, decodeBase64, decodeBase64Url, decodeHex, encodeHex, utf8 } from '../src/senders/encoding.ts';
 import { importHmacKey, signHmac } from '../src/senders/hmac.ts';
 import { parseEntries } from '../src/senders/parsing.ts';
 import { allSenders } from '../src/senders/registry.ts';
@@ -170,6 +170,22 @@ describe('strict decoding', () => {
     expect(decodeBase64('')).toEqual(new Uint8Array([]));
     for (const text of ['QR==', 'QQ', 'QQ=', 'Q Q==', 'QQ==\n', '-_8=', 'QQ==QQ==', null]) {
       expect(decodeBase64(text), String(text)).toBeNull();
+    }
+  });
+
+  it('takes whole hex bytes only, of exactly the length asked for', () => {
+    expect(decodeHex('0aFf')).toEqual(new Uint8Array([0x0a, 0xff]));
+    expect(decodeHex('0aff', 2)).toEqual(new Uint8Array([0x0a, 0xff]));
+    for (const [text, length] of [
+      ['0af', undefined],
+      ['0af', 2],
+      ['0aff', 1],
+      ['0aff', 3],
+      ['0aff0a', 2],
+      ['0g', undefined],
+      [null, 1],
+    ] as const) {
+      expect(decodeHex(text, length), `${text} ${length}`).toBeNull();
     }
   });
 
