@@ -197,8 +197,8 @@ describe('strict decoding', () => {
 
   it('splits signature lists strictly', () => {
     const one = base64(new Uint8Array(32).fill(1));
-    for (const header of ['', 'v1', ',x', 'v1,', `v1,${one}  v1,${one}`]) {
-      expect(parseEntries(header, ' ', ','), header).toBeNull();
+    for (const header of ['', 'v1', ',x', 'v1,', `v1,${one}  v1,${one}`, null]) {
+      expect(parseEntries(header, ' ', ','), String(header)).toBeNull();
     }
     expect(parseEntries('t=1,v1=ab=', ',', '=')).toEqual([
       ['t', '1'],
