@@ -5,7 +5,7 @@ import { ConfigError, type ConfigWarning, parseConfig } from '../src/config.ts';
 import { developmentSecretUse } from '../src/entry/setup/dev-secret.ts';
 import { checkSenderLimits } from '../src/ops/sender-setup/sender-limits.ts';
 import { senderSecrets } from '../src/sender-variables.ts';
-import { configuredSenders, redeliveryBySender } from '../src/senders/registry.ts';
+import { configuredSenders, enabledSenderNames, redeliveryBySender, senderNames } from '../src/senders/registry.ts';
 import { configProblems } from './helpers/config-problems.ts';
 
 describe('parseConfig', () => {
@@ -233,6 +233,19 @@ describe('DATABASE_URL', () => {
 
 describe('which senders count as configured: one rule for npm start, the Worker, db:start and send', () => {
   const ed25519Hex = 'ab'.repeat(32);
+
+  it("enabledSenderNames: a secret or a public key enables, in the registry's order; acme with the development secret", () => {
+    expect(enabledSenderNames({})).toEqual([]);
+    expect(enabledSenderNames({}, { developmentSecret: true })).toEqual(['acme']);
+    expect(
+      enabledSenderNames({
+        github: { secrets: ['s'], publicKeys: [] },
+        discord: { secrets: [], publicKeys: [ed25519Hex] },
+        stripe: { secrets: [], publicKeys: [], url: 'https://example.com/' },
+        gtihub: { secrets: ['s'], publicKeys: [] },
+      }),
+    ).toEqual(senderNames.filter((name) => name === 'github' || name === 'discord'));
+  });
 
   it('a public key counts as a secret does: acme gets no development secret', () => {
     const config = parseConfig({ DISCORD_WEBHOOK_PUBLIC_KEY: ed25519Hex });

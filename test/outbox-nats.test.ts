@@ -7,6 +7,7 @@
 import { DiscardPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { subjectMatches } from '../src/outbox/publishers/nats.ts';
 import { acmeEvent, deliverAcme, uniqueId } from './helpers/acme.ts';
 import {
   BROKER_TEST_TIMEOUT,
@@ -65,6 +66,30 @@ brokerPublisherContract(database, {
   checkTransportKey: (message, _key, transportKey) => {
     expect(message.brokerKey).toBe(transportKey);
   },
+});
+
+describe('subjectMatches', () => {
+  it('matches as NATS does: `*` one token, `>` one or more trailing tokens, else token for token', () => {
+    for (const [pattern, subject] of [
+      ['outbox.>', 'outbox.a'],
+      ['outbox.>', 'outbox.a.b'],
+      ['outbox.*', 'outbox.a'],
+      ['outbox.*.c', 'outbox.b.c'],
+      ['outbox.a', 'outbox.a'],
+    ] as const) {
+      expect(subjectMatches(pattern, subject), `${pattern} ${subject}`).toBe(true);
+    }
+    for (const [pattern, subject] of [
+      ['outbox.>', 'outbox'],
+      ['outbox.*', 'outbox'],
+      ['outbox.*', 'outbox.a.b'],
+      ['outbox.a', 'outbox.a.b'],
+      ['outbox.a.b', 'outbox.a'],
+      ['outbox.a', 'outbox.b'],
+    ] as const) {
+      expect(subjectMatches(pattern, subject), `${pattern} ${subject}`).toBe(false);
+    }
+  });
 });
 
 describe('refusals that no retry can get past go dead at once', () => {

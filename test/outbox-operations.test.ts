@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
 import { connectDatabase } from '../src/db/client.ts';
 import { isMessageId, retryDeadMessages } from '../src/outbox/operator.ts';
-import { outboxStats } from '../src/outbox/stats.ts';
+import { outboxStats, outboxStatsOf } from '../src/outbox/stats.ts';
 import { useTestDatabase } from './helpers/database.ts';
 import { buildTestRelay, insertMessages, operatorActionRows, outboxRow } from './helpers/outbox.ts';
 import { startSink } from './helpers/sink.ts';
@@ -28,6 +28,10 @@ describe('outboxStats', () => {
 
     expect(await outboxStats(db, now)).toEqual({ pending: 5, oldestPendingAgeSeconds: 120, dead: 4 });
     await sql`delete from outbox_messages`;
+  });
+
+  it('reads no row (the overview without its outbox figures) as all zeros', () => {
+    expect(outboxStatsOf(undefined, Date.now())).toEqual({ pending: 0, oldestPendingAgeSeconds: 0, dead: 0 });
   });
 });
 

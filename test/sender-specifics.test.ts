@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../src/config.ts';
 import { senderExtras } from '../src/sender-variables.ts';
+import { derToP1363, importPrivateKey, importPublicKey, p1363ToDer } from '../src/senders/asymmetric.ts';
 import { describedSender } from '../src/senders/described.ts';
 import { descriptionProblems, type SenderDescription } from '../src/senders/description.ts';
 import { MAX_SIGNATURES } from '../src/senders/parsing.ts';
@@ -574,6 +575,47 @@ describe('SendGrid signatures are strict DER', () => {
       expect((await post('sendgrid', outgoing.body, headers)).status).toBe(200);
     }
     expect(await countEvents(sql, outgoing.eventId)).toBe(1);
+  });
+});
+
+describe('DER signatures, byte by byte', () => {
+  const integer = (...bytes: number[]) => [0x02, bytes.length, ...bytes];
+  const sequence = (...parts: number[][]) => new Uint8Array([0x30, parts.flat().length, ...parts.flat()]);
+  /** r and s as the 64 bytes Web Crypto verifies, each right-aligned in its 32. */
+  const raw = (r: number[], s: number[]) => {
+    const bytes = new Uint8Array(64);
+    bytes.set(r, 32 - r.length);
+    bytes.set(s, 64 - s.length);
+    return bytes;
+  };
+
+  it('reads short and sign-padded INTEGERs, zero included, into r || s', () => {
+    expect(derToP1363(sequence(integer(0x01), integer(0x02)))).toEqual(raw([0x01], [0x02]));
+    expect(derToP1363(sequence(integer(0x00), integer(0x00, 0x80)))).toEqual(raw([0x00], [0x80]));
+  });
+
+  it('refuses what is not strict DER: another tag, an empty INTEGER, a needless leading zero', () => {
+    expect(derToP1363(sequence([0x03, 1, 0x01], integer(0x01)))).toBeNull();
+    expect(derToP1363(sequence([0x02, 0], integer(0x01)))).toBeNull();
+    expect(derToP1363(sequence(integer(0x00, 0x01), integer(0x01)))).toBeNull();
+    expect(derToP1363(sequence(integer(0x01), integer(0x00, 0x7f)))).toBeNull();
+  });
+
+  it('writes r || s back as minimal DER (p1363ToDer)', () => {
+    expect([...p1363ToDer(raw([0x01, 0x02], [0x80]))]).toEqual([...sequence(integer(0x01, 0x02), integer(0x00, 0x80))]);
+    expect([...p1363ToDer(raw([], []))]).toEqual([...sequence(integer(0x00), integer(0x00))]);
+  });
+
+  it('refuses keys that are not of their kind, saying which kind is expected', async () => {
+    await expect(importPublicKey('00ff', 'Ed25519', 'hex')).rejects.toThrow(
+      'every public key must be an Ed25519 key written as hex',
+    );
+    const ecdsa = 'every public key must be an ECDSA P-256 key, base64 DER (SPKI) or PEM';
+    await expect(importPublicKey('not base64', 'ECDSA-P256', 'spki')).rejects.toThrow(ecdsa);
+    await expect(importPublicKey('AAAA', 'ECDSA-P256', 'spki')).rejects.toThrow(ecdsa);
+    await expect(
+      importPrivateKey('-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n', 'Ed25519'),
+    ).rejects.toThrow('expected a PEM private key (PKCS#8, "BEGIN PRIVATE KEY") for Ed25519');
   });
 });
 

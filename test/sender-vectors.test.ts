@@ -6,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/senders/content-digest.ts';
 import { secretBytes } from '../src/senders/described.ts';
-import { type Bytes, decodeBase64, decodeBase64Url, encodeHex, utf8 } from '../src/senders/encoding.ts';
+import { type Bytes, decodeBase64, decodeBase64Url, decodeHex, encodeHex, utf8 } from '../src/senders/encoding.ts';
 import { importHmacKey, signHmac } from '../src/senders/hmac.ts';
 import { parseEntries } from '../src/senders/parsing.ts';
 import { allSenders } from '../src/senders/registry.ts';
@@ -173,6 +173,22 @@ describe('strict decoding', () => {
     }
   });
 
+  it('takes whole hex bytes only, of exactly the length asked for', () => {
+    expect(decodeHex('0aFf')).toEqual(new Uint8Array([0x0a, 0xff]));
+    expect(decodeHex('0aff', 2)).toEqual(new Uint8Array([0x0a, 0xff]));
+    for (const [text, length] of [
+      ['0af', undefined],
+      ['0af', 2],
+      ['0aff', 1],
+      ['0aff', 3],
+      ['0aff0a', 2],
+      ['0g', undefined],
+      [null, 1],
+    ] as const) {
+      expect(decodeHex(text, length), `${text} ${length}`).toBeNull();
+    }
+  });
+
   it('takes unpadded base64url only where a sender writes it', () => {
     expect(decodeBase64Url('-_8')).toEqual(new Uint8Array([0xfb, 0xff]));
     expect(decodeBase64Url('QQ')).toEqual(new Uint8Array([0x41]));
@@ -181,8 +197,8 @@ describe('strict decoding', () => {
 
   it('splits signature lists strictly', () => {
     const one = base64(new Uint8Array(32).fill(1));
-    for (const header of ['', 'v1', ',x', 'v1,', `v1,${one}  v1,${one}`]) {
-      expect(parseEntries(header, ' ', ','), header).toBeNull();
+    for (const header of ['', 'v1', ',x', 'v1,', `v1,${one}  v1,${one}`, null]) {
+      expect(parseEntries(header, ' ', ','), String(header)).toBeNull();
     }
     expect(parseEntries('t=1,v1=ab=', ',', '=')).toEqual([
       ['t', '1'],

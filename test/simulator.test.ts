@@ -71,6 +71,28 @@ describe('the simulator signs as each sender does', () => {
     await expect(signAsSender(standard, outgoing, { secret: 'not base64 VALUE' }, TEST_NOW_SECONDS)).rejects.toThrow(
       /^standard: every secret must be "whsec_" followed by base64$/,
     );
+    const ecdsa = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.toCryptoKey(
+      { name: 'ECDSA', namedCurve: 'P-256' },
+      false,
+      ['sign'],
+    );
+    await expect(signAsSender(discord, outgoing, { privateKey: ecdsa }, TEST_NOW_SECONDS)).rejects.toThrow(
+      'discord: signs with no ECDSA-P256 private key',
+    );
+    const { signature: _signed, ...unsigned } = standard;
+    await expect(signAsSender(unsigned, outgoing, secret, TEST_NOW_SECONDS)).rejects.toThrow('standard: signs nothing');
+  });
+
+  it("sends the time in the header a sender names for it (Shopify), and any secret as a token-only sender's token", async () => {
+    const outgoing = { eventId: 'evt_1', body: '{}', eventType: 'orders/create' };
+    const shopify = senderDescriptions.find((candidate) => candidate.name === 'shopify');
+    const gitlab = senderDescriptions.find((candidate) => candidate.name === 'gitlab');
+    if (shopify === undefined || gitlab === undefined) throw new Error('no such sender');
+    const headers = await signAsSender(shopify, outgoing, { secret: TEST_SECRET }, TEST_NOW_SECONDS);
+    expect(headers['x-shopify-triggered-at']).toBe(new Date(TEST_NOW_SECONDS * 1000).toISOString());
+    const { signature: _signed, ...tokenOnly } = gitlab;
+    const token = await signAsSender(tokenOnly, outgoing, { secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }, 0);
+    expect(token['x-gitlab-token']).toBe('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
   });
 });
 
