@@ -327,6 +327,11 @@ describe('counts by status on a list', () => {
     expect(await counts('until=2026-04-02T00:00:00Z')).toEqual({ completed: 1, dead_letter: 1 });
     // The status filter chooses rows, not counts: each count is what its status link would list.
     expect(await counts('status=failed&provider=stripe')).toEqual({ failed: 1, completed: 1 });
+    // ... while the page holds that status alone (stripe's completed row is left out).
+    const failedOfStripe = await call(`/admin/api/events?type=${type}&status=failed&provider=stripe`);
+    expect((failedOfStripe.body.events as Array<{ event_id: string }>).map((event) => event.event_id)).toEqual([
+      `evt_counted_${type}_4`,
+    ]);
     expect(await counts(`id=${encodeURIComponent(`evt_counted_${type}_0`)}`)).toEqual({ failed: 1 });
     // The database agrees with the unfiltered figure.
     const [inDatabase] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events
