@@ -363,6 +363,11 @@ describe('counts by status on a list', () => {
     await insertMessages(sql, 3, { topic, status: 'published', createdAt: new Date('2026-04-01T10:00:00Z') });
     const outbox = async (query: string) => (await call(`/admin/api/outbox?topic=${topic}&${query}`)).body.counts;
     expect(await outbox('status=dead')).toEqual({ dead: 2, pending: 1, published: 3 });
+    const dead = await call(`/admin/api/outbox?topic=${topic}&status=dead`);
+    expect((dead.body.messages as Array<{ status: string }>).map((message) => message.status)).toEqual([
+      'dead',
+      'dead',
+    ]);
     expect(await outbox('since=2026-04-02T00:00:00Z')).toEqual({ dead: 2, pending: 1 });
     expect(await outbox('since=2026-04-02T11:00:00Z&until=2026-04-03T00:00:00Z')).toEqual({ pending: 1 });
   });
