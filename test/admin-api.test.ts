@@ -327,6 +327,27 @@ describe('counts by status on a list', () => {
     expect(await counts('until=2026-04-02T00:00:00Z')).toEqual({ completed: 1, dead_letter: 1 });
     // The status filter chooses rows, not counts: each count is what its status link would list.
     expect(await counts('status=failed&provider=stripe')).toEqual({ failed: 1, completed: 1 });
+    // ... while the page holds that status alone (stripe's completed row is left out).
+    const failedOfStripe = await call(`/admin/api/events?type=${type}&status=failed&provider=stripe`);
+    expect((failedOfStripe.body.events as Array<{ event_id: string }>).map((event) => event.event_id)).toEqual([
+      `evt_counted_${type}_4`,
+    ]);
+    // Counted from the counters (no id, no subject): exact, so never flagged incomplete; an id prefix
+    // counts the rows themselves, under the cap here, complete too.
+    expect(failedOfStripe.body).not.toHaveProperty('counts_complete');
+    const byId = await call(`/admin/api/events?type=${type}&id=${encodeURIComponent(`evt_counted_${type}_0`)}`);
+    expect(byId.body).not.toHaveProperty('counts_complete');
+    // One status a page at a time, newest first, to its last page.
+    const failedPages: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call(
+        `/admin/api/events?type=${type}&status=failed&limit=1${cursor === null ? '' : `&cursor=${cursor}`}`,
+      );
+      failedPages.push((page.body.events as Array<{ event_id: string }>).map((event) => event.event_id));
+      cursor = page.body.next_cursor as string | null;
+    } while (cursor !== null && failedPages.length < 5);
+    expect(failedPages).toEqual([[`evt_counted_${type}_1`], [`evt_counted_${type}_4`], [`evt_counted_${type}_0`]]);
     expect(await counts(`id=${encodeURIComponent(`evt_counted_${type}_0`)}`)).toEqual({ failed: 1 });
     // The database agrees with the unfiltered figure.
     const [inDatabase] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events
@@ -342,6 +363,11 @@ describe('counts by status on a list', () => {
     await insertMessages(sql, 3, { topic, status: 'published', createdAt: new Date('2026-04-01T10:00:00Z') });
     const outbox = async (query: string) => (await call(`/admin/api/outbox?topic=${topic}&${query}`)).body.counts;
     expect(await outbox('status=dead')).toEqual({ dead: 2, pending: 1, published: 3 });
+    const dead = await call(`/admin/api/outbox?topic=${topic}&status=dead`);
+    expect((dead.body.messages as Array<{ status: string }>).map((message) => message.status)).toEqual([
+      'dead',
+      'dead',
+    ]);
     expect(await outbox('since=2026-04-02T00:00:00Z')).toEqual({ dead: 2, pending: 1 });
     expect(await outbox('since=2026-04-02T11:00:00Z&until=2026-04-03T00:00:00Z')).toEqual({ pending: 1 });
   });
@@ -358,6 +384,13 @@ describe('stats and the OpenAPI document', () => {
     expect((stats.body.events as Record<string, number>).dead_letter).toBe(dead?.n);
     expect((stats.body.outbox as Record<string, number>).dead).toBeGreaterThanOrEqual(1);
     expect(stats.body).toHaveProperty('oldest_unprocessed_seconds');
+    // The ages are of the oldest waiting rows, in seconds by the database's clock.
+    await sql`insert into webhook_events (provider, event_id, event_type, status, payload, received_at)
+      values ('acme', ${uniqueId('evt_aged')}, 'aged', 'failed', '{}'::jsonb, now() - interval '1 hour')`;
+    await insertMessages(sql, 1, { status: 'pending', createdAt: new Date(Date.now() - 3_600_000) });
+    const aged = await call('/admin/api/stats');
+    expect(aged.body.oldest_unprocessed_seconds).toBeGreaterThanOrEqual(3_590);
+    expect(aged.body.oldest_pending_outbox_seconds).toBeGreaterThanOrEqual(3_590);
   });
 
   it('serves an OpenAPI 3.1 document, generated from the route schemas, naming exactly the routes that exist', async () => {

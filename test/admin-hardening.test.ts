@@ -4,7 +4,8 @@
 // the request types; and every read of a stored payload is logged, who and which, never what.
 import { describe, expect, it } from 'vitest';
 import { type ConfigWarning, LOW_ENTROPY_DISTINCT, parseConfig } from '../src/config.ts';
-import { encodeCursor } from '../src/ops/reads/cursor.ts';
+import { decodeCursor, encodeCursor, InvalidCursor, pageOf, resumeFrom } from '../src/ops/reads/cursor.ts';
+import { EARLIEST_MS, LATEST_MS, parseTimeBound } from '../src/ops/reads/time-bound.ts';
 import { buildTestApp } from './helpers/app.ts';
 import { configProblems } from './helpers/config-problems.ts';
 import { useTestDatabase } from './helpers/database.ts';
@@ -229,5 +230,82 @@ describe('named admin tokens (ADMIN_TOKENS)', () => {
     const warnings: ConfigWarning[] = [];
     parseConfig({ ADMIN_TOKENS: `bob:${weak}` }, { warn: (warning) => warnings.push(warning) });
     expect(warnings).toEqual([expect.objectContaining({ variable: 'ADMIN_TOKENS' })]);
+  });
+});
+
+describe('cursors and time bounds, read one value at a time', () => {
+  /** A cursor's text as encodeCursor writes it, of any JSON (a client can send anything). */
+  const cursorOf = (value: unknown) =>
+    btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(value))))
+      .replaceAll('+', '-')
+      .replaceAll('/', '_')
+      .replace(/=+$/, '');
+
+  it('round-trips a key whose base64 needs both URL-safe characters, and writes no other', () => {
+    for (const key of [
+      { atMicros: '1', keys: ['ÿÿ', '>>>'] },
+      { atMicros: '-5', keys: ['???'] },
+    ]) {
+      const cursor = encodeCursor(key);
+      expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+      expect(decodeCursor(cursor, key.keys.length)).toEqual(key);
+    }
+    const both = encodeCursor({ atMicros: '1', keys: ['ÿÿ', '>>>'] });
+    expect(both).toContain('-');
+    expect(both).toContain('_');
+  });
+
+  it('refuses a cursor of the wrong shape: not an array, another key count, a part not a string, a time not digits', () => {
+    expect(decodeCursor(cursorOf({ at: '1' }), 1)).toBeUndefined();
+    expect(decodeCursor(cursorOf(['1', 'a']), 2)).toBeUndefined();
+    expect(decodeCursor(cursorOf(['1', 'a', 'b']), 1)).toBeUndefined();
+    expect(decodeCursor(cursorOf(['1', 2]), 1)).toBeUndefined();
+    expect(decodeCursor(cursorOf([1, 'a']), 1)).toBeUndefined();
+    for (const atMicros of [' 12', '12 ', '1.5', 'x12', '12x']) {
+      expect(decodeCursor(cursorOf([atMicros, 'a']), 1)).toBeUndefined();
+    }
+    expect(decodeCursor(cursorOf(['12', 'a']), 1)).toEqual({ atMicros: '12', keys: ['a'] });
+  });
+
+  it('takes the first and last microsecond a bound may name, and nothing past them', () => {
+    const earliest = (BigInt(EARLIEST_MS) * 1000n).toString();
+    const latest = (BigInt(LATEST_MS) * 1000n + 999n).toString();
+    expect(decodeCursor(cursorOf([earliest, 'a']), 1)).toEqual({ atMicros: earliest, keys: ['a'] });
+    expect(decodeCursor(cursorOf([latest, 'a']), 1)).toEqual({ atMicros: latest, keys: ['a'] });
+    expect(decodeCursor(cursorOf([(BigInt(earliest) - 1n).toString(), 'a']), 1)).toBeUndefined();
+    expect(decodeCursor(cursorOf([(BigInt(latest) + 1n).toString(), 'a']), 1)).toBeUndefined();
+  });
+
+  it('resumes from nothing without a cursor and refuses one that does not decode', () => {
+    expect(resumeFrom(undefined, 1)).toBeUndefined();
+    expect(resumeFrom(cursorOf(['12', 'a']), 1)).toEqual({ atMicros: '12', keys: ['a'] });
+    expect(() => resumeFrom('not-a-cursor', 1)).toThrow(InvalidCursor);
+    expect(() => resumeFrom('not-a-cursor', 1)).toThrow('not a cursor from a previous page');
+  });
+
+  it('gives a next cursor only when a row beyond the page came', () => {
+    const rows = [
+      { atMicros: '3', id: 'c' },
+      { atMicros: '2', id: 'b' },
+    ];
+    expect(pageOf(rows, 2, (row) => [row.id])).toEqual({ rows: [{ id: 'c' }, { id: 'b' }], nextCursor: null });
+    const paged = pageOf(rows, 1, (row) => [row.id]);
+    expect(paged.rows).toEqual([{ id: 'c' }]);
+    expect(decodeCursor(paged.nextCursor ?? '', 1)).toEqual({ atMicros: '3', keys: ['c'] });
+  });
+
+  it('reads a duration back from now up to a century, blanks around it aside, and nothing else', () => {
+    const nowMs = Date.UTC(2026, 5, 1);
+    expect(parseTimeBound(' 90s ', nowMs)).toEqual(new Date(nowMs - 90_000));
+    expect(parseTimeBound('36500d', nowMs)).toEqual(new Date(nowMs - 36_500 * 86_400_000));
+    expect(parseTimeBound('36501d', nowMs)).toBeUndefined();
+    expect(parseTimeBound('x90s', nowMs)).toBeUndefined();
+    expect(parseTimeBound('90sx', nowMs)).toBeUndefined();
+  });
+
+  it('takes an instant from year 1 to the last millisecond of year 9999, and nothing past them', () => {
+    expect(parseTimeBound('0001-01-01T00:00:00Z', 0)?.getTime()).toBe(EARLIEST_MS);
+    expect(parseTimeBound('9999-12-31T23:59:59.999Z', 0)?.getTime()).toBe(LATEST_MS);
+    expect(parseTimeBound('9999-12-31T23:59:59.999-01:00', 0)).toBeUndefined();
   });
 });
