@@ -226,6 +226,25 @@ describe('what a job takes and counts', () => {
     expect((await auditRows(replay.id)).map((row) => row.target)).not.toContain(`acme/${lateEvent.eventId}`);
   });
 
+  it('a run given a job id takes that job alone: an older queued job is left as it was', async () => {
+    const olderTopic = uniqueId('older_job');
+    const namedTopic = uniqueId('named_job');
+    const olderDead = await insertMessages(sql, 2, { topic: olderTopic, status: 'dead' });
+    const namedDead = await insertMessages(sql, 3, { topic: namedTopic, status: 'dead' });
+    const older = await createJob({ kind: 'retry_outbox', filter: { topic: olderTopic } });
+    const named = await createJob({ kind: 'retry_outbox', filter: { topic: namedTopic } });
+
+    const summary = await runner().run({ budgetMs: 60_000, jobId: named.id });
+    expect(summary).toMatchObject({ jobs: 1, batches: 1, items: 3, failed: 0, finished: 1, stoppedBy: 'idle' });
+    expect(await jobRow(named.id)).toMatchObject({ status: 'done', total: 3, processed: 3 });
+    expect(await jobRow(older.id)).toMatchObject({ status: 'queued', processed: 0, locked_by: null });
+    expect((await outboxRows(sql, olderDead)).map((row) => row.status)).toEqual(['dead', 'dead']);
+    expect((await outboxRows(sql, namedDead)).map((row) => row.status)).toEqual(['pending', 'pending', 'pending']);
+
+    await runner().run({ budgetMs: 60_000, jobId: older.id });
+    expect(await jobRow(older.id)).toMatchObject({ status: 'done', total: 2, processed: 2 });
+  });
+
   it('waits for a transaction begun before it, even one that writes only after the job was created; a run whose budget ends first leaves the job to the next', async () => {
     const topic = uniqueId('older');
     const early = await insertMessages(sql, 2, { topic, status: 'dead' });
