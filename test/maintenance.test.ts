@@ -81,7 +81,15 @@ describe('runMaintenance', () => {
     // Each step plans for 80% of an equal share of what is left; no time passed during the first.
     expect(first.budgets[0]).toBe(4000);
     expect(second.budgets[0]).toBe(8000);
-    expect(lines.at(-1)).toMatchObject({ msg: 'maintenance run', cron: '* * * * *', steps: 2, failed: 0 });
+    expect(lines.at(-1)).toMatchObject({
+      level: 'info',
+      msg: 'maintenance run',
+      cron: '* * * * *',
+      steps: 2,
+      failed: 0,
+    });
+    // Each step's time limit was cleared when it answered: no timer is left to hold the invocation.
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('logs a failing step and still runs the ones after it', async () => {
@@ -140,7 +148,21 @@ describe('runMaintenance', () => {
     await runMaintenance([never.definition], deps, { budgetMs: 0 });
 
     expect(never.budgets).toEqual([]);
-    expect(steps()).toEqual([expect.objectContaining({ step: 'never', outcome: 'skipped' })]);
+    expect(steps()).toEqual([
+      expect.objectContaining({ step: 'never', outcome: 'skipped', error: 'no time left in this run' }),
+    ]);
+  });
+
+  it('runs a step planned a single millisecond', async () => {
+    fakeRunnerTimers();
+    const { deps, steps } = depsFor(db);
+    const brief = step('brief', async () => undefined);
+
+    // A 2 ms share plans 80% of it, floored: 1 ms, the least a step is run with.
+    await runMaintenance([brief.definition], deps, { budgetMs: 2 });
+
+    expect(brief.budgets).toEqual([1]);
+    expect(steps()).toEqual([expect.objectContaining({ step: 'brief', outcome: 'ok' })]);
   });
 });
 
