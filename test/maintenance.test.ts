@@ -6,7 +6,17 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connectDatabase, type Database } from '../src/db/client.ts';
 import { createLogger } from '../src/lib/logger.ts';
 import { type BackgroundStep, StepFailure } from '../src/ops/maintenance/background.ts';
-import { databaseReadiness } from '../src/ops/maintenance/background-steps.ts';
+import {
+  countersFold,
+  databaseReadiness,
+  deliveryLog,
+  inboxSweep,
+  inboxWork,
+  outboxDrain,
+  pauseExpiry,
+  refusedDeliveries,
+  retentionPurge,
+} from '../src/ops/maintenance/background-steps.ts';
 import { runMaintenance } from '../src/ops/maintenance/cron.ts';
 import { useEmptyDatabase, useTestDatabase } from './helpers/database.ts';
 import { cronParts } from './helpers/step-parts.ts';
@@ -71,7 +81,15 @@ describe('runMaintenance', () => {
     // Each step plans for 80% of an equal share of what is left; no time passed during the first.
     expect(first.budgets[0]).toBe(4000);
     expect(second.budgets[0]).toBe(8000);
-    expect(lines.at(-1)).toMatchObject({ msg: 'maintenance run', cron: '* * * * *', steps: 2, failed: 0 });
+    expect(lines.at(-1)).toMatchObject({
+      level: 'info',
+      msg: 'maintenance run',
+      cron: '* * * * *',
+      steps: 2,
+      failed: 0,
+    });
+    // Each step's time limit was cleared when it answered: no timer is left to hold the invocation.
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('logs a failing step and still runs the ones after it', async () => {
@@ -130,7 +148,21 @@ describe('runMaintenance', () => {
     await runMaintenance([never.definition], deps, { budgetMs: 0 });
 
     expect(never.budgets).toEqual([]);
-    expect(steps()).toEqual([expect.objectContaining({ step: 'never', outcome: 'skipped' })]);
+    expect(steps()).toEqual([
+      expect.objectContaining({ step: 'never', outcome: 'skipped', error: 'no time left in this run' }),
+    ]);
+  });
+
+  it('runs a step planned a single millisecond', async () => {
+    fakeRunnerTimers();
+    const { deps, steps } = depsFor(db);
+    const brief = step('brief', async () => undefined);
+
+    // A 2 ms share plans 80% of it, floored: 1 ms, the least a step is run with.
+    await runMaintenance([brief.definition], deps, { budgetMs: 2 });
+
+    expect(brief.budgets).toEqual([1]);
+    expect(steps()).toEqual([expect.objectContaining({ step: 'brief', outcome: 'ok' })]);
   });
 });
 
@@ -148,5 +180,67 @@ describe('the database readiness step', () => {
     } finally {
       await handle.close();
     }
+  });
+});
+
+// Each step as the cron runs it, on a database with nothing to do: what its line reports, and when a
+// process logs it. These steps otherwise run only in the Worker and the started service (dist/).
+describe("the cron's steps, each run by hand", () => {
+  it('the sweep reports what it swept, and warns only when a lease had expired', async () => {
+    expect(await inboxSweep.prepare(depsFor(db).deps)({ budgetMs: 1000 })).toEqual({ swept: 0, stopped_by: 'drained' });
+    expect(inboxSweep.lineFor?.({ swept: 0 })).toBeUndefined();
+    expect(inboxSweep.lineFor?.({ swept: 1 })).toBe('warn');
+  });
+
+  it('the worker skips in sync mode and reports its pass in async mode', async () => {
+    const { deps } = depsFor(db);
+    expect(await inboxWork.prepare(deps)({ budgetMs: 1000 })).toEqual({ skipped: 'sync mode' });
+    const async_ = { ...deps, config: { ...deps.config, PROCESSING_MODE: 'async' as const } };
+    expect(await inboxWork.prepare(async_)({ budgetMs: 1000 })).toEqual({
+      claimed: 0,
+      completed: 0,
+      failed: 0,
+      dead_lettered: 0,
+      released: 0,
+      stopped_by: 'drained',
+    });
+  });
+
+  it('the retention purge and the counters fold report what they removed and merged', async () => {
+    const { deps } = depsFor(db);
+    expect(await retentionPurge.prepare(deps)({ budgetMs: 1000 })).toEqual({
+      payloads_nulled: 0,
+      rows_deleted: 0,
+      rejection_counts_deleted: 0,
+      deliveries_deleted: 0,
+      stopped_by: 'drained',
+    });
+    expect(retentionPurge.lineFor?.({ rows_deleted: 0 })).toBe('info');
+    expect(retentionPurge.intervalMs(deps.config)).toBe(60 * 60_000);
+    expect(await countersFold.prepare(deps)({ budgetMs: 1000 })).toEqual({
+      merged: expect.any(Number),
+      stopped_by: 'drained',
+    });
+  });
+
+  it('a drain that spent its budget goes again at once; a resume and nothing else is logged', () => {
+    expect(outboxDrain.againAtOnce?.({ stopped_by: 'budget' })).toBe(true);
+    expect(outboxDrain.againAtOnce?.({ stopped_by: 'drained' })).toBe(false);
+    expect(pauseExpiry.lineFor?.({ resumed: 0 })).toBeUndefined();
+    expect(pauseExpiry.lineFor?.({ resumed: 1 })).toBe('info');
+  });
+
+  it('the flushes write what requests spooled, and do nothing where nothing spools', async () => {
+    const flushed: string[] = [];
+    const spooled = {
+      flushRefusals: async () => void flushed.push('refusals'),
+      flushDeliveryLog: async () => void flushed.push('delivery log'),
+    };
+    const { deps } = depsFor(db);
+    expect(await refusedDeliveries.prepare(deps)({ budgetMs: 1000 })).toBeUndefined();
+    expect(await deliveryLog.prepare(deps)({ budgetMs: 1000 })).toBeUndefined();
+    await refusedDeliveries.prepare({ ...deps, spooled })({ budgetMs: 1000 });
+    await deliveryLog.prepare({ ...deps, spooled })({ budgetMs: 1000 });
+    expect(flushed).toEqual(['refusals', 'delivery log']);
   });
 });

@@ -190,4 +190,58 @@ describe('one list of background steps', () => {
       }),
     ]);
   });
+
+  it('a step whose fields say it stopped with work left runs again at once, with its budget and the stop signal', async () => {
+    vi.useFakeTimers();
+    const logger = createLogger({ level: 'silent', now: () => new Date(), write: () => {} });
+    const given: Array<{ budgetMs?: number | undefined; signal?: AbortSignal | undefined }> = [];
+    // An hour's interval: only `againAtOnce` brings the second and third runs within the first hour.
+    const busy: BackgroundStep = {
+      name: 'busy_step',
+      runsIn: 'both',
+      intervalMs: () => 3_600_000,
+      processBudgetMs: 1234,
+      prepare: () => async (options) => {
+        given.push(options);
+        return { stopped_by: given.length < 3 ? 'budget' : 'drained' };
+      },
+      againAtOnce: (fields) => fields.stopped_by === 'budget',
+    };
+    const [running] = scheduleSteps([busy], { ...cronParts(db), runtime: 'process' }, { random: () => 0.5, logger });
+    try {
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      // The runs that go again at once follow within a few milliseconds, not another hour.
+      for (let ms = 0; ms < 10 && given.length < 3; ms += 1) await vi.advanceTimersByTimeAsync(1);
+      expect(given).toHaveLength(3);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(given).toHaveLength(3);
+      expect(given[0]?.budgetMs).toBe(1234);
+      expect(given[0]?.signal).toBeInstanceOf(AbortSignal);
+    } finally {
+      await running?.stop();
+      vi.useRealTimers();
+    }
+  });
+
+  it('a step that reports nothing and has no line runs on quietly, and stop() ends its timer', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', now: () => new Date(), write: (line) => lines.push(line) });
+    let runs = 0;
+    const quiet: BackgroundStep = {
+      name: 'quiet_step',
+      runsIn: 'both',
+      intervalMs: () => 5,
+      prepare: () => async () => {
+        runs += 1;
+        return undefined;
+      },
+    };
+    const schedules = scheduleSteps([quiet], { ...cronParts(db), runtime: 'process' }, { random: () => 0.5, logger });
+    await expect.poll(() => runs, { timeout: WAIT_MS }).toBeGreaterThanOrEqual(3);
+    await Promise.all(schedules.map((each) => each.stop()));
+    const stoppedAt = runs;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(runs).toBe(stoppedAt);
+    expect(lines).toEqual([]);
+  });
 });
