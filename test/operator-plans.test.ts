@@ -181,7 +181,7 @@ describe('operator reads at a month of events', () => {
 
   it('finds an event’s outbox messages by their key’s prefix', async () => {
     const nodes = await plannedNodes(() => messagesOfEvent(recording, { provider: 'stripe', eventId: 'evt_1' }));
-    expect(indexesUsed(nodes)).toContain('outbox_messages_key_prefix_idx');
+    expect(indexesUsed(nodes)).toContain('outbox_messages_deduplication_key_idx');
     expect(scansOf(nodes, 'outbox_messages')).toEqual([]);
   });
 
