@@ -79,13 +79,22 @@ export const listedInIndexes = (table: { status: AnyPgColumn }): SQL =>
 
 /**
  * Every row, as ranges an index can read: the rows the listing indexes hold, then the queue's, one
- * status each (a range of the (status, received_at) index). A read over every status without a
- * status of its own reads each range, ANDed with its own condition, and adds or merges them.
+ * status each (a range of the (status, received_at) index). A read under a filter of one of those
+ * indexes (sender, type, subject, id) reads each range, ANDed with its own condition, and adds or
+ * merges them.
  */
 export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
   listedInIndexes(table),
   ...QUEUE_STATUSES.map((status) => sql`${table.status} = ${status}`),
 ];
+
+/**
+ * Every row, one range of the (status, received_at) index per status: how a read without a filter of
+ * its own index (every event, or a time window) finds them in arrival order, merged. No index of
+ * arrival time alone: each index is an entry more in every insert on the intake's path (docs/benchmarks.md).
+ */
+export const statusRanges = (table: { status: AnyPgColumn }): SQL[] =>
+  webhookEventStatuses.map((status) => sql`${table.status} = ${status}`);
 
 /** The inbox: one row per sender's event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
@@ -124,9 +133,9 @@ export const webhookEvents = pgTable(
     primaryKey({ columns: [table.provider, table.eventId] }),
     index('webhook_events_status_received_idx').on(table.status, table.receivedAt),
     // The operator's listings, newest first, each filter a range of its own index (docs/scaling.md),
-    // the queue left out (listedInIndexes).
-    index('webhook_events_listed_received_idx').on(table.receivedAt).where(listedInIndexes(table)),
-    // With the listing's tie-breakers, so a filtered page is read in order and stops after its rows.
+    // the queue left out (listedInIndexes); every event, or a time window, is read one status at a
+    // time from the (status, received_at) index (statusRanges). With the listing's tie-breakers, so a
+    // filtered page is read in order and stops after its rows.
     index('webhook_events_listed_provider_received_idx')
       .on(table.provider, table.receivedAt, table.eventId)
       .where(listedInIndexes(table)),
