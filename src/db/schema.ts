@@ -143,7 +143,9 @@ export const webhookEvents = pgTable(
       .on(table.eventType, table.receivedAt, table.provider, table.eventId)
       .where(listedInIndexes(table)),
     // `?id=` is a prefix: text_pattern_ops lets LIKE 'prefix%' be a range whatever the collation.
-    index('webhook_events_event_id_prefix_idx').on(table.eventId.op('text_pattern_ops')),
+    index('webhook_events_listed_event_id_prefix_idx')
+      .on(table.eventId.op('text_pattern_ops'))
+      .where(listedInIndexes(table)),
     index('webhook_events_listed_subject_idx')
       .on(eventSubject(table), table.receivedAt)
       .where(sql`${eventSubject(table)} is not null and ${listedInIndexes(table)}`),
