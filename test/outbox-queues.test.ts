@@ -1,7 +1,8 @@
 // The Cloudflare Queues publisher and the Worker's choice of publisher per destination, in process,
-// against a producer binding of the test's own: test/worker/outbox-queue.test.ts and outbox-destinations.test.ts run them under workerd with a
-// real binding, where no mutant of these modules is active, so this file is what pins their rules
-// (batching within the Queues limits, the outcomes, which binding each destination gets).
+// against a producer binding of the test's own. test/worker/outbox-queue.test.ts and
+// outbox-destinations.test.ts run them under workerd with a real binding, where no mutant of these
+// modules is active, so this file is what pins their rules (batching within the Queues limits, the
+// outcomes, which binding each destination gets).
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config.ts';
 import { createLogger } from '../src/lib/logger.ts';
