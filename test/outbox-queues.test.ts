@@ -133,6 +133,9 @@ describe('the Queues publisher', () => {
     // Something thrown that is not an Error, or an Error without words: named by its kind.
     const silent = queuePublisher(producer(() => new TypeError('')));
     expect(await silent.publish(message(), live())).toMatchObject({ outcome: 'retry', error: 'queues: TypeError' });
+    // Its words are never read from something that is not an Error (it may be any value).
+    const thrown = queuePublisher(producer(() => 'over quota'));
+    expect(await thrown.publish(message(), live())).toMatchObject({ outcome: 'retry', error: 'queues: string' });
   });
 
   it('answers a timeout once the publish is aborted, counted as an attempt', async () => {
