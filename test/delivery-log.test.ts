@@ -234,6 +234,44 @@ describe('delivery log', () => {
     });
   });
 
+  it('writes first stores as they are, beside the records of the same flush that fold or trim', async () => {
+    const log = newLog();
+    const record = (eventId: string, second: number, outcome: 'duplicate' | 'failed' | 'completed') => ({
+      provider: 'acme',
+      eventId,
+      deliveredAt: new Date(TEST_NOW_MS + second * 1000),
+      traceId: newTrace().traceId,
+      statusCode: outcome === 'failed' ? 500 : 200,
+      outcome,
+      durationMs: 2.5,
+    });
+    // An event already at the cap, then its first store in a flush (a store after deliveries refused
+    // before it): not trimmed, one row over the cap until its next delivery's flush.
+    const capped = uniqueId('evt');
+    for (let second = 0; second < DELIVERY_LOG_CAP; second++) log.add(record(capped, second, 'failed'));
+    await log.flush(db);
+    log.add({ ...record(capped, 60, 'completed'), firstStore: true });
+    // In the same flush: another event's first store, then its duplicate (which does not fold into a
+    // completed row: a row of its own), and a duplicate of it again (folded by the spool into that one).
+    const stored = uniqueId('evt');
+    log.add({ ...record(stored, 61, 'completed'), firstStore: true });
+    log.add(record(stored, 62, 'duplicate'));
+    log.add(record(stored, 63, 'duplicate'));
+    await log.flush(db);
+    expect(await logRows(capped)).toHaveLength(DELIVERY_LOG_CAP + 1);
+    expect((await foldedRows(stored)).map((row) => [row.outcome, row.repeats])).toEqual([
+      ['completed', 0],
+      ['duplicate', 1],
+    ]);
+    // The capped event's next delivery trims it back to the cap, keeping the newest.
+    log.add(record(capped, 64, 'duplicate'));
+    await log.flush(db);
+    const rows = await logRows(capped);
+    expect(rows).toHaveLength(DELIVERY_LOG_CAP);
+    expect(rows.at(-1)?.delivered_at).toEqual(new Date(TEST_NOW_MS + 64_000));
+    expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 2000));
+  });
+
   it('counts records it loses, dropped for room or in a failed write, in /metrics and a warning', async () => {
     const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
     const lines: string[] = [];

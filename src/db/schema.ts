@@ -79,13 +79,22 @@ export const listedInIndexes = (table: { status: AnyPgColumn }): SQL =>
 
 /**
  * Every row, as ranges an index can read: the rows the listing indexes hold, then the queue's, one
- * status each (a range of the (status, received_at) index). A read over every status without a
- * status of its own reads each range, ANDed with its own condition, and adds or merges them.
+ * status each (a range of the (status, received_at) index). A read under a filter of one of those
+ * indexes (sender, type, subject, id) reads each range, ANDed with its own condition, and adds or
+ * merges them.
  */
 export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
   listedInIndexes(table),
   ...QUEUE_STATUSES.map((status) => sql`${table.status} = ${status}`),
 ];
+
+/**
+ * Every row, one range of the (status, received_at) index per status: how a read without a filter of
+ * its own index (every event, or a time window) finds them in arrival order, merged. No index of
+ * arrival time alone: each index is an entry more in every insert on the intake's path (docs/benchmarks.md).
+ */
+export const statusRanges = (table: { status: AnyPgColumn }): SQL[] =>
+  webhookEventStatuses.map((status) => sql`${table.status} = ${status}`);
 
 /** The inbox: one row per sender's event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
@@ -124,9 +133,9 @@ export const webhookEvents = pgTable(
     primaryKey({ columns: [table.provider, table.eventId] }),
     index('webhook_events_status_received_idx').on(table.status, table.receivedAt),
     // The operator's listings, newest first, each filter a range of its own index (docs/scaling.md),
-    // the queue left out (listedInIndexes).
-    index('webhook_events_listed_received_idx').on(table.receivedAt).where(listedInIndexes(table)),
-    // With the listing's tie-breakers, so a filtered page is read in order and stops after its rows.
+    // the queue left out (listedInIndexes); every event, or a time window, is read one status at a
+    // time from the (status, received_at) index (statusRanges). With the listing's tie-breakers, so a
+    // filtered page is read in order and stops after its rows.
     index('webhook_events_listed_provider_received_idx')
       .on(table.provider, table.receivedAt, table.eventId)
       .where(listedInIndexes(table)),
@@ -134,7 +143,9 @@ export const webhookEvents = pgTable(
       .on(table.eventType, table.receivedAt, table.provider, table.eventId)
       .where(listedInIndexes(table)),
     // `?id=` is a prefix: text_pattern_ops lets LIKE 'prefix%' be a range whatever the collation.
-    index('webhook_events_event_id_prefix_idx').on(table.eventId.op('text_pattern_ops')),
+    index('webhook_events_listed_event_id_prefix_idx')
+      .on(table.eventId.op('text_pattern_ops'))
+      .where(listedInIndexes(table)),
     index('webhook_events_listed_subject_idx')
       .on(eventSubject(table), table.receivedAt)
       .where(sql`${eventSubject(table)} is not null and ${listedInIndexes(table)}`),
@@ -426,8 +437,8 @@ export const outboxMessages = pgTable(
     /** A UUIDv7 the service makes (outbox/enqueue.ts messageRows); the random default serves rows written by SQL. */
     id: uuid().primaryKey().defaultRandom(),
     topic: text().notNull(),
-    /** `provider:event_id:topic`; sent as Idempotency-Key so consumers can deduplicate. */
-    deduplicationKey: text().notNull().unique('outbox_messages_deduplication_key_unique'),
+    /** `provider:event_id:topic`; sent as Idempotency-Key so consumers can deduplicate. Unique (see below). */
+    deduplicationKey: text().notNull(),
     payload: jsonb().notNull(),
     status: outboxStatus().notNull().default('pending'),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
@@ -458,8 +469,11 @@ export const outboxMessages = pgTable(
     // The operator's listings, newest first (as the inbox's).
     index('outbox_messages_created_idx').on(table.createdAt),
     index('outbox_messages_topic_created_idx').on(table.topic, table.createdAt),
-    // An event's messages by their key's prefix (`provider:event_id:`), whatever the collation.
-    index('outbox_messages_key_prefix_idx').on(table.deduplicationKey.op('text_pattern_ops')),
+    // The key's uniqueness (ON CONFLICT (deduplication_key) infers it) and an event's messages by
+    // their key's prefix (`provider:event_id:`), whatever the collation, in one index: text_pattern_ops
+    // compares bytes, which is text's equality too, and each index is an entry more in every insert
+    // and in every `published` update (docs/benchmarks.md, where the intake stands).
+    uniqueIndex('outbox_messages_deduplication_key_idx').on(table.deduplicationKey.op('text_pattern_ops')),
   ],
 );
 

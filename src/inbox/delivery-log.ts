@@ -20,7 +20,6 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { Spool } from '../lib/spool.ts';
 import { isStorableText } from '../lib/text.ts';
-import { storedKeyString } from './event-rows.ts';
 
 /**
  * Rows kept per event, newest first. A sender's whole retry schedule fits with room to spare
@@ -143,48 +142,88 @@ export function foldDelivery(into: DeliveryRecord, record: DeliveryRecord): bool
 }
 
 /**
- * Folds and inserts the records, each under its stored event's id: a delivery with a content digest belongs to the row holding that
- * digest, whose id is the first delivery's (the unique index on provider and digest finds it), and
- * otherwise to its delivered id, stored or not (a 503 before storing). An event's first record in
- * the batch, when a duplicate, folds into the event's newest row if that row is a duplicate answered
- * with the same status code (repeats and last_delivered_at grow; the row keeps its first delivery's
- * time, trace id and duration); its later records were folded by the spool already, so every other
- * record is a new row (a repeat of a row already written, same time and trace, is skipped). Then trims each event the
- * insert touched to its newest DELIVERY_LOG_CAP rows, reading at most that many index entries per
- * event. One transaction: a failed flush leaves nothing half done.
+ * Writes a flush's records in one transaction (a failed flush leaves nothing half done), in two parts.
  *
- * An event whose only records in the flush are first stores is not trimmed: it had at most the
- * rows of deliveries refused before it was stored (each flush of those trimmed it to the cap), so it
- * holds at most DELIVERY_LOG_CAP + 1 rows until its next delivery's flush trims it. The trim's read
- * per event was two thirds of the log's database time, and nearly every delivery is a first store.
+ * A first store (the delivery that wrote its event's row: nearly every delivery) is inserted as it
+ * is, by a statement that does nothing else: its event's id is the one it came with, nothing of its
+ * event's can fold into it, and it is not trimmed (the event's only earlier rows are those of
+ * deliveries refused before it was stored, which each flush of theirs trimmed to the cap, so it holds
+ * at most DELIVERY_LOG_CAP + 1 rows until its next delivery's flush trims it). That statement costs
+ * half what the general one does per record (docs/benchmarks.md).
+ *
+ * Every other record is folded and inserted under its stored event's id: a delivery with a content
+ * digest belongs to the row holding that digest, whose id is the first delivery's (the unique index
+ * on provider and digest finds it), and otherwise to its delivered id, stored or not (a 503 before
+ * storing). An event's first record in the flush, when a duplicate, folds into the event's newest row
+ * if that row is a duplicate answered with the same status code (repeats and last_delivered_at grow;
+ * the row keeps its first delivery's time, trace id and duration); its later records were folded by
+ * the spool already, so every other record is a new row (a repeat of a row already written, same time
+ * and trace, is skipped). Then each event those touched is trimmed to its newest DELIVERY_LOG_CAP
+ * rows, reading at most that many index entries per event.
  */
 export async function writeDeliveries(db: Database, records: readonly DeliveryRecord[]): Promise<void> {
   if (records.length === 0) return;
   const seen = new Set<string>();
-  const input = records.map((record, n) => {
+  const firstStores: DeliveryRecord[] = [];
+  const others: ReturnType<typeof foldInput>[] = [];
+  records.forEach((record, n) => {
     const key = foldKey(record);
-    // The event's first record in this batch may fold into the event's newest row.
+    // The event's first record in this flush (first stores included) may fold into its newest row.
     const first = !seen.has(key);
     seen.add(key);
-    return {
-      n,
-      fold_first: first && record.outcome === 'duplicate',
-      provider: record.provider,
-      event_id: record.eventId,
-      content_digest: record.contentDigest ?? null,
-      delivered_at: record.deliveredAt.toISOString(),
-      trace_id: record.traceId,
-      status_code: record.statusCode,
-      outcome: record.outcome,
-      duration_ms: record.durationMs,
-      repeats: record.repeats ?? 0,
-      last_delivered_at: record.lastDeliveredAt?.toISOString() ?? null,
-    };
+    if (record.firstStore === true) firstStores.push(record);
+    else others.push(foldInput(record, n, first && record.outcome === 'duplicate'));
   });
-  // One statement: the fold's update and the insert of what did not fold see the same snapshot and
-  // never touch the same row. The update re-checks the row it folds into (a concurrent flush of
-  // another process may have changed it first: the row lock makes it re-read).
-  const insert = sql`with r as (
+  await db.transaction(async (tx) => {
+    if (firstStores.length > 0) await executePrepared(tx, insertFirstStores(firstStores));
+    if (others.length === 0) return;
+    const touched = await executePrepared<{ provider: string; event_id: string }>(tx, foldAndInsert(others));
+    if (touched.length > 0) await executePrepared(tx, trimStatement(touched));
+  });
+}
+
+/** First stores, each a row under the id it came with (see writeDeliveries). */
+function insertFirstStores(records: readonly DeliveryRecord[]) {
+  const input = records.map((record) => ({
+    provider: record.provider,
+    event_id: record.eventId,
+    delivered_at: record.deliveredAt.toISOString(),
+    trace_id: record.traceId,
+    status_code: record.statusCode,
+    outcome: record.outcome,
+    duration_ms: record.durationMs,
+  }));
+  return sql`insert into webhook_deliveries (provider, event_id, delivered_at, trace_id, status_code, outcome, duration_ms)
+    select * from json_to_recordset(${JSON.stringify(input)}::json) as r(provider text, event_id text,
+      delivered_at timestamptz, trace_id text, status_code smallint, outcome text, duration_ms real)
+    on conflict do nothing`;
+}
+
+function foldInput(record: DeliveryRecord, n: number, foldFirst: boolean) {
+  return {
+    n,
+    fold_first: foldFirst,
+    provider: record.provider,
+    event_id: record.eventId,
+    content_digest: record.contentDigest ?? null,
+    delivered_at: record.deliveredAt.toISOString(),
+    trace_id: record.traceId,
+    status_code: record.statusCode,
+    outcome: record.outcome,
+    duration_ms: record.durationMs,
+    repeats: record.repeats ?? 0,
+    last_delivered_at: record.lastDeliveredAt?.toISOString() ?? null,
+  };
+}
+
+/**
+ * One statement: the fold's update and the insert of what did not fold see the same snapshot and
+ * never touch the same row. The update re-checks the row it folds into (a concurrent flush of
+ * another process may have changed it first: the row lock makes it re-read). Answers the events it
+ * gave a new row, to be trimmed.
+ */
+function foldAndInsert(input: readonly ReturnType<typeof foldInput>[]) {
+  return sql`with r as (
       select r.n, r.fold_first, r.provider,
         coalesce((select e.event_id from webhook_events e
           where e.provider = r.provider and e.content_digest = r.content_digest), r.event_id) as event_id,
@@ -212,26 +251,6 @@ export async function writeDeliveries(db: Database, records: readonly DeliveryRe
     from r where r.n not in (select n from folded)
     on conflict do nothing
     returning provider, event_id`;
-  const settled = firstStoresOnly(records);
-  await db.transaction(async (tx) => {
-    const touched = await executePrepared<{ provider: string; event_id: string }>(tx, insert);
-    // Stryker disable next-line MethodExpression: trimming a first store as well keeps it within the same bound (DELIVERY_LOG_CAP + 1, see above); leaving it out saves the trim's read
-    const trimmed = touched.filter((key) => !settled.has(storedKeyString(key.provider, key.event_id)));
-    if (trimmed.length > 0) await executePrepared(tx, trimStatement(trimmed));
-  });
-}
-
-/** The events every record of which (in this flush) is the event's first store. */
-function firstStoresOnly(records: readonly DeliveryRecord[]): Set<string> {
-  const first = new Set<string>();
-  const other = new Set<string>();
-  // Stryker disable next-line BlockStatement: finding no first store only trims every event, within the same bound (see writeDeliveries)
-  for (const record of records) {
-    // Stryker disable next-line BooleanLiteral: finding fewer first stores only trims more events, within the same bound
-    (record.firstStore === true ? first : other).add(storedKeyString(record.provider, record.eventId));
-  }
-  for (const key of other) first.delete(key);
-  return first;
 }
 
 /**

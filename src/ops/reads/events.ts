@@ -5,7 +5,7 @@
 import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import { unionAll } from 'drizzle-orm/pg-core';
 import type { Executor } from '../../db/client.ts';
-import { eventSubject, listingRanges, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
+import { eventSubject, listingRanges, statusRanges, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
 import { isoOrNull } from '../../lib/clock.ts';
 import type { ExactJson } from '../../lib/json.ts';
@@ -63,12 +63,15 @@ const listingColumns = {
 export type EventSelection = Omit<EventFilter, 'cursor' | 'limit'>;
 
 /**
- * Where the rows of a status (or of every status) are found: the listing indexes hold every row but
- * the queue's (listedInIndexes), and the queue's are a range of the (status, received_at) index per
- * status. A query over all of them reads each range and merges them.
+ * Where the rows a selection matches are found: one status is a range of the (status, received_at)
+ * index. Every status under a filter with an index of its own (sender, type, id, subject) is that
+ * index's rows, which leave out the queue (listedInIndexes), and the queue's range per status; without
+ * one, a range per status. A query over several ranges reads each and merges them.
  */
-function statusRanges(status: WebhookEventStatus | undefined): SQL[] {
-  return status === undefined ? listingRanges(t) : [eq(t.status, status)];
+function rangesOf(filter: EventSelection): SQL[] {
+  if (filter.status !== undefined) return [eq(t.status, filter.status)];
+  const indexed = [filter.provider, filter.type, filter.id, filter.subject].some((value) => value !== undefined);
+  return indexed ? listingRanges(t) : statusRanges(t);
 }
 
 /** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
@@ -108,7 +111,7 @@ export async function listEvents(db: Executor, filter: EventFilter): Promise<Pag
       )
       .orderBy(...newestFirst())
       .limit(filter.limit + 1);
-  const [first, second, ...rest] = statusRanges(filter.status).map(keysWhere);
+  const [first, second, ...rest] = rangesOf(filter).map(keysWhere);
   if (first === undefined) throw new Error('a listing reads at least one range');
   // One range per index, each in the list's order; merged, the planner reads each only as far as the page.
   const page = (
@@ -151,7 +154,7 @@ export async function countEventsByStatus(db: Executor, filter: EventSelection):
  */
 export async function countEventsExactly(db: Executor, filter: EventSelection): Promise<number> {
   const where = selected({ ...filter, status: undefined });
-  const ranges = statusRanges(filter.status).map((range) => db.select({ n: count() }).from(t).where(and(range, where)));
+  const ranges = rangesOf(filter).map((range) => db.select({ n: count() }).from(t).where(and(range, where)));
   const counted = await Promise.all(ranges);
   return counted.reduce((total, [row]) => total + (row?.n ?? 0), 0);
 }

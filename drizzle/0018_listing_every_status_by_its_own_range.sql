@@ -1,0 +1,1 @@
+DROP INDEX "webhook_events_listed_received_idx";
