@@ -96,6 +96,14 @@ export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
 export const statusRanges = (table: { status: AnyPgColumn }): SQL[] =>
   webhookEventStatuses.map((status) => sql`${table.status} = ${status}`);
 
+/**
+ * The ranges a read over every status takes: under a filter that has a listing index of its own
+ * (sender, type, id, subject), that index and the queue's ranges (listingRanges); else a range per
+ * status (statusRanges). The one rule for events.ts and event-counts.ts.
+ */
+export const rangesUnder = (table: { status: AnyPgColumn }, filteredByIndex: boolean): SQL[] =>
+  filteredByIndex ? listingRanges(table) : statusRanges(table);
+
 /** The inbox: one row per sender's event; the primary key is the concurrency gate. */
 export const webhookEvents = pgTable(
   'webhook_events',

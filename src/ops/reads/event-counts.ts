@@ -7,7 +7,7 @@
 // Each connection adds to counters of its own slot; ops/maintenance/counters-fold.ts merges them, off the intake's path.
 import { and, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/client.ts';
-import { listingRanges, statusRanges, webhookEventCounts, webhookEvents } from '../../db/schema.ts';
+import { rangesUnder, webhookEventCounts, webhookEvents } from '../../db/schema.ts';
 import { countsByStatus } from './counts.ts';
 
 const e = webhookEvents;
@@ -68,8 +68,7 @@ function pieceCount(piece: Piece, selection: CountedSelection): SQL {
     );
     // Each range of rows through its own index: under a sender or a type, that filter's listing index
     // (which holds no queue row) and the queue's statuses (listingRanges); else a status at a time.
-    const filtered = selection.provider !== undefined || selection.type !== undefined;
-    const ranges = (filtered ? listingRanges(e) : statusRanges(e)).map(
+    const ranges = rangesUnder(e, selection.provider !== undefined || selection.type !== undefined).map(
       (range) => sql`select ${e.status} as status from ${e} where ${and(range, where)}`,
     );
     return sql`select status::text as status, count(*) as n from (${sql.join(ranges, sql` union all `)}) as arrived

@@ -5,7 +5,7 @@
 import { and, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
 import { unionAll } from 'drizzle-orm/pg-core';
 import type { Executor } from '../../db/client.ts';
-import { eventSubject, listingRanges, statusRanges, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
+import { eventSubject, listingRanges, rangesUnder, type WebhookEventStatus, webhookEvents } from '../../db/schema.ts';
 import type { LoggedDelivery } from '../../inbox/delivery-log.ts';
 import { isoOrNull } from '../../lib/clock.ts';
 import type { ExactJson } from '../../lib/json.ts';
@@ -70,8 +70,10 @@ export type EventSelection = Omit<EventFilter, 'cursor' | 'limit'>;
  */
 function rangesOf(filter: EventSelection): SQL[] {
   if (filter.status !== undefined) return [eq(t.status, filter.status)];
-  const indexed = [filter.provider, filter.type, filter.id, filter.subject].some((value) => value !== undefined);
-  return indexed ? listingRanges(t) : statusRanges(t);
+  return rangesUnder(
+    t,
+    [filter.provider, filter.type, filter.id, filter.subject].some((value) => value !== undefined),
+  );
 }
 
 /** The WHERE of a listing, as one condition: the list and its counts by status use the same one. */
