@@ -302,6 +302,30 @@ describe('outbox listings', () => {
     const none = await call(`/admin/api/outbox?topic=${topic}&until=2026-01-31T00:00:00Z`);
     expect(none.body).toEqual({ messages: [], next_cursor: null, counts: {} });
   });
+
+  it('page every status of a time window in one order, merged from a range per status', async () => {
+    // Six messages of three statuses created at one instant: the window has no index of its own, so
+    // the list merges the (status, created_at) ranges, and only the id orders them.
+    const at = new Date('2026-03-01T00:00:00Z');
+    const ids = (
+      await Promise.all(
+        (['pending', 'published', 'dead'] as const).map((status) => insertMessages(sql, 2, { status, createdAt: at })),
+      )
+    ).flat();
+    await sql`update outbox_messages set created_at = ${at} where id in ${sql(ids)}`;
+    const seen: Array<{ id: string; status: string }> = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 6; page++) {
+      const query: string = `since=2026-03-01T00:00:00Z&until=2026-03-01T00:00:01Z&limit=4${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const listed = await call(`/admin/api/outbox?${query}`);
+      expect(listed.status).toBe(200);
+      seen.push(...(listed.body.messages as Array<{ id: string; status: string }>));
+      cursor = listed.body.next_cursor as string | null;
+      if (cursor === null) break;
+    }
+    expect(seen.map((message) => message.id)).toEqual([...ids].sort().reverse());
+    expect(new Set(seen.map((message) => message.status))).toEqual(new Set(['pending', 'published', 'dead']));
+  });
 });
 
 describe('counts by status on a list', () => {

@@ -7,6 +7,7 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as schema from '../src/db/schema.ts';
 import { purgeStatements } from '../src/inbox/event-rows.ts';
+import { messagesToSend } from '../src/ops/jobs/destination-copy.ts';
 import { countEventsByStatus, listEvents, statusCounts } from '../src/ops/reads/events.ts';
 import { inboxGauges } from '../src/ops/reads/gauges.ts';
 import { countOutboxByStatus, listOutbox, messagesOfEvent } from '../src/ops/reads/outbox-view.ts';
@@ -209,7 +210,8 @@ describe('operator reads at a month of events', () => {
   });
 
   it.each([
-    ['the newest page', {}, 'outbox_messages_created_idx'],
+    ['the newest page', {}, 'outbox_messages_status_idx'],
+    ['a destination', { destination: 'default' }, 'outbox_messages_status_idx'],
     ['a rare topic', { topic: 'payout.failed' }, 'outbox_messages_topic_created_idx'],
     ['dead ones', { status: 'dead' as const }, 'outbox_messages_status_idx'],
     ['an id prefix', { id: 'a1b2c3' }, 'outbox_messages_pkey'],
@@ -219,6 +221,23 @@ describe('operator reads at a month of events', () => {
     expect(scansOf(nodes, 'outbox_messages')).toEqual([]);
     const counted = await plannedNodes(() => countOutboxByStatus(recording, filter));
     expect(scansOf(counted, 'outbox_messages')).toEqual([]);
+  });
+
+  it('lists every outbox message newest first by merging one range per status, each read only as far as the page', async () => {
+    // No index of creation time alone (each is an entry more in every message's insert and relay
+    // update): the page merges the newest entries of each status's range of (status, created_at).
+    for (const filter of [{}, { destination: 'default' }, { until: new Date(nowMs - DAY_MS) }]) {
+      const nodes = await plannedNodes(() => listOutbox(recording, { ...filter, limit: 50 }));
+      expect(nodes.map((node) => node['Node Type'])).toContain('Merge Append');
+      expect(nodes.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual(
+        [],
+      );
+      expect(scansOf(nodes, 'outbox_messages')).toEqual([]);
+    }
+    // A copy job's walk (ops/jobs/destination-copy.ts) pages the same way.
+    const copies = await plannedNodes(() => messagesToSend(recording, { to: 'archive' }, undefined, 50));
+    expect(copies.map((node) => node['Node Type'])).toContain('Merge Append');
+    expect(copies.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual([]);
   });
 
   it('walks retention’s two indexes oldest first instead of the rows it already purged', async () => {

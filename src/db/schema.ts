@@ -77,6 +77,12 @@ export const QUEUE_STATUSES = ['received', 'processing'] as const;
 export const listedInIndexes = (table: { status: AnyPgColumn }): SQL =>
   sql`${table.status} not in ('received', 'processing')`;
 
+/** A condition per status: each a range of a (status, time) index, read in the index's order and merged. */
+const oneRangePerStatus =
+  (statuses: readonly string[]) =>
+  (table: { status: AnyPgColumn }): SQL[] =>
+    statuses.map((status) => sql`${table.status} = ${status}`);
+
 /**
  * Every row, as ranges an index can read: the rows the listing indexes hold, then the queue's, one
  * status each (a range of the (status, received_at) index). A read under a filter of one of those
@@ -85,7 +91,7 @@ export const listedInIndexes = (table: { status: AnyPgColumn }): SQL =>
  */
 export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
   listedInIndexes(table),
-  ...QUEUE_STATUSES.map((status) => sql`${table.status} = ${status}`),
+  ...oneRangePerStatus(QUEUE_STATUSES)(table),
 ];
 
 /**
@@ -93,8 +99,7 @@ export const listingRanges = (table: { status: AnyPgColumn }): SQL[] => [
  * its own index (every event, or a time window) finds them in arrival order, merged. No index of
  * arrival time alone: each index is an entry more in every insert on the intake's path (docs/benchmarks.md).
  */
-export const statusRanges = (table: { status: AnyPgColumn }): SQL[] =>
-  webhookEventStatuses.map((status) => sql`${table.status} = ${status}`);
+export const statusRanges = (table: { status: AnyPgColumn }): SQL[] => oneRangePerStatus(webhookEventStatuses)(table);
 
 /**
  * The ranges a read over every status takes: under a filter that has a listing index of its own
@@ -417,6 +422,14 @@ export type OutboxStatus = (typeof outboxStatuses)[number];
 export const outboxStatus = pgEnum('outbox_status', outboxStatuses);
 
 /**
+ * Every message, one range of the (status, created_at) index per status: how a listing without a
+ * filter of its own index (every message, a destination, a time window) finds them newest first,
+ * merged, as the events' statusRanges. No index of creation time alone: each index is an entry more
+ * in every message's insert and in each of its relay updates (decision 0038).
+ */
+export const outboxStatusRanges = oneRangePerStatus(outboxStatuses);
+
+/**
  * Outbox messages by status, kept by triggers on outbox_messages (drizzle/0006_outbox_counts.sql)
  * in the transaction of each change, with one slot per connection as webhook_event_counts: the
  * relay's backlog in an outage is too many rows to count on every scrape.
@@ -473,9 +486,9 @@ export const outboxMessages = pgTable(
     index('outbox_messages_destination_pending_idx')
       .on(table.destination, table.availableAt)
       .where(sql`${table.status} = 'pending'`),
+    // The operator's listings, newest first: by status (every message is a merge of the three
+    // statuses' ranges, outboxStatusRanges) and by topic.
     index('outbox_messages_status_idx').on(table.status, table.createdAt),
-    // The operator's listings, newest first (as the inbox's).
-    index('outbox_messages_created_idx').on(table.createdAt),
     index('outbox_messages_topic_created_idx').on(table.topic, table.createdAt),
     // The key's uniqueness (ON CONFLICT (deduplication_key) infers it) and an event's messages by
     // their key's prefix (`provider:event_id:`), whatever the collation, in one index: text_pattern_ops

@@ -14,7 +14,14 @@ import { outboxMessageCounts, outboxMessages, webhookEvents } from '../../db/sch
 import { DEFAULT_DESTINATION, type Destination, destinationKey } from '../../outbox/destinations.ts';
 import { copyMessages } from '../../outbox/message-rows.ts';
 import { after, micros, type Page, type PageKey, pageOf } from '../reads/cursor.ts';
-import { baseKeyOf, type OutboxColumns, type OutboxSelection, selected } from '../reads/outbox-view.ts';
+import {
+  baseKeyOf,
+  newestMessageKeys,
+  type OutboxColumns,
+  type OutboxSelection,
+  outboxRangesOf,
+  selected,
+} from '../reads/outbox-view.ts';
 
 /** The outbox list's filters a copy takes (any status, any destination) and the destination to send to. */
 export interface SendJobFilter extends Pick<OutboxSelection, 'topic' | 'id' | 'since' | 'until'> {
@@ -39,7 +46,7 @@ const baseKeySql = sql`case
  * the selection. A message's other rows have the keys its base key takes for each destination that
  * has rows at all (the counters' destinations, outbox_message_counts): a lookup each in the key's
  * unique index. (A range of the text_pattern_ops index would do without the names, but the planner
- * cannot estimate a range whose bounds come from the outer row and joins it to the created_at index.)
+ * cannot estimate a range whose bounds come from the outer row, and plans a join in place of the lookups.)
  */
 function standsForItsMessage(filter: SendJobFilter): SQL {
   return sql`not exists (
@@ -85,6 +92,16 @@ export async function messagesToSend(
   position: PageKey | undefined,
   limit: number,
 ): Promise<Page<MessageToSend>> {
+  const page = newestMessageKeys(
+    db,
+    outboxRangesOf({ topic: filter.topic, id: filter.id }),
+    and(
+      rowsOf(filter, t),
+      standsForItsMessage(filter),
+      position === undefined ? undefined : after(t.createdAt, [t.id], position),
+    ),
+    limit,
+  );
   const rows = await db
     .select({
       id: t.id,
@@ -94,15 +111,8 @@ export async function messagesToSend(
       atMicros: micros(t.createdAt),
     })
     .from(t)
-    .where(
-      and(
-        rowsOf(filter, t),
-        standsForItsMessage(filter),
-        position === undefined ? undefined : after(t.createdAt, [t.id], position),
-      ),
-    )
-    .orderBy(desc(t.createdAt), desc(t.id))
-    .limit(limit + 1);
+    .innerJoin(page, eq(t.id, page.id))
+    .orderBy(desc(page.createdAt), desc(t.id));
   return pageOf(rows, limit, (row) => [row.id]);
 }
 

@@ -3,9 +3,9 @@
 // and the wire form (snake_case, like the table) they all share. Payloads are shown only on a
 // message's own page and API answer, when asked.
 import { and, between, count, desc, eq, gte, like, lt, type SQL, sql } from 'drizzle-orm';
-import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, unionAll } from 'drizzle-orm/pg-core';
 import type { Executor } from '../../db/client.ts';
-import { type OutboxStatus, outboxMessages, outboxStatus } from '../../db/schema.ts';
+import { type OutboxStatus, outboxMessages, outboxStatus, outboxStatusRanges } from '../../db/schema.ts';
 import { isoOrNull } from '../../lib/clock.ts';
 import type { ExactJson } from '../../lib/json.ts';
 import { storedJson } from '../../lib/json-out.ts';
@@ -126,21 +126,64 @@ export function selected(filter: OutboxSelection, table: OutboxColumns = t): SQL
   );
 }
 
+/**
+ * The ranges a listing reads: its filter's own index (a status, a topic, an id prefix) as one range;
+ * else one range of the (status, created_at) index per status, merged (outboxStatusRanges): there is
+ * no index of creation time alone.
+ */
+export function outboxRangesOf(filter: Pick<OutboxSelection, 'status' | 'topic' | 'id'>): (SQL | undefined)[] {
+  return [filter.status, filter.topic, filter.id].some((value) => value !== undefined)
+    ? [undefined]
+    : outboxStatusRanges(t);
+}
+
+/**
+ * The newest `limit + 1` messages `where` takes, as a subquery of their keys (`id`, `created_at`),
+ * newest first: each range read in the list's order as far as the page, and merged (a Merge Append).
+ */
+export function newestMessageKeys(
+  db: Executor,
+  ranges: readonly (SQL | undefined)[],
+  where: SQL | undefined,
+  limit: number,
+) {
+  const keysWhere = (range: SQL | undefined) =>
+    db
+      .select({ id: t.id, createdAt: t.createdAt })
+      .from(t)
+      .where(and(range, where))
+      .orderBy(desc(t.createdAt), desc(t.id))
+      .limit(limit + 1);
+  const [first, second, ...rest] = ranges.map(keysWhere);
+  if (first === undefined) throw new Error('a listing reads at least one range');
+  return (
+    second === undefined
+      ? first
+      : // The union's own columns, by their names in the table.
+        unionAll(first, second, ...rest)
+          .orderBy(sql`created_at desc`, sql`id desc`)
+          .limit(limit + 1)
+  ).as('page');
+}
+
 /** Newest first, `limit` at a time; payloads are left out. */
 export async function listOutbox(db: Executor, filter: OutboxFilter): Promise<Page<OutboxListing>> {
   const position = resumeFrom(filter.cursor, 1, isMessageId);
+  const page = newestMessageKeys(
+    db,
+    outboxRangesOf(filter),
+    and(
+      selected(filter),
+      // The id column is a uuid: the cursor's text key is cast back to one.
+      position === undefined ? undefined : after(t.createdAt, [t.id], position),
+    ),
+    filter.limit,
+  );
   const rows = await db
     .select({ ...listingColumns, atMicros: micros(t.createdAt) })
     .from(t)
-    .where(
-      and(
-        selected(filter),
-        // The id column is a uuid: the cursor's text key is cast back to one.
-        position === undefined ? undefined : after(t.createdAt, [t.id], position),
-      ),
-    )
-    .orderBy(desc(t.createdAt), desc(t.id))
-    .limit(filter.limit + 1);
+    .innerJoin(page, eq(t.id, page.id))
+    .orderBy(desc(page.createdAt), desc(t.id));
   return pageOf(rows, filter.limit, (row) => [row.id]);
 }
 
