@@ -53,6 +53,11 @@ async function plannedNodes(read: () => Promise<unknown>): Promise<PlanNode[]> {
 }
 
 const nodeTypesUnder = (node: PlanNode) => (node.Plans ?? []).flatMap(nodesOf).map((under) => under['Node Type']);
+/** A page merged from index ranges, each read in its order: a Merge Append, and no Sort over an Append. */
+const expectMergedRanges = (nodes: PlanNode[]) => {
+  expect(nodes.map((node) => node['Node Type'])).toContain('Merge Append');
+  expect(nodes.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual([]);
+};
 const indexesUsed = (nodes: PlanNode[]) => nodes.flatMap((node) => node['Index Name'] ?? []);
 const scansOf = (nodes: PlanNode[], table: string) =>
   nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === table);
@@ -142,8 +147,7 @@ describe('operator reads at a month of events', () => {
     // No index of arrival time alone (each is an entry more on the intake's path): the page merges
     // the newest entries of each status's range of the (status, received_at) index.
     const nodes = await plannedNodes(() => listEvents(recording, { limit: 50 }));
-    expect(nodes.map((node) => node['Node Type'])).toContain('Merge Append');
-    expect(nodes.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual([]);
+    expectMergedRanges(nodes);
   });
 
   it('finds queued events by an id prefix too, though the prefix index leaves the queue out', async () => {
@@ -228,16 +232,12 @@ describe('operator reads at a month of events', () => {
     // update): the page merges the newest entries of each status's range of (status, created_at).
     for (const filter of [{}, { destination: 'default' }, { until: new Date(nowMs - DAY_MS) }]) {
       const nodes = await plannedNodes(() => listOutbox(recording, { ...filter, limit: 50 }));
-      expect(nodes.map((node) => node['Node Type'])).toContain('Merge Append');
-      expect(nodes.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual(
-        [],
-      );
+      expectMergedRanges(nodes);
       expect(scansOf(nodes, 'outbox_messages')).toEqual([]);
     }
     // A copy job's walk (ops/jobs/destination-copy.ts) pages the same way.
     const copies = await plannedNodes(() => messagesToSend(recording, { to: 'archive' }, undefined, 50));
-    expect(copies.map((node) => node['Node Type'])).toContain('Merge Append');
-    expect(copies.filter((node) => node['Node Type'] === 'Sort' && nodeTypesUnder(node).includes('Append'))).toEqual([]);
+    expectMergedRanges(copies);
   });
 
   it('walks retention’s two indexes oldest first instead of the rows it already purged', async () => {
