@@ -42,11 +42,13 @@ export async function importPublicKey(
   if (algorithm === 'Ed25519') {
     const raw = format === 'spki' ? null : rawKeyBytes(text, format);
     if (raw === null) throw new Error(`every public key must be an Ed25519 key written as ${format}`);
+    // Stryker disable next-line BooleanLiteral: extractable only allows exportKey, and no key is ever exported
     return crypto.subtle.importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']);
   }
   const der = format === 'spki' ? decodeBase64(text.replace(PEM_ARMOR, '').replace(/\s+/g, '')) : null;
   if (der === null) throw new Error('every public key must be an ECDSA P-256 key, base64 DER (SPKI) or PEM');
   try {
+    // Stryker disable next-line BooleanLiteral: extractable only allows exportKey, and no key is ever exported
     return await crypto.subtle.importKey('spki', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']);
   } catch {
     throw new Error('every public key must be an ECDSA P-256 key, base64 DER (SPKI) or PEM');
@@ -103,6 +105,7 @@ export async function importPrivateKey(pem: string, algorithm: AsymmetricAlgorit
   if (der === null || !pem.includes('BEGIN PRIVATE KEY')) throw new Error(`expected ${expected}`);
   const params = algorithm === 'Ed25519' ? { name: 'Ed25519' } : { name: 'ECDSA', namedCurve: 'P-256' };
   try {
+    // Stryker disable next-line BooleanLiteral: extractable only allows exportKey, and no key is ever exported
     return await crypto.subtle.importKey('pkcs8', der, params, false, ['sign']);
   } catch {
     throw new Error(`expected ${expected}`);
