@@ -308,4 +308,13 @@ describe('cursors and time bounds, read one value at a time', () => {
     expect(parseTimeBound('9999-12-31T23:59:59.999Z', 0)?.getTime()).toBe(LATEST_MS);
     expect(parseTimeBound('9999-12-31T23:59:59.999-01:00', 0)).toBeUndefined();
   });
+
+  it('refuses a month that is not one, whatever the year', () => {
+    // JavaScript's own parser reads 0001-13-01 as 2001-01-13 (a year below 13 taken for a month):
+    // the calendar check, not Date, must refuse it.
+    for (const month of ['00', '13', '99']) {
+      for (const year of ['0001', '0012', '2026']) expect(parseTimeBound(`${year}-${month}-01`, 0)).toBeUndefined();
+    }
+    expect(parseTimeBound('0012-12-31', 0)?.toISOString()).toBe('0012-12-31T00:00:00.000Z');
+  });
 });
