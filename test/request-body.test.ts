@@ -143,22 +143,49 @@ describe('the intake reading bodies with it', () => {
         release: (body) => reader.release(body),
       },
     });
-    const server = serve({ fetch: test.app.fetch, port: 0, hostname: '127.0.0.1' });
-    await new Promise((resolve) => server.once('listening', resolve));
-    const { port } = server.address() as AddressInfo;
+    const served = await servedByNode(test.app.fetch);
     try {
       const event = acmeEvent({ data: { id: uniqueId('sub'), status: 'active', note: 'n'.repeat(200_000) } });
       const body = JSON.stringify(event);
       const init = { method: 'POST', body, headers: await signedHeaders(body) };
-      const first = await fetch(`http://127.0.0.1:${port}/webhooks/acme`, init);
+      const first = await fetch(`${served.origin}/webhooks/acme`, init);
       expect([first.status, await first.text()]).toEqual([200, '{"received":true}']);
-      const copy = await fetch(`http://127.0.0.1:${port}/webhooks/acme`, init);
+      const copy = await fetch(`${served.origin}/webhooks/acme`, init);
       expect([copy.status, await copy.text()]).toEqual([200, '{"received":true,"duplicate":true}']);
       const row = await eventRow(sql, event.id);
       expect((row?.payload as { data?: { note?: string } } | undefined)?.data?.note).toHaveLength(200_000);
       expect(read.map((bytes) => bytes.byteLength)).toEqual([0, 0]);
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await served.close();
+    }
+  });
+
+  it('stores a chunked delivery, whose body the reader leaves to the request', async () => {
+    const test = await buildTestApp(db, { bodyReader: nodeBodyReader() });
+    const served = await servedByNode(test.app.fetch);
+    try {
+      const event = acmeEvent({ data: { id: uniqueId('sub'), status: 'active' } });
+      const body = JSON.stringify(event);
+      const chunked = new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(body));
+          controller.close();
+        },
+      });
+      const init = { method: 'POST', body: chunked, duplex: 'half', headers: await signedHeaders(body) } as RequestInit;
+      const answer = await fetch(`${served.origin}/webhooks/acme`, init);
+      expect([answer.status, await answer.text()]).toEqual([200, '{"received":true}']);
+      expect(await eventRow(sql, event.id)).toMatchObject({ status: 'completed' });
+    } finally {
+      await served.close();
     }
   });
 });
+
+/** An app served by Node on a port of its own, as `npm start` serves the intake. */
+async function servedByNode(fetchApp: Parameters<typeof serve>[0]['fetch']) {
+  const server = serve({ fetch: fetchApp, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+}
