@@ -14,7 +14,10 @@
 // writer, checkpointer: read from pg_stat_activity, so other databases' connections on the same
 // PostgreSQL server do not count). Each round also reports the share of the machine's cores that other
 // work used meanwhile, and the run prints NOISY when it passed 10%. Prints each round and, per mode,
-// the medians and head/base of the medians; writes bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
+// the medians and head/base of the medians, and, where the server loads pg_stat_statements, what each
+// statement cost PostgreSQL per event on each side (execution time, WAL records and bytes: counted,
+// so a change of index entries shows whatever the load; bench/lib/statement-costs.ts); writes
+// bench/results/ab-<time>.json. Fails only when it could not complete: a refused answer, an event not
 // stored and applied once, a server that would not start.
 //
 // Environment: ROUNDS (5), REQUESTS (4000 a round and server), AB_WARMUP (REQUESTS, capped at 2000, per
@@ -61,6 +64,13 @@ import {
 } from './lib/proc.ts';
 import { runContext, writeResult } from './lib/results.ts';
 import { buildOnce, REPO_ROOT, type RunningService, startService, tail } from './lib/service.ts';
+import {
+  costsBetween,
+  formatCosts,
+  type StatementCosts,
+  snapshot,
+  statementStatsAvailable,
+} from './lib/statement-costs.ts';
 import { formatTable, round } from './lib/stats.ts';
 import { intakeLoad, wrkAvailable } from './lib/wrk.ts';
 
@@ -320,7 +330,7 @@ interface Figures {
 /** The run's events in a server's webhook_events (both schemas have it) and their subscriptions. */
 async function storedOf(sql: postgres.Sql, runId: string) {
   const [row] = await sql<{ completed: number; waiting: number; subscriptions: number }[]>`
-    select
+    /* bench:ab */ select
       (select count(*)::int from webhook_events where event_id like ${`evt_${runId}_%`} and status = 'completed')
         as completed,
       (select count(*)::int from webhook_events where event_id like ${`evt_${runId}_%`} and status <> 'completed')
@@ -338,7 +348,7 @@ async function storedOf(sql: postgres.Sql, runId: string) {
  */
 async function backendPids(sql: postgres.Sql): Promise<number[]> {
   const rows = await sql<{ pid: number }[]>`
-    select pid from pg_stat_activity
+    /* bench:ab */ select pid from pg_stat_activity
     where (datname = current_database() or backend_type <> 'client backend') and pid <> pg_backend_pid()`;
   return rows.map((row) => row.pid);
 }
@@ -353,7 +363,7 @@ interface CpuReading {
 
 /** The script's own backend (its checks of what was stored) is the benchmark's work, not the contender's. */
 async function ownBackendPid(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+  const [row] = await sql<{ pid: number }[]>`/* bench:ab */ select pg_backend_pid() as pid`;
   return row?.pid ?? 0;
 }
 
@@ -461,6 +471,9 @@ const ratio = (numerator: number | undefined, denominator: number | undefined) =
 
 type RoundResult = { round: number; order: Label[] } & Partial<Record<Label, Figures>>;
 
+/** Base's and head's statements over a mode's rounds, where pg_stat_statements can be read. */
+type ModeCosts = { base: StatementCosts; head: StatementCosts } | undefined;
+
 /** One mode: a fresh database and a server for each contender, a warm-up, then the rounds. */
 async function runMode(mode: Mode, servers: readonly Server[], config: Settings, logDir: string) {
   const admin = postgres(config.adminUrl, { max: 1, onnotice: () => {} });
@@ -484,6 +497,11 @@ async function runMode(mode: Mode, servers: readonly Server[], config: Settings,
         await measure(entry.server.label, entry.service, entry.sql, config, secret, config.warmup);
       }
     }
+    const statsReadable = await statementStatsAvailable(admin);
+    const databaseOf = (label: Label) => names[running.findIndex((entry) => entry.server.label === label)] ?? '';
+    const before = statsReadable
+      ? { base: await snapshot(admin, databaseOf('base')), head: await snapshot(admin, databaseOf('head')) }
+      : undefined;
     const rounds: RoundResult[] = [];
     for (let index = 0; index < config.rounds; index++) {
       const contenders = running.filter((entry) => entry.server.label !== 'seed');
@@ -504,7 +522,20 @@ async function runMode(mode: Mode, servers: readonly Server[], config: Settings,
       rounds.push(result);
       console.log(describeRound(mode, result));
     }
-    return rounds;
+    const eventsOf = (label: Label) => rounds.reduce((sum, result) => sum + (result[label]?.accepted ?? 0), 0);
+    const costs: ModeCosts =
+      before === undefined
+        ? undefined
+        : {
+            base: costsBetween(before.base, await snapshot(admin, databaseOf('base')), eventsOf('base')),
+            head: costsBetween(before.head, await snapshot(admin, databaseOf('head')), eventsOf('head')),
+          };
+    console.log(
+      costs === undefined
+        ? `${mode}: no statement costs (pg_stat_statements is not readable on ${new URL(config.adminUrl).host})`
+        : formatCosts(mode, costs.base, costs.head),
+    );
+    return { rounds, costs };
   } finally {
     for (const entry of running) {
       await entry.sql.end({ timeout: 5 });
@@ -593,7 +624,12 @@ async function main(): Promise<boolean> {
         `${config.concurrency} connections, loader ${loader}, modes ${config.modes.join(', ')}`,
     );
     const byMode: Partial<Record<Mode, RoundResult[]>> = {};
-    for (const mode of config.modes) byMode[mode] = await runMode(mode, servers, config, logDir);
+    const statementCosts: Partial<Record<Mode, ModeCosts>> = {};
+    for (const mode of config.modes) {
+      const { rounds, costs } = await runMode(mode, servers, config, logDir);
+      byMode[mode] = rounds;
+      statementCosts[mode] = costs;
+    }
     const summary = config.modes.flatMap((mode) => summarize(mode, byMode[mode] ?? []));
     const cell = (value: number | undefined) => (value === undefined ? '-' : String(value));
     console.log(
@@ -629,6 +665,7 @@ async function main(): Promise<boolean> {
       settings: { ...config, loader },
       rounds: byMode,
       summary,
+      statementCosts,
       noisy,
       failures,
     });

@@ -169,6 +169,8 @@ type Planned = Pick<PlannedEvent, 'event' | 'plan'>;
  * (one statement cannot write a row twice, and applying it twice is what deduplication prevents).
  */
 function distinct(events: readonly InboxEvent[]): InboxEvent[] {
+  // Nearly every delivery is one event: no key to build, no set to fill.
+  if (events.length < 2) return [...events];
   const seen = new Set<string>();
   return events.filter((event) => {
     const key = storedKeyString(event.provider, event.eventId);

@@ -31,9 +31,10 @@ export class RecentKeys {
   add(key: string): void {
     this.#expiresAt.delete(key);
     this.#expiresAt.set(key, this.clock() + this.ttlMs);
+    if (this.#expiresAt.size <= this.capacity) return;
     for (const oldest of this.#expiresAt.keys()) {
-      if (this.#expiresAt.size <= this.capacity) break;
       this.#expiresAt.delete(oldest);
+      if (this.#expiresAt.size <= this.capacity) break;
     }
   }
 }
