@@ -3,7 +3,7 @@
 // in one transaction, where CONCURRENTLY is refused, and a plain CREATE INDEX holds writers off
 // for the whole build: minutes on a month of events). The migrations write their indexes as
 // `CREATE INDEX IF NOT EXISTS` (docs/decisions/0011-online-migrations-and-event-counters.md), so the migrator then
-// finds them built and moves on. Functions an index needs (`CREATE OR REPLACE FUNCTION`) are
+// finds them built and moves on. Functions an index calls (`CREATE OR REPLACE FUNCTION`) are
 // created first; an index on a table or column the migration itself creates is left to the migration.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ interface JournalEntry {
 
 const BREAKPOINT = '--> statement-breakpoint';
 const INDEX = /^CREATE (UNIQUE )?INDEX IF NOT EXISTS "?([a-z0-9_]+)"?/i;
-const FUNCTION = /^CREATE OR REPLACE FUNCTION /i;
+const FUNCTION = /^CREATE OR REPLACE FUNCTION "?([a-z0-9_]+)"?\s*\(/i;
 /** undefined_table, undefined_function, undefined_column: what the migration itself creates first. */
 const CREATED_BY_THE_MIGRATION = new Set(['42P01', '42883', '42703']);
 
@@ -64,8 +64,12 @@ export async function buildPendingIndexesConcurrently(
   const statements = (await pendingMigrations(sql, folder)).flatMap((entry) =>
     statementsOf(readFileSync(join(folder, `${entry.tag}.sql`), 'utf8')),
   );
+  // Only a function one of the indexes calls: any other (a trigger's, say) may depend on what the
+  // migration itself creates, or replace one an earlier pending migration has yet to create.
+  const indexes = statements.filter((candidate) => INDEX.test(candidate));
   for (const statement of statements.filter((candidate) => FUNCTION.test(candidate))) {
-    await sql.unsafe(statement);
+    const name = FUNCTION.exec(statement)?.[1];
+    if (name !== undefined && indexes.some((index) => index.includes(`${name}(`))) await sql.unsafe(statement);
   }
   const result: PrebuiltIndexes = { built: [], left: [] };
   for (const statement of statements) {
