@@ -341,6 +341,25 @@ async function storedOf(sql: postgres.Sql, runId: string) {
 }
 
 /**
+ * Waits until the relay has published every message (a contender without an outbox, the seed, at
+ * once). The relay defers to a saturated intake and publishes the round's messages after it: left
+ * running, that work would take the cores from the next contender's round (a relay's update of a
+ * few hundred messages ran ten times slower there than alone), adding its cost to the other side.
+ */
+async function outboxDrained(sql: postgres.Sql, label: Label, deadline: number): Promise<void> {
+  const [table] = await sql<{ exists: boolean }[]>`
+    /* bench:ab */ select to_regclass('outbox_messages') is not null as exists`;
+  if (table?.exists !== true) return;
+  for (;;) {
+    const [row] = await sql<{ pending: number }[]>`
+      /* bench:ab */ select count(*)::int as pending from outbox_messages where status = 'pending'`;
+    if ((row?.pending ?? 0) === 0) return;
+    if (performance.now() > deadline) throw new Error(`${label}: ${row?.pending} outbox messages never published`);
+    await sleep(20);
+  }
+}
+
+/**
  * The PostgreSQL processes a contender's round costs: its database's backends (the server's
  * connections; the script's own left out) and the server's own processes (WAL writer, checkpointer,
  * background writer, autovacuum), whose work during a round is that round's, the contenders running
@@ -439,6 +458,7 @@ async function measure(
   }
   const appliedMs = load.elapsedMs + (performance.now() - loadEnded);
   const end = cpuReading(service.pid, new Set([...backends, ...(await backendPids(sql))]), ownBackend);
+  await outboxDrained(sql, label, deadline);
   if (stored.subscriptions !== stored.completed) {
     throw new Error(`${label}: ${stored.subscriptions} subscriptions for ${stored.completed} completed events`);
   }
