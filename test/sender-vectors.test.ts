@@ -184,9 +184,20 @@ describe('strict decoding', () => {
       ['0aff0a', 2],
       ['0g', undefined],
       [null, 1],
+      ['', undefined],
+      // Each character just outside the alphabet: '/' ':' '@' 'G' '`' 'g', and a space, a sign, a non-ASCII letter.
+      ...['/0', '0:', '@0', '0G', '`0', 'g0', ' 0', '+1', '0á'].map((text) => [text, undefined] as const),
     ] as const) {
       expect(decodeHex(text, length), `${text} ${length}`).toBeNull();
     }
+  });
+
+  it('writes every byte as two lower-case hex digits and reads each back, in either case', () => {
+    const every = new Uint8Array(256).map((_, byte) => byte);
+    const hex = encodeHex(every);
+    expect(hex).toBe(Array.from(every, (byte) => byte.toString(16).padStart(2, '0')).join(''));
+    expect(decodeHex(hex, 256)).toEqual(every);
+    expect(decodeHex(hex.toUpperCase(), 256)).toEqual(every);
   });
 
   it('takes unpadded base64url only where a sender writes it', () => {
