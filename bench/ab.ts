@@ -340,21 +340,33 @@ async function storedOf(sql: postgres.Sql, runId: string) {
   return row;
 }
 
+/** How long the outbox may stay as it is before the relay counts as off (RELAY_INTERVAL_MS=0 in AB_HEAD_ENV). */
+const RELAY_STILL_MS = 3000;
+
 /**
  * Waits until the relay has published every message (a contender without an outbox, the seed, at
- * once). The relay defers to a saturated intake and publishes the round's messages after it: left
- * running, that work would take the cores from the next contender's round (a relay's update of a
- * few hundred messages ran ten times slower there than alone), adding its cost to the other side.
+ * once; one whose relay is off, once nothing has moved for RELAY_STILL_MS). The relay defers to a
+ * saturated intake and publishes the round's messages after it: left running, that work would take
+ * the cores from the next contender's round (a relay's update of a few hundred messages ran ten
+ * times slower there than alone), adding its cost to the other side.
  */
-async function outboxDrained(sql: postgres.Sql, label: Label, deadline: number): Promise<void> {
+async function outboxDrained(sql: postgres.Sql): Promise<void> {
   const [table] = await sql<{ exists: boolean }[]>`
     /* bench:ab */ select to_regclass('outbox_messages') is not null as exists`;
   if (table?.exists !== true) return;
+  let last = -1;
+  let movedAt = performance.now();
   for (;;) {
     const [row] = await sql<{ pending: number }[]>`
       /* bench:ab */ select count(*)::int as pending from outbox_messages where status = 'pending'`;
-    if ((row?.pending ?? 0) === 0) return;
-    if (performance.now() > deadline) throw new Error(`${label}: ${row?.pending} outbox messages never published`);
+    const pending = row?.pending ?? 0;
+    if (pending === 0) return;
+    if (pending !== last) {
+      last = pending;
+      movedAt = performance.now();
+    } else if (performance.now() - movedAt > RELAY_STILL_MS) {
+      return;
+    }
     await sleep(20);
   }
 }
@@ -458,7 +470,7 @@ async function measure(
   }
   const appliedMs = load.elapsedMs + (performance.now() - loadEnded);
   const end = cpuReading(service.pid, new Set([...backends, ...(await backendPids(sql))]), ownBackend);
-  await outboxDrained(sql, label, deadline);
+  await outboxDrained(sql);
   if (stored.subscriptions !== stored.completed) {
     throw new Error(`${label}: ${stored.subscriptions} subscriptions for ${stored.completed} completed events`);
   }
