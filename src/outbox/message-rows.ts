@@ -217,8 +217,8 @@ const heldBy = (owner: string) => and(eq(outboxMessages.lockedBy, owner), eq(out
  * The published ids' update, joined to the ids (one text parameter, unnested) rather than testing
  * `id = any(ids)`: prepared, it is planned once for every batch, and that generic plan read the
  * pending messages through their index and tested each against the whole array, a batch's size times
- * the backlog (45-85 ms a batch of 500 with 4,000 pending, twice the rest of a delivery's database
- * work; docs/benchmarks.md). Joined, each pending row is one hash probe. Exported for its plan's test.
+ * the backlog (45-85 ms a batch of 500 with 4,000 pending, as much PostgreSQL time per sync event
+ * as every other statement together; docs/benchmarks.md). Joined, each pending row is one hash probe. Exported for its plan's test.
  */
 export function markPublishedStatement(db: Executor, owner: string, ids: readonly string[], at: Date) {
   const m = outboxMessages;
