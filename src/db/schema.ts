@@ -51,6 +51,24 @@ export const finishedAt = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgC
   sql`coalesce(${table.completedAt}, ${table.receivedAt})`;
 
 /**
+ * What retention may still do to a finished row, the first key of its one index
+ * (webhook_events_retention_idx): 0 payload present, no content digest (null the payload, or delete
+ * the row); 1 payload present, digest (null the payload); 2 payload gone, no digest (delete the row);
+ * 3 payload gone, digest (nothing, ever: the row is kept for its digest, and the index leaves it out).
+ * Each of retention's walks reads two of these ranges oldest first, so it starts at its oldest
+ * candidate and never re-reads what an earlier run purged. One index instead of one per walk: every
+ * finished row without a digest was an entry in both, and each entry is a write on the intake's path
+ * (docs/benchmarks.md).
+ */
+export const retentionClass = (table: { payload: AnyPgColumn; contentDigest: AnyPgColumn }): SQL =>
+  sql`((${table.payload} is null)::int * 2 + (${table.contentDigest} is not null)::int)`;
+
+/** The classes (retentionClass) whose rows retention may delete: no content digest. */
+export const RETENTION_DELETABLE = [0, 2] as const;
+/** The classes (retentionClass) whose payloads retention may null: payload present. */
+export const RETENTION_PAYLOAD_PRESENT = [0, 1] as const;
+
+/**
  * The sender's own id of what an event is about, where the sender puts one in its payload: Stripe's
  * `data.object.id`, GitHub's `repository.full_name`, Shopify's resource `id`, acme's `data.id`. It is
  * what an operator searches by (`?subject=`); it reads the payload, so it is gone once retention nulls it.
@@ -164,13 +182,12 @@ export const webhookEvents = pgTable(
       .where(sql`${eventSubject(table)} is not null and ${listedInIndexes(table)}`),
     // webhook_events_done_minutes_later_idx, the overview's backlog, is in drizzle/0004_event_counts_triggers.sql:
     // its predicate is a function declared there, with statistics the planner needs to choose it.
-    // Retention's two walks, oldest first: rows it may delete, payloads it may null.
-    index('webhook_events_expiry_idx')
-      .on(finishedAt(table))
-      .where(sql`${table.contentDigest} is null and ${table.status} in ('completed', 'ignored', 'dead_letter')`),
-    index('webhook_events_payload_expiry_idx')
-      .on(finishedAt(table))
-      .where(sql`${table.payload} is not null and ${table.status} in ('completed', 'ignored', 'dead_letter')`),
+    // Retention's two walks, oldest first, each two ranges of one index (retentionClass).
+    index('webhook_events_retention_idx')
+      .on(retentionClass(table), finishedAt(table))
+      .where(
+        sql`${table.status} in ('completed', 'ignored', 'dead_letter') and (${table.payload} is not null or ${table.contentDigest} is null)`,
+      ),
     uniqueIndex('webhook_events_provider_content_digest_idx')
       .on(table.provider, table.contentDigest)
       .where(sql`${table.contentDigest} is not null`),

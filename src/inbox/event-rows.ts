@@ -40,7 +40,14 @@ import {
   lockInQueueOrder,
 } from '../db/lease.ts';
 import { executePrepared } from '../db/prepared.ts';
-import { LAST_ERROR_MAX, type WebhookEventStatus, webhookEvents } from '../db/schema.ts';
+import {
+  LAST_ERROR_MAX,
+  RETENTION_DELETABLE,
+  RETENTION_PAYLOAD_PRESENT,
+  retentionClass,
+  type WebhookEventStatus,
+  webhookEvents,
+} from '../db/schema.ts';
 import { DomainRejection } from '../lib/errors.ts';
 import type { AuthenticatedEvent } from '../senders/types.ts';
 
@@ -544,8 +551,16 @@ export async function recordApplyFailure(
   };
 }
 
-/** Terminal rows finished before `cutoff`. */
-const finishedBefore = (cutoff: Date) => sql`status in ('completed', 'ignored', 'dead_letter')
+/**
+ * Terminal rows finished before `cutoff` in the given classes of retentionClass: ranges of
+ * webhook_events_retention_idx, read oldest first. The caller adds the condition the classes stand
+ * for (no digest, or a payload), which is what lets the planner use that partial index.
+ */
+const finishedBefore = (
+  cutoff: Date,
+  classes: readonly number[],
+) => sql`status in ('completed', 'ignored', 'dead_letter')
+  and ${retentionClass(webhookEvents)} in (${sql.raw(classes.join(', '))})
   and coalesce(completed_at, received_at) < ${cutoff.toISOString()}`;
 
 /**
@@ -559,7 +574,7 @@ export const purgeStatements = {
   // body stays valid forever, and only the stored digest keeps it from being applied a second time.
   // The event's delivery log (delivery-log.ts) goes with it, in the same statement.
   deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (
-      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff)} and content_digest is null
+      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff, RETENTION_DELETABLE)} and content_digest is null
       limit ${limit} for update skip locked
     ), gone as (
       delete from webhook_events e using doomed d
@@ -570,7 +585,7 @@ export const purgeStatements = {
   // The traceparent goes with the payload: once the row is finished no apply will read it, and a row
   // kept for its digest would carry it for good (docs/scaling.md, bytes per event).
   nullPayloads: (payloadCutoff: Date, limit: number) => sql`with stale as (
-      select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff)} and payload is not null
+      select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff, RETENTION_PAYLOAD_PRESENT)} and payload is not null
       limit ${limit} for update skip locked
     ), done as (
       update webhook_events e set payload = null, traceparent = null from stale s
