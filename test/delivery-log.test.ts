@@ -272,6 +272,37 @@ describe('delivery log', () => {
     expect(rows[0]?.delivered_at).toEqual(new Date(TEST_NOW_MS + 2000));
   });
 
+  it('writes a flush again, tolerating the conflict, when a first store’s row exists already', async () => {
+    // A first store is inserted without ON CONFLICT (its key is new); a record written twice must not
+    // cost the rest of its flush.
+    const log = newLog();
+    const first = (eventId: string, traceId: string) => ({
+      provider: 'acme',
+      eventId,
+      deliveredAt: new Date(TEST_NOW_MS),
+      traceId,
+      statusCode: 200,
+      outcome: 'completed' as const,
+      durationMs: 1.5,
+      firstStore: true,
+    });
+    const twice = first(uniqueId('evt'), newTrace().traceId);
+    log.add(twice);
+    await log.flush(db);
+    const other = uniqueId('evt');
+    log.add({ ...twice });
+    log.add(first(other, newTrace().traceId));
+    log.add({
+      ...first(other, newTrace().traceId),
+      deliveredAt: new Date(TEST_NOW_MS + 1000),
+      outcome: 'duplicate',
+      firstStore: false,
+    });
+    await log.flush(db);
+    expect(await logRows(twice.eventId)).toHaveLength(1);
+    expect((await logRows(other)).map((row) => row.outcome)).toEqual(['completed', 'duplicate']);
+  });
+
   it('counts records it loses, dropped for room or in a failed write, in /metrics and a warning', async () => {
     const metrics = new Metrics(labelBounds(['acme'], defaultHandlers));
     const lines: string[] = [];

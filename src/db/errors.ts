@@ -56,6 +56,11 @@ export function isRetryableConflict(error: unknown): boolean {
   return causeChain(error).some((link) => RETRYABLE_CONFLICTS.has(sqlStateOf(link) ?? ''));
 }
 
+/** Whether the error is a unique violation (23505), read through Drizzle's wrapper. */
+export function isUniqueViolation(error: unknown): boolean {
+  return causeChain(error).some((link) => sqlStateOf(link) === '23505');
+}
+
 /**
  * Whether a statement was given up on after waiting (a lock held elsewhere, or a slow statement), read
  * through Drizzle's wrapper: the group committer then retries the batch's deliveries one at a time,

@@ -13,7 +13,7 @@
 // Retention deletes an event's rows with the event (retention.ts).
 import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Database, Executor } from '../db/client.ts';
-import { describeError } from '../db/errors.ts';
+import { describeError, isUniqueViolation } from '../db/errors.ts';
 import { executePrepared } from '../db/prepared.ts';
 import { webhookDeliveries } from '../db/schema.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -149,7 +149,11 @@ export function foldDelivery(into: DeliveryRecord, record: DeliveryRecord): bool
  * event's can fold into it, and it is not trimmed (the event's only earlier rows are those of
  * deliveries refused before it was stored, which each flush of theirs trimmed to the cap, so it holds
  * at most DELIVERY_LOG_CAP + 1 rows until its next delivery's flush trims it). That statement takes a
- * fifth less of PostgreSQL's time a record than the general one (docs/benchmarks.md).
+ * fifth less of PostgreSQL's time a record than the general one (docs/benchmarks.md). It is a plain
+ * INSERT, without ON CONFLICT: a first store is one delivery's own row under a fresh trace id, so its
+ * key is new, and ON CONFLICT's speculative insertion cost a WAL record and an index probe more per row.
+ * Should a key exist after all (a record written twice), the flush is written again with the
+ * conflict-tolerant statement rather than lost.
  *
  * Every other record is folded and inserted under its stored event's id: a delivery with a content
  * digest belongs to the row holding that digest, whose id is the first delivery's (the unique index
@@ -174,16 +178,26 @@ export async function writeDeliveries(db: Database, records: readonly DeliveryRe
     if (record.firstStore === true) firstStores.push(record);
     else others.push(foldInput(record, n, first && record.outcome === 'duplicate'));
   });
-  await db.transaction(async (tx) => {
-    if (firstStores.length > 0) await executePrepared(tx, insertFirstStores(firstStores));
-    if (others.length === 0) return;
-    const touched = await executePrepared<{ provider: string; event_id: string }>(tx, foldAndInsert(others));
-    if (touched.length > 0) await executePrepared(tx, trimStatement(touched));
-  });
+  const write = (tolerateConflicts: boolean) =>
+    db.transaction(async (tx) => {
+      if (firstStores.length > 0) await executePrepared(tx, insertFirstStores(firstStores, tolerateConflicts));
+      if (others.length === 0) return;
+      const touched = await executePrepared<{ provider: string; event_id: string }>(tx, foldAndInsert(others));
+      if (touched.length > 0) await executePrepared(tx, trimStatement(touched));
+    });
+  try {
+    await write(false);
+  } catch (error) {
+    if (firstStores.length === 0 || !isUniqueViolation(error)) throw error;
+    await write(true);
+  }
 }
 
-/** First stores, each a row under the id it came with (see writeDeliveries). */
-function insertFirstStores(records: readonly DeliveryRecord[]) {
+/**
+ * First stores, each a row under the id it came with (see writeDeliveries); with
+ * `tolerateConflicts`, a row whose key exists is skipped instead of failing the statement.
+ */
+function insertFirstStores(records: readonly DeliveryRecord[], tolerateConflicts: boolean) {
   const input = records.map((record) => ({
     provider: record.provider,
     event_id: record.eventId,
@@ -196,7 +210,7 @@ function insertFirstStores(records: readonly DeliveryRecord[]) {
   return sql`insert into webhook_deliveries (provider, event_id, delivered_at, trace_id, status_code, outcome, duration_ms)
     select * from json_to_recordset(${JSON.stringify(input)}::json) as r(provider text, event_id text,
       delivered_at timestamptz, trace_id text, status_code smallint, outcome text, duration_ms real)
-    on conflict do nothing`;
+    ${tolerateConflicts ? sql`on conflict do nothing` : sql``}`;
 }
 
 function foldInput(record: DeliveryRecord, n: number, foldFirst: boolean) {
