@@ -63,10 +63,25 @@ export const finishedAt = (table: { completedAt: AnyPgColumn; receivedAt: AnyPgC
 export const retentionClass = (table: { payload: AnyPgColumn; contentDigest: AnyPgColumn }): SQL =>
   sql`((${table.payload} is null)::int * 2 + (${table.contentDigest} is not null)::int)`;
 
-/** The classes (retentionClass) whose rows retention may delete: no content digest. */
-export const RETENTION_DELETABLE = [0, 2] as const;
-/** The classes (retentionClass) whose payloads retention may null: payload present. */
-export const RETENTION_PAYLOAD_PRESENT = [0, 1] as const;
+/**
+ * Retention's two walks, each the classes of retentionClass it reads and the condition those classes
+ * stand for. A statement needs both: the classes bound its range of the index, and the condition is
+ * what the planner proves the index's predicate from.
+ */
+export const retentionWalks = {
+  /** Rows retention may delete: no content digest. */
+  deletable: {
+    classes: [0, 2],
+    condition: (table: { contentDigest: AnyPgColumn }): SQL => sql`${table.contentDigest} is null`,
+  },
+  /** Payloads retention may null: payload present. */
+  payloadPresent: {
+    classes: [0, 1],
+    condition: (table: { payload: AnyPgColumn }): SQL => sql`${table.payload} is not null`,
+  },
+} as const;
+
+export type RetentionWalk = (typeof retentionWalks)[keyof typeof retentionWalks];
 
 /**
  * The sender's own id of what an event is about, where the sender puts one in its payload: Stripe's

@@ -42,9 +42,9 @@ import {
 import { executePrepared } from '../db/prepared.ts';
 import {
   LAST_ERROR_MAX,
-  RETENTION_DELETABLE,
-  RETENTION_PAYLOAD_PRESENT,
+  type RetentionWalk,
   retentionClass,
+  retentionWalks,
   type WebhookEventStatus,
   webhookEvents,
 } from '../db/schema.ts';
@@ -552,15 +552,12 @@ export async function recordApplyFailure(
 }
 
 /**
- * Terminal rows finished before `cutoff` in the given classes of retentionClass: ranges of
- * webhook_events_retention_idx, read oldest first. The caller adds the condition the classes stand
- * for (no digest, or a payload), which is what lets the planner use that partial index.
+ * Terminal rows finished before `cutoff` that `walk` reads: its classes of retentionClass, ranges of
+ * webhook_events_retention_idx read oldest first, and the condition they stand for.
  */
-const finishedBefore = (
-  cutoff: Date,
-  classes: readonly number[],
-) => sql`status in ('completed', 'ignored', 'dead_letter')
-  and ${retentionClass(webhookEvents)} in (${sql.raw(classes.join(', '))})
+const finishedBefore = (cutoff: Date, walk: RetentionWalk) => sql`status in ('completed', 'ignored', 'dead_letter')
+  and ${retentionClass(webhookEvents)} in (${sql.raw(walk.classes.join(', '))})
+  and ${walk.condition(webhookEvents)}
   and coalesce(completed_at, received_at) < ${cutoff.toISOString()}`;
 
 /**
@@ -574,7 +571,7 @@ export const purgeStatements = {
   // body stays valid forever, and only the stored digest keeps it from being applied a second time.
   // The event's delivery log (delivery-log.ts) goes with it, in the same statement.
   deleteRows: (rowCutoff: Date, limit: number) => sql`with doomed as (
-      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff, RETENTION_DELETABLE)} and content_digest is null
+      select provider, event_id from webhook_events where ${finishedBefore(rowCutoff, retentionWalks.deletable)}
       limit ${limit} for update skip locked
     ), gone as (
       delete from webhook_events e using doomed d
@@ -585,7 +582,7 @@ export const purgeStatements = {
   // The traceparent goes with the payload: once the row is finished no apply will read it, and a row
   // kept for its digest would carry it for good (docs/scaling.md, bytes per event).
   nullPayloads: (payloadCutoff: Date, limit: number) => sql`with stale as (
-      select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff, RETENTION_PAYLOAD_PRESENT)} and payload is not null
+      select provider, event_id from webhook_events where ${finishedBefore(payloadCutoff, retentionWalks.payloadPresent)}
       limit ${limit} for update skip locked
     ), done as (
       update webhook_events e set payload = null, traceparent = null from stale s
