@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHandler, type HandlerMap } from '../src/domain/handlers.ts';
 import { applyStoredEvent } from '../src/inbox/stored.ts';
-import { LosslessNumber } from '../src/lib/json.ts';
+import { LosslessNumber, parseJsonText } from '../src/lib/json.ts';
 import { allSenders, enableSenders } from '../src/senders/registry.ts';
 import { acmeEvent, signedHeaders, uniqueId } from './helpers/acme.ts';
 import { buildTestApp } from './helpers/app.ts';
@@ -134,6 +134,15 @@ describe('payload numbers, exactly as signed', () => {
     expect(await countEvents(sql, id)).toBe(0);
   });
 
+  it("refuses a repeated key's earlier value beyond numeric, though the last value is fine -> 400, no row", async () => {
+    const test = await buildTestApp(db);
+    const id = uniqueId('evt');
+    const body = bodyWith('customer.note', { n: '1e131072' }, id).replace('"n":1e131072', '"n":1e131072,"n":1');
+    const response = await test.request('/webhooks/acme', { method: 'POST', body, headers: await signedHeaders(body) });
+    expect(response.status).toBe(400);
+    expect(await countEvents(sql, id)).toBe(0);
+  });
+
   it('keeps the last of repeated keys, as jsonb does, where the exact parse runs', async () => {
     const seen: unknown[] = [];
     const test = await buildTestApp(db, { handlers: recordingHandlers(seen) });
@@ -148,5 +157,35 @@ describe('payload numbers, exactly as signed', () => {
     const [row] = await sql<{ order_id: string }[]>`select payload->'data'->>'order_id' as order_id
       from webhook_events where provider = 'acme' and event_id = ${id}`;
     expect(row?.order_id).toBe('820982911946154508');
+  });
+});
+
+describe('the two exact readers', () => {
+  // Numbers JavaScript cannot hold, none beyond the bound: read natively (JSON.parse's reviver).
+  const document = `{"a":820982911946154508,"b":[1.5e20,-0.1000000000000000055511151231257827,1e-50,-12345678901234567890,-0,7],"c":{"d":12345678901234567.5},"note":"%"}`;
+
+  it('read every number alike, whichever runs', () => {
+    const native = parseJsonText(document.replace('%', 'text'));
+    // An exponent of 100 or more anywhere, even inside a string, sends the document to lossless-json.
+    const lossless = parseJsonText(document.replace('%', 'e100'));
+    const expected = {
+      a: 820982911946154508n,
+      b: [
+        150000000000000000000n,
+        new LosslessNumber('-0.1000000000000000055511151231257827'),
+        1e-50,
+        -12345678901234567890n,
+        -0,
+        7,
+      ],
+      c: { d: new LosslessNumber('12345678901234567.5') },
+    };
+    expect(native).toEqual({ ...expected, note: 'text' });
+    expect(lossless).toEqual({ ...expected, note: 'e100' });
+  });
+
+  it('refuse a number beyond the bound, whichever runs', () => {
+    expect(parseJsonText(`{"n":${'1'.repeat(899)}.${'1'.repeat(1001)}}`)).toBeUndefined();
+    expect(parseJsonText('{"n":1e1000,"n":1}')).toBeUndefined();
   });
 });

@@ -93,6 +93,29 @@ export function describeDeliveryContract(runtime: string, target: () => Delivery
       expect(await subscriptionRow(sql, String(event.data.id))).toMatchObject({ provider_version: '5' });
     });
 
+    it('applies an event carrying numbers beyond a double, and stores them as signed', async () => {
+      const { sql } = target();
+      const event = freshEvent({ version: 2 });
+      // Written by hand: JSON.stringify cannot write them. This runtime's JSON.parse must hand over
+      // each number's text for them to be read exactly (src/lib/json.ts); without it they are refused.
+      const body = JSON.stringify(event).replace(
+        '"data":{',
+        '"data":{"order_ref":820982911946154508,"rate":0.1000000000000000055511,',
+      );
+      const response = await target().request('/webhooks/acme', {
+        method: 'POST',
+        body,
+        headers: await signedHeaders(body, { timestamp: nowSeconds() }),
+      });
+
+      expect(await answer(response)).toBe(applied());
+      await settle();
+      const [row] = await sql<{ status: string; order_ref: string; rate: string }[]>`
+        select status, payload->'data'->>'order_ref' as order_ref, payload->'data'->>'rate' as rate
+        from webhook_events where provider = 'acme' and event_id = ${event.id}`;
+      expect(row).toEqual({ status: 'completed', order_ref: '820982911946154508', rate: '0.1000000000000000055511' });
+    });
+
     it('refuses a bad signature with 401 and stores nothing', async () => {
       const { sql } = target();
       const event = freshEvent();
