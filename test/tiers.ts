@@ -5,7 +5,7 @@
 //   process, a signal, a child vitest, a browser); slower, and what a busy machine slows most;
 // - `workers`: the Worker entry inside workerd (test/worker/, a project of its own in the config).
 // The second Node line runs only NODE_LINE_FILES: what does not start a process on that line nor use
-// its HTTP server, sockets or Web Crypto behaves the same on every line.
+// its HTTP server, sockets, Web Crypto or JSON.parse's source text behaves the same on every line.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -65,6 +65,7 @@ export const NODE_LINE_FILES: Readonly<Record<string, string>> = {
   'test/signature.test.ts': "the line's Web Crypto",
   'test/sender-vectors.test.ts': "the line's Web Crypto (HMAC, Ed25519, ECDSA) on published vectors",
   'test/senders.test.ts': "every sender's signature on the line's Web Crypto",
+  'test/exact-payloads.test.ts': "exact numbers read through the line's JSON.parse (its source text)",
   'test/postgres-patch.test.ts': "the patched postgres.js over the line's sockets",
   'test/outbox-target.test.ts': "the line's fetch and undici",
   'test/outbox-nats.test.ts': "the NATS client over the line's sockets",
