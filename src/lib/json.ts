@@ -4,7 +4,8 @@
 // exact: the received text is what is stored (jsonb keeps numbers as numeric), and the value handed
 // to validation and handlers holds every number a JavaScript number cannot as a bigint (integers) or
 // a LosslessNumber (the rest), rebuilt from the number's own text (JSON.parse hands a reviver each
-// value's source text), or read by lossless-json where a token may be beyond the bound.
+// value's source text), or read by lossless-json where a token may be beyond the bound
+// (docs/decisions/0040-exact-numbers-read-by-json-parse.md).
 import { isSafeNumber, LosslessNumber, parse as parseLossless, splitNumber } from 'lossless-json';
 import { isStorableText } from './text.ts';
 
